@@ -1,0 +1,63 @@
+# Common compile options and the helpers every src/ folder uses.
+
+add_library(reprise_options INTERFACE)
+target_include_directories(reprise_options INTERFACE
+  ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(reprise_options INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wvla
+  -Wno-missing-field-initializers
+  $<$<BOOL:${REPRISE_WERROR}>:-Werror>)
+target_link_libraries(reprise_options INTERFACE Threads::Threads)
+if(REPRISE_SANITIZE)
+  target_compile_options(reprise_options INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(reprise_options INTERFACE -fsanitize=address,undefined)
+endif()
+if(REPRISE_TSAN)
+  target_compile_options(reprise_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(reprise_options INTERFACE -fsanitize=thread)
+endif()
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # GCC 12 reports false -Wrestrict positives inside std::string (GCC bug 105329).
+  target_compile_options(reprise_options INTERFACE -Wno-restrict)
+endif()
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  target_compile_options(reprise_options INTERFACE -Wthread-safety)
+endif()
+
+# Flags for translation units that hold AVX2+FMA+F16C kernels; callers reach them only
+# after run-time CPU detection.
+set(REPRISE_AVX2_FLAGS -mavx2 -mfma -mf16c)
+
+# reprise_library(NAME folder SOURCES ... DEPS ...): one static library per src/ folder,
+# named reprise_<folder>.
+function(reprise_library folder)
+  cmake_parse_arguments(ARG "" "" "SOURCES;AVX2_SOURCES;DEPS;PUBLIC_LIBS" ${ARGN})
+  set(target reprise_${folder})
+  add_library(${target} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES})
+  target_link_libraries(${target} PUBLIC reprise_options ${ARG_DEPS} ${ARG_PUBLIC_LIBS})
+  if(ARG_AVX2_SOURCES)
+    set_source_files_properties(${ARG_AVX2_SOURCES} PROPERTIES COMPILE_OPTIONS
+      "${REPRISE_AVX2_FLAGS}")
+  endif()
+endfunction()
+
+# reprise_test(folder SOURCES ... DEPS ... [LABELS ...]): the folder's one test binary,
+# registered with CTest through gtest_discover_tests.
+function(reprise_test folder)
+  if(NOT REPRISE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  set(target reprise_${folder}_test)
+  add_executable(${target} ${ARG_SOURCES})
+  target_link_libraries(${target} PRIVATE ${ARG_DEPS} reprise_test_support GTest::gtest
+    GTest::gmock GTest::gtest_main)
+  gtest_discover_tests(${target}
+    DISCOVERY_MODE PRE_TEST
+    PROPERTIES LABELS "${ARG_LABELS}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()
