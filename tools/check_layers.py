@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Fails when a file under src/ includes a header from a layer it may not depend on.
+
+The table is STYLE.md §2's, plus `convert/` (importers and make-model: GGUF writing on top of
+the tokenizer and model layers, used by the command line). Includes are rooted at src/, so
+`#include "gguf/gguf_file.h"` names the gguf layer.
+"""
+import pathlib
+import re
+import sys
+
+ALLOWED = {
+    "base": set(),
+    "kernels": {"base"},
+    "gguf": {"base"},
+    "kv": {"base"},
+    "graph": {"base", "kernels"},
+    "model": {"base", "gguf", "kernels", "graph"},
+    "tokenizer": {"base", "gguf"},
+    "store": {"base", "kv"},
+    "reuse": {"base", "kv"},
+    "convert": {"base", "gguf", "kernels", "tokenizer", "model"},
+    "engine": {"base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store", "reuse"},
+    "server": {"engine", "base"},
+    "cli": {"engine", "server", "base", "convert"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
+
+
+def main() -> int:
+    root = pathlib.Path(__file__).resolve().parent.parent / "src"
+    errors = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".h", ".cc"):
+            continue
+        layer = path.relative_to(root).parts[0]
+        if layer not in ALLOWED:
+            errors.append(f"{path}: folder '{layer}' is not in the layer table")
+            continue
+        allowed = ALLOWED[layer] | {layer}
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            target = match.group(1)
+            if target in ALLOWED and target not in allowed and not path.name.endswith("_test.cc"):
+                errors.append(f"{path}:{number}: layer '{layer}' may not include '{target}/'")
+    for error in errors:
+        print(error, file=sys.stderr)
+    if errors:
+        return 1
+    print("check_layers: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
