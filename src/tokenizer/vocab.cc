@@ -16,6 +16,16 @@ Result<std::optional<TokenId>> ReadOptionalId(const gguf::GgufFile& file, std::s
 
 }  // namespace
 
+bool DefaultAddBos(VocabKind kind, std::string_view pre) {
+  if (kind == VocabKind::kSpm) return true;
+  // The BPE pre-tokenizers for which llama.cpp turns add_bos on (Llama 3 and relatives).
+  for (std::string_view name : {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "tekken",
+                                "chameleon", "stablelm2"}) {
+    if (pre == name) return true;
+  }
+  return false;
+}
+
 Status Vocab::Validate() const {
   if (tokens.empty()) return CorruptError("tokenizer has no tokens");
   if (tokens.size() > (1u << 30)) return CorruptError("tokenizer has too many tokens");
@@ -83,14 +93,20 @@ Result<Vocab> ReadVocabFromGguf(const gguf::GgufFile& file) {
                            ReadOptionalId(file, "tokenizer.ggml.unknown_token_id", n));
   REPRISE_ASSIGN_OR_RETURN(vocab.pad_id,
                            ReadOptionalId(file, "tokenizer.ggml.padding_token_id", n));
-  // Defaults follow llama.cpp: SPM adds BOS and a space prefix; BPE adds BOS unless told.
+  if (vocab.kind == VocabKind::kSpm) {
+    // llama.cpp's defaults for "llama" vocabularies that do not name their special tokens.
+    auto default_id = [&](std::optional<TokenId>& id, std::string_view key, TokenId fallback) {
+      if (!id && !file.HasKey(key) && static_cast<size_t>(fallback) < n) id = fallback;
+    };
+    default_id(vocab.bos_id, "tokenizer.ggml.bos_token_id", 1);
+    default_id(vocab.eos_id, "tokenizer.ggml.eos_token_id", 2);
+    default_id(vocab.unk_id, "tokenizer.ggml.unknown_token_id", 0);
+  }
   REPRISE_ASSIGN_OR_RETURN(vocab.add_bos, file.GetBoolOr("tokenizer.ggml.add_bos_token",
-                                                         vocab.kind == VocabKind::kSpm ||
-                                                             vocab.pre != "qwen2"));
+                                                         DefaultAddBos(vocab.kind, vocab.pre)));
   REPRISE_ASSIGN_OR_RETURN(vocab.add_eos, file.GetBoolOr("tokenizer.ggml.add_eos_token", false));
-  REPRISE_ASSIGN_OR_RETURN(vocab.add_space_prefix,
-                           file.GetBoolOr("tokenizer.ggml.add_space_prefix",
-                                          vocab.kind == VocabKind::kSpm));
+  REPRISE_ASSIGN_OR_RETURN(vocab.add_space_prefix, file.GetBoolOr("tokenizer.ggml.add_space_prefix",
+                                                                  vocab.kind == VocabKind::kSpm));
   REPRISE_ASSIGN_OR_RETURN(std::string_view tmpl, file.GetStringOr("tokenizer.chat_template", ""));
   vocab.chat_template = std::string(tmpl);
   REPRISE_RETURN_IF_ERROR(vocab.Validate());

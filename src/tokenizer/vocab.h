@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -64,8 +65,15 @@ struct Vocab {
   Status Validate() const;
 };
 
-// Reads the vocabulary from GGUF metadata. Errors: NotFound (no tokenizer), Corrupt
-// (inconsistent arrays or ids), Unimplemented (a tokenizer model we do not support).
+// Whether a vocabulary adds BOS when its GGUF does not say (`tokenizer.ggml.add_bos_token`
+// absent), as llama.cpp decides: SPM yes; byte-level BPE only for the Llama 3 family of
+// pre-tokenizers ("llama3", "llama-bpe", ...), not for "qwen2", "gpt2", "smollm", "default".
+bool DefaultAddBos(VocabKind kind, std::string_view pre);
+
+// Reads the vocabulary from GGUF metadata. For SPM vocabularies that name no BOS, EOS or
+// unknown token, ids 1, 2 and 0 are assumed (llama.cpp's defaults). Errors: NotFound (no
+// tokenizer), Corrupt (inconsistent arrays or ids), Unimplemented (a tokenizer model we do not
+// support).
 Result<Vocab> ReadVocabFromGguf(const gguf::GgufFile& file);
 
 // Writes `vocab` as `tokenizer.*` metadata, the way llama.cpp's converters do.
