@@ -13,6 +13,10 @@ if(REPRISE_SANITIZE)
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(reprise_options INTERFACE -fsanitize=address,undefined)
 endif()
+if(REPRISE_BUILD_FUZZERS AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  # Coverage instrumentation for every library the fuzz targets link.
+  target_compile_options(reprise_options INTERFACE -fsanitize=fuzzer-no-link)
+endif()
 if(REPRISE_TSAN)
   target_compile_options(reprise_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
   target_link_options(reprise_options INTERFACE -fsanitize=thread)
@@ -42,17 +46,22 @@ function(reprise_library folder)
   endif()
 endfunction()
 
-# reprise_test(folder SOURCES ... DEPS ... [LABELS ...]): the folder's one test binary,
-# registered with CTest through gtest_discover_tests.
+# reprise_test(folder SOURCES ... DEPS ... [LABELS ...] [NAME suffix]): the folder's test
+# binary (reprise_<folder>_test, or reprise_<folder>_<suffix>_test for a second one with other
+# labels, e.g. `slow`), registered with CTest through gtest_discover_tests.
 function(reprise_test folder)
   if(NOT REPRISE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  set(target reprise_${folder}_test)
+  if(ARG_NAME)
+    set(target reprise_${folder}_${ARG_NAME}_test)
+  else()
+    set(target reprise_${folder}_test)
+  endif()
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE ${ARG_DEPS} reprise_test_support GTest::gtest
     GTest::gmock GTest::gtest_main)

@@ -1,0 +1,25 @@
+// libFuzzer target for the GGUF parser: any byte string must parse or fail with a Status —
+// never crash, hang or read out of bounds (run it under ASan/UBSan).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+#include "tokenizer/vocab.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto file = reprise::gguf::GgufFile::Parse(std::span<const uint8_t>(data, size));
+  if (!file.ok()) return 0;
+  // Everything reachable from a parsed file must be safe too.
+  for (const auto& entry : file->metadata()) (void)entry.value.ToShortString();
+  for (const auto& tensor : file->tensors()) {
+    if (!tensor.data.empty()) {
+      volatile uint8_t last = tensor.data.back();
+      (void)last;
+    }
+  }
+  (void)reprise::model::ModelConfig::FromGguf(*file);
+  (void)reprise::tokenizer::ReadVocabFromGguf(*file);
+  return 0;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Sets up everything and runs the test suite with CTest:
+#  1. Release build, every test (unit + integration; fuzz and slow harnesses in short form);
+#  2. an AddressSanitizer + UndefinedBehaviorSanitizer build, the `unit` label;
+#  3. the GGUF parser fuzz target (clang, libFuzzer) for REPRISE_FUZZ_SECONDS (default 30).
+# Set REPRISE_TEST_QUICK=1 to run step 1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+echo "== Release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+python3 tools/check_layers.py
+(cd build && ctest --output-on-failure -j"$jobs" -LE fuzz)
+
+if [ "${REPRISE_TEST_QUICK:-0}" = 1 ]; then exit 0; fi
+
+echo "== ASan + UBSan build, unit tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DREPRISE_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j"$jobs" -L unit)
+
+echo "== Fuzzing the GGUF parser (libFuzzer)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DREPRISE_BUILD_FUZZERS=ON -DREPRISE_SANITIZE=ON -DREPRISE_BUILD_TESTS=OFF -DREPRISE_FUZZ_SECONDS="${REPRISE_FUZZ_SECONDS:-30}" >/dev/null
+cmake --build build-fuzz -j"$jobs" --target reprise_gguf_fuzz
+(cd build-fuzz && ctest --output-on-failure -L fuzz)

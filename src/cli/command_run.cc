@@ -1,0 +1,80 @@
+// `reprise run`: streams a model's continuation of a prompt (or its chat reply) to stdout.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/commands.h"
+#include "reprise/engine.h"
+
+namespace reprise::cli {
+namespace {
+
+class RunCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt, streaming to stdout");
+    sub->add_option("-m,--model", options_.model_path, "GGUF model file")->required();
+    sub->add_option("-p,--prompt", request_.prompt, "Prompt text")->required();
+    sub->add_option("-n,--max-tokens", request_.max_new_tokens, "Tokens to generate")
+        ->default_val(128)
+        ->check(CLI::Range(0, 1 << 20));
+    sub->add_option("--temp", request_.temperature, "Sampling temperature (0 = greedy)")
+        ->default_val(0.0f)
+        ->check(CLI::Range(0.0f, 100.0f));
+    sub->add_option("--top-k", request_.top_k, "Keep the k most likely tokens (0 = all)")
+        ->default_val(40)
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--top-p", request_.top_p, "Nucleus sampling mass")
+        ->default_val(0.95f)
+        ->check(CLI::Range(0.0f, 1.0f));
+    sub->add_option("--seed", request_.seed, "Random seed")->default_val(0);
+    sub->add_flag("--chat", request_.chat, "Format the prompt with the model's chat template");
+    sub->add_option("-c,--context", options_.context_tokens,
+                    "Context size in tokens (0 = the model's, at most 4096)")
+        ->default_val(0)
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
+        ->default_val(0)
+        ->check(CLI::NonNegativeNumber);
+    sub->add_flag("--reference", options_.use_reference,
+                  "Use the plain float reference forward pass (slow)");
+    sub->add_flag("--stats", stats_, "Print timing to stderr at the end");
+    return sub;
+  }
+
+  int Run() override {
+    Result<std::unique_ptr<Engine>> engine = Engine::Create(options_);
+    if (!engine.ok()) return PrintError("run", engine.error());
+    if (!request_.chat) {
+      std::fwrite(request_.prompt.data(), 1, request_.prompt.size(), stdout);
+      std::fflush(stdout);
+    }
+    Result<GenerateResult> result = (*engine)->Generate(request_, [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    std::printf("\n");
+    std::fflush(stdout);
+    if (!result.ok()) return PrintError("run", result.error());
+    if (stats_) {
+      std::fprintf(stderr,
+                   "[%s]\nprompt %zu tokens, TTFT %.1f ms; generated %zu tokens at %.1f tok/s; "
+                   "stop: %s\n",
+                   (*engine)->Describe().c_str(), result->prompt_tokens.size(), result->ttft_ms,
+                   result->generated_tokens.size(), result->decode_tokens_per_second,
+                   result->stop_reason.c_str());
+    }
+    return kExitOk;
+  }
+
+ private:
+  EngineOptions options_;
+  GenerateRequest request_;
+  bool stats_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewRunCommand() { return std::make_unique<RunCommand>(); }
+
+}  // namespace reprise::cli

@@ -1,0 +1,16 @@
+#include "cli/commands.h"
+
+namespace reprise::cli {
+
+std::vector<std::unique_ptr<Command>> MakeCommands() {
+  std::vector<std::unique_ptr<Command>> commands;
+  commands.push_back(NewDemoCommand());
+  commands.push_back(NewRunCommand());
+  commands.push_back(NewTokenizeCommand());
+  commands.push_back(NewInspectCommand());
+  commands.push_back(NewConvertCommand());
+  commands.push_back(NewMakeModelCommand());
+  return commands;
+}
+
+}  // namespace reprise::cli

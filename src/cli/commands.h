@@ -1,0 +1,17 @@
+// Factories of the subcommands, one per command_*.cc file.
+#pragma once
+
+#include <memory>
+
+#include "cli/command.h"
+
+namespace reprise::cli {
+
+std::unique_ptr<Command> NewInspectCommand();
+std::unique_ptr<Command> NewTokenizeCommand();
+std::unique_ptr<Command> NewRunCommand();
+std::unique_ptr<Command> NewMakeModelCommand();
+std::unique_ptr<Command> NewConvertCommand();
+std::unique_ptr<Command> NewDemoCommand();
+
+}  // namespace reprise::cli

@@ -1,0 +1,58 @@
+// `make-model`: GGUF files with the shapes of real architectures and random weights.
+//
+// For tests and benchmarks: the tensors, metadata and tokenizer are those of a real model
+// family (so the file loads here and in llama.cpp), the weights are random from a fixed seed.
+// The tokenizer is synthetic (an SPM vocabulary of byte tokens and generated pieces) unless a
+// tiktoken rank file gives the real Llama 3 or Qwen vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "tokenizer/vocab.h"
+
+namespace reprise::convert {
+
+struct ModelShape {
+  std::string name;  // "smollm2-135m"
+  std::string arch;  // GGUF architecture: llama, qwen2, qwen3
+  int embedding_dim, num_layers, num_heads, num_kv_heads, head_dim, ffn_dim, vocab_size;
+  int context_length;
+  float rope_theta, rms_eps;
+  bool tied_embeddings;
+  bool llama3_rope_scaling;
+};
+
+// The shapes `make-model --shape` knows: tiny, tiny-qwen2, tiny-qwen3, tiny-256, smollm2-135m,
+// qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b.
+const std::vector<ModelShape>& KnownShapes();
+std::optional<ModelShape> FindShape(const std::string& name);
+
+struct MakeModelOptions {
+  std::string shape = "tiny";
+  DType weight_type = DType::kF16;  // F32, F16, BF16, Q8_0, Q4_0 (and the other writable types)
+  std::string vocab_path;           // tiktoken rank file; empty = synthetic vocabulary
+  uint64_t seed = 1234;
+  std::optional<int> num_layers;    // override the shape's layer count (small test files)
+};
+
+struct MakeModelSummary {
+  ModelShape shape;
+  uint64_t num_parameters = 0;
+  uint64_t file_bytes = 0;
+  std::string vocab_description;
+};
+
+// A synthetic SPM vocabulary of `num_tokens` entries: <unk>, <s>, </s>, the 256 byte tokens,
+// then generated pieces with decreasing scores. Every text can be encoded (byte fallback).
+tokenizer::Vocab SyntheticVocab(int num_tokens);
+
+// Errors: InvalidArgument (unknown shape, type that cannot be written), NotFound/Corrupt (vocab
+// file), IoError.
+Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::string& out_path);
+
+}  // namespace reprise::convert

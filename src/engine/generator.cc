@@ -1,0 +1,68 @@
+#include "engine/generator.h"
+
+#include <chrono>
+
+#include "tokenizer/streaming_decoder.h"
+
+namespace reprise::engine {
+namespace {
+
+double MillisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+Result<GenerationStats> Generate(InferenceBackend& backend, const tokenizer::Tokenizer& tokenizer,
+                                 std::span<const int32_t> prompt,
+                                 const GenerationOptions& options, const TextCallback& on_text,
+                                 std::vector<int32_t>* generated) {
+  if (prompt.empty()) return InvalidArgumentError("the prompt is empty");
+  if (options.max_new_tokens < 0) return InvalidArgumentError("max new tokens must be >= 0");
+  const int free_tokens = backend.capacity_tokens() - backend.num_tokens();
+  if (static_cast<int64_t>(prompt.size()) > free_tokens) {
+    return InvalidArgumentError("the prompt has " + std::to_string(prompt.size()) +
+                                " tokens but only " + std::to_string(free_tokens) +
+                                " fit in the context (" + std::to_string(backend.capacity_tokens()) +
+                                " tokens); shorten it or raise the context size");
+  }
+  REPRISE_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(options.sampling));
+  GenerationStats stats;
+  stats.prompt_tokens = static_cast<int>(prompt.size());
+  tokenizer::StreamingDecoder decoder(
+      tokenizer, tokenizer::DecodeOptions{true, options.strip_leading_space});
+
+  auto start = std::chrono::steady_clock::now();
+  REPRISE_ASSIGN_OR_RETURN(std::span<const float> logits, backend.Append(prompt));
+  stats.prefill_ms = MillisecondsSince(start);
+  start = std::chrono::steady_clock::now();
+  stats.stop_reason = "length";
+  for (int i = 0; i < options.max_new_tokens; ++i) {
+    const int32_t token = sampler.Sample(logits);
+    if (generated) generated->push_back(token);
+    ++stats.generated_tokens;
+    if (options.stop_at_end_of_generation && tokenizer.IsEndOfGeneration(token)) {
+      stats.stop_reason = "end of generation";
+      break;
+    }
+    const std::string text = decoder.Push(token);
+    if (!text.empty() && on_text && !on_text(text)) {
+      stats.stop_reason = "stopped";
+      break;
+    }
+    if (i + 1 == options.max_new_tokens) break;
+    if (backend.num_tokens() >= backend.capacity_tokens()) {
+      stats.stop_reason = "context full";
+      break;
+    }
+    const int32_t next[] = {token};
+    REPRISE_ASSIGN_OR_RETURN(logits, backend.Append(next));
+  }
+  const std::string rest = decoder.Flush();
+  if (!rest.empty() && on_text) on_text(rest);
+  stats.decode_ms = MillisecondsSince(start);
+  return stats;
+}
+
+}  // namespace reprise::engine
