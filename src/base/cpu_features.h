@@ -1,0 +1,29 @@
+// CpuFeatures: what the processor this process runs on can execute, detected once.
+//
+// kernels/ picks its SIMD or scalar kernel table from these flags, and the thread pool sizes
+// itself from the number of usable cores. Detection uses cpuid, checks with xgetbv that the
+// operating system saves the 256-bit registers (AVX state) on context switches, and counts
+// the cores this process may run on (sched_getaffinity, so taskset and cgroup cpusets are
+// honoured). On other architectures every SIMD flag is false.
+#pragma once
+
+namespace reprise {
+
+struct CpuFeatures {
+  bool has_avx = false;      // AVX instructions and OS support for the ymm state
+  bool has_avx2 = false;     // implies has_avx
+  bool has_fma = false;      // FMA3, implies has_avx
+  bool has_f16c = false;     // half-float conversions, implies has_avx
+  int num_usable_cores = 1;  // cores in this process's affinity mask, at least 1
+
+  // The set the AVX2 kernels of kernels/ are compiled for (-mavx2 -mfma -mf16c).
+  bool has_avx2_fma_f16c() const { return has_avx2 && has_fma && has_f16c; }
+};
+
+// Runs the detection now (a few cpuid instructions and one system call).
+CpuFeatures DetectCpuFeatures();
+
+// The features detected on first use, then cached. Thread-safe.
+const CpuFeatures& GetCpuFeatures();
+
+}  // namespace reprise

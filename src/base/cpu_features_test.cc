@@ -1,0 +1,47 @@
+#include "base/cpu_features.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+namespace reprise {
+namespace {
+
+TEST(CpuFeaturesTest, FlagsAreConsistent) {
+  const CpuFeatures features = DetectCpuFeatures();
+  if (features.has_avx2 || features.has_fma || features.has_f16c) {
+    EXPECT_TRUE(features.has_avx);
+  }
+  EXPECT_EQ(features.has_avx2_fma_f16c(),
+            features.has_avx2 && features.has_fma && features.has_f16c);
+}
+
+TEST(CpuFeaturesTest, CountsTheAffinityMask) {
+  const CpuFeatures features = DetectCpuFeatures();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(features.num_usable_cores, CPU_COUNT(&set));
+  EXPECT_GE(features.num_usable_cores, 1);
+}
+
+TEST(CpuFeaturesTest, CachedCopyMatchesDetection) {
+  const CpuFeatures& cached = GetCpuFeatures();
+  const CpuFeatures fresh = DetectCpuFeatures();
+  EXPECT_EQ(cached.has_avx2, fresh.has_avx2);
+  EXPECT_EQ(cached.has_fma, fresh.has_fma);
+  EXPECT_EQ(cached.has_f16c, fresh.has_f16c);
+  EXPECT_EQ(&cached, &GetCpuFeatures());
+}
+
+#if defined(__x86_64__)
+// Every machine this project targets has them (PERF.md); the check documents the assumption
+// and catches a broken xgetbv test, which would silently force the scalar kernels.
+TEST(CpuFeaturesTest, DetectsAvx2WhereTheCompilerSeesIt) {
+  __builtin_cpu_init();
+  const bool builtin = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  EXPECT_EQ(DetectCpuFeatures().has_avx2 && DetectCpuFeatures().has_fma, builtin);
+}
+#endif
+
+}  // namespace
+}  // namespace reprise

@@ -1,0 +1,51 @@
+// The kernels behind KernelSet's two tables (kernel_set.cc fills them from these).
+//
+// Internal to kernels/. namespace scalar: the portable references, compiled without SIMD
+// flags. namespace avx2: compiled with -mavx2 -mfma -mf16c; calling one on a CPU without
+// those is undefined, so only Avx2Kernels() hands them out. Contracts are those of the
+// function pointer types in matmul.h, elementwise.h and attention.h.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/matmul.h"
+
+namespace reprise::kernels {
+
+namespace scalar {
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end);
+void QuantizeRow(const float* x, int64_t k, uint8_t* dst);
+void RmsNorm(const float* x, const float* weight, int64_t k, float eps, float* out);
+void RmsNormQuantize(const float* x, const float* weight, int64_t k, float eps, uint8_t* dst);
+void Rope(float* x, int64_t num_heads, int64_t head_stride, int64_t rot_dim, const float* cos,
+          const float* sin, RopeStyle style);
+void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+void Softmax(float* x, int64_t n);
+void Add(const float* a, const float* b, int64_t n, float* out);
+void F32ToF16Row(const float* x, int64_t n, uint16_t* out);
+void F16ToF32Row(const uint16_t* x, int64_t n, float* out);
+void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
+               int64_t head_begin, int64_t head_end);
+}  // namespace scalar
+
+namespace avx2 {
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end);
+void QuantizeRow(const float* x, int64_t k, uint8_t* dst);
+void RmsNorm(const float* x, const float* weight, int64_t k, float eps, float* out);
+void RmsNormQuantize(const float* x, const float* weight, int64_t k, float eps, uint8_t* dst);
+void Rope(float* x, int64_t num_heads, int64_t head_stride, int64_t rot_dim, const float* cos,
+          const float* sin, RopeStyle style);
+void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+void Softmax(float* x, int64_t n);
+void Add(const float* a, const float* b, int64_t n, float* out);
+void F32ToF16Row(const float* x, int64_t n, uint16_t* out);
+void F16ToF32Row(const uint16_t* x, int64_t n, float* out);
+void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
+               int64_t head_begin, int64_t head_end);
+}  // namespace avx2
+
+}  // namespace reprise::kernels

@@ -1,0 +1,60 @@
+#include "kernels/kernel_set.h"
+
+#include "base/cpu_features.h"
+#include "kernels/kernel_impl.h"
+
+namespace reprise::kernels {
+namespace {
+
+KernelSet MakeScalarSet() {
+  KernelSet set;
+  set.name = "scalar";
+  set.matmul = scalar::MatMul;
+  set.quantize_row = scalar::QuantizeRow;
+  set.rms_norm = scalar::RmsNorm;
+  set.rms_norm_quantize = scalar::RmsNormQuantize;
+  set.rope = scalar::Rope;
+  set.silu_mul = scalar::SiluMul;
+  set.softmax = scalar::Softmax;
+  set.add = scalar::Add;
+  set.f32_to_f16 = scalar::F32ToF16Row;
+  set.f16_to_f32 = scalar::F16ToF32Row;
+  set.attention = scalar::Attention;
+  return set;
+}
+
+KernelSet MakeAvx2Set() {
+  KernelSet set;
+  set.name = "avx2";
+  set.matmul = avx2::MatMul;
+  set.quantize_row = avx2::QuantizeRow;
+  set.rms_norm = avx2::RmsNorm;
+  set.rms_norm_quantize = avx2::RmsNormQuantize;
+  set.rope = avx2::Rope;
+  set.silu_mul = avx2::SiluMul;
+  set.softmax = avx2::Softmax;
+  set.add = avx2::Add;
+  set.f32_to_f16 = avx2::F32ToF16Row;
+  set.f16_to_f32 = avx2::F16ToF32Row;
+  set.attention = avx2::Attention;
+  return set;
+}
+
+}  // namespace
+
+const KernelSet& ScalarKernels() {
+  static const KernelSet set = MakeScalarSet();
+  return set;
+}
+
+const KernelSet* Avx2Kernels() {
+  static const KernelSet set = MakeAvx2Set();
+  return GetCpuFeatures().has_avx2_fma_f16c() ? &set : nullptr;
+}
+
+const KernelSet& BestKernels() {
+  const KernelSet* avx2 = Avx2Kernels();
+  return avx2 != nullptr ? *avx2 : ScalarKernels();
+}
+
+}  // namespace reprise::kernels

@@ -1,0 +1,45 @@
+// KernelSet: the table of compute kernels the graph runtime calls, chosen once at run time.
+//
+// Every kernel exists as a portable scalar reference and, where it pays, an AVX2+FMA+F16C
+// version compiled in its own translation units (-mavx2 -mfma -mf16c) and reached only
+// through this table after CPU detection (base/cpu_features.h). Both tables have the same
+// entries with the same contracts (see matmul.h, elementwise.h, attention.h), so tests run
+// every SIMD kernel against its scalar twin, and a caller can force the scalar set.
+//
+// Kernels never allocate, do I/O or start threads; callers pass buffers and split work into
+// ranges (ThreadPool::ParallelFor).
+#pragma once
+
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/matmul.h"
+
+namespace reprise::kernels {
+
+// Immutable after construction; the returned references live for the whole process.
+struct KernelSet {
+  const char* name = nullptr;  // "scalar", "avx2"
+
+  MatMulFn matmul = nullptr;
+  QuantizeRowFn quantize_row = nullptr;
+  RmsNormFn rms_norm = nullptr;
+  RmsNormQuantizeFn rms_norm_quantize = nullptr;
+  RopeFn rope = nullptr;
+  SiluMulFn silu_mul = nullptr;
+  SoftmaxFn softmax = nullptr;
+  AddFn add = nullptr;
+  F32ToF16Fn f32_to_f16 = nullptr;
+  F16ToF32Fn f16_to_f32 = nullptr;
+  AttentionFn attention = nullptr;
+};
+
+// The portable reference kernels.
+const KernelSet& ScalarKernels();
+
+// The AVX2 kernels, or null when this CPU (or OS) cannot run them.
+const KernelSet* Avx2Kernels();
+
+// The fastest set this CPU runs: Avx2Kernels() when available, else ScalarKernels().
+const KernelSet& BestKernels();
+
+}  // namespace reprise::kernels

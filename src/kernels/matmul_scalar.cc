@@ -1,0 +1,114 @@
+// Scalar reference matmul over the packed layouts. It performs the same float operations in
+// the same order as the AVX2 kernels (an exact int32 dot per block, then one fused
+// multiply-add per block, or one per column for float weights), so the two agree to the bit
+// and tests can compare them tightly.
+
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/float16.h"
+#include "kernels/activation_quant.h"
+#include "kernels/kernel_impl.h"
+#include "kernels/quant_blocks.h"
+
+namespace reprise::kernels::scalar {
+namespace {
+
+constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;
+constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;
+
+float HalfAt(const uint8_t* p, int64_t index) {
+  uint16_t bits;
+  std::memcpy(&bits, p + 2 * index, sizeof(bits));
+  return F16ToF32(bits);
+}
+
+float DotQ8(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < w.cols / kQK; ++b) {
+    const uint8_t* block = group + b * kQ8GroupBlockBytes;
+    const int8_t* q = reinterpret_cast<const int8_t*>(block + 2 * kPackRows);
+    const int8_t* qa = a.q + b * kQK;
+    int32_t isum = 0;
+    for (int c = 0; c < 8; ++c) {
+      for (int i = 0; i < 4; ++i) isum += q[(c * kPackRows + r) * 4 + i] * qa[4 * c + i];
+    }
+    acc = std::fma(static_cast<float>(isum), HalfAt(block, r) * a.scale(b), acc);
+  }
+  return acc;
+}
+
+float DotQ4(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < w.cols / kQK; ++b) {
+    const uint8_t* block = group + b * kQ4GroupBlockBytes;
+    const uint8_t* q = block + 2 * kPackRows;
+    const int8_t* qa = a.q + b * kQK;
+    int32_t isum = 0;
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t byte = q[(p * kPackRows + r) * 4 + i];
+        isum += (byte & 0xf) * qa[4 * p + i] + (byte >> 4) * qa[16 + 4 * p + i];
+      }
+    }
+    isum -= 8 * a.sum(b);  // the nibbles are value + 8
+    acc = std::fma(static_cast<float>(isum), HalfAt(block, r) * a.scale(b), acc);
+  }
+  return acc;
+}
+
+float DotF32(const PackedMatrix& w, int64_t n, const float* x) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  float acc = 0.0f;
+  for (int64_t k = 0; k < w.cols; ++k) {
+    float value;
+    std::memcpy(&value, group + (k * kPackRows + r) * 4, sizeof(value));
+    acc = std::fma(value, x[k], acc);
+  }
+  return acc;
+}
+
+float DotF16(const PackedMatrix& w, int64_t n, const float* x) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  float acc = 0.0f;
+  for (int64_t k = 0; k < w.cols; ++k) acc = std::fma(HalfAt(group, k * kPackRows + r), x[k], acc);
+  return acc;
+}
+
+}  // namespace
+
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end) {
+  REPRISE_DCHECK(0 <= m_begin && m_begin <= m_end);
+  REPRISE_DCHECK(0 <= n_begin && n_begin <= n_end && n_end <= w.rows);
+  for (int64_t m = m_begin; m < m_end; ++m) {
+    float* out_row = out.data + m * out.stride;
+    for (int64_t n = n_begin; n < n_end; ++n) {
+      float value = 0.0f;
+      switch (w.format) {
+        case PackedFormat::kQ8_0x8:
+          value = DotQ8(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+          break;
+        case PackedFormat::kQ4_0x8:
+          value = DotQ4(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+          break;
+        case PackedFormat::kF16x8:
+          value = DotF16(w, n, x.f32 + m * x.f32_stride);
+          break;
+        case PackedFormat::kF32x8:
+          value = DotF32(w, n, x.f32 + m * x.f32_stride);
+          break;
+      }
+      out_row[n] = out.accumulate ? out_row[n] + value : value;
+    }
+  }
+}
+
+}  // namespace reprise::kernels::scalar

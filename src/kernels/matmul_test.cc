@@ -1,0 +1,291 @@
+// Matmul kernels against a float GEMM on the dequantized weights, and SIMD against scalar.
+//
+// Tolerances come from the data, by the standard bound on a float sum of n terms,
+// |fl(sum) - sum| <= gamma(n) * sum |terms| with gamma(n) = n u / (1 - n u), u = 2^-24:
+//  - quantized formats: an exact int32 sum per 32-column block, then one rounded scale
+//    product and one FMA per block, so n = K/32 + 2 against the dequantized activations;
+//    against the float activations add the int8 rounding, sum_k |w_k| * d_block / 2;
+//  - float formats: one FMA per column, n = K + 1.
+// SIMD and scalar kernels perform the same float operations in the same order, so they must
+// agree exactly, and so must any split of the M and N ranges.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/activation_quant.h"
+#include "kernels/kernel_set.h"
+#include "kernels/kernel_test_util.h"
+
+namespace reprise::kernels {
+namespace {
+
+using testing::OwnedPacked;
+using testing::Pack;
+using testing::RandomFloats;
+using testing::RandomMatrix;
+using testing::SimdSets;
+
+constexpr float kSentinel = 1234.5f;
+
+double Gamma(int64_t n) {
+  const double u = std::ldexp(1.0, -24);
+  return static_cast<double>(n) * u / (1.0 - static_cast<double>(n) * u);
+}
+
+struct Case {
+  PackedFormat format;
+  DType src;
+  int64_t m, n, k;
+};
+
+std::string Describe(const Case& c) {
+  return std::string(PackedFormatName(c.format)) + " from " + std::string(DTypeName(c.src)) +
+         " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k);
+}
+
+// The inputs of one case: packed weights, float activations, and (for quantized formats)
+// the quantized rows, at a stride larger than the minimum.
+struct Problem {
+  Case c;
+  OwnedPacked weights;
+  std::vector<float> x;  // [m][k]
+  std::vector<uint8_t> q8;
+  int64_t q8_stride = 0;
+
+  MatMulInput Input() const {
+    MatMulInput input;
+    input.f32 = x.data();
+    input.f32_stride = c.k;
+    input.q8 = q8.data();
+    input.q8_stride = q8_stride;
+    return input;
+  }
+};
+
+Problem MakeProblem(const Case& c, const KernelSet& quantizer, uint64_t seed) {
+  Problem p;
+  p.c = c;
+  const std::vector<uint8_t> w = RandomMatrix(seed, c.src, c.n, c.k, 0.05f);
+  p.weights = Pack(c.format, c.src, w, c.n, c.k);
+  p.x = RandomFloats(seed + 1, c.m * c.k);
+  // A few outliers, as real activations have.
+  for (int64_t i = 0; i < c.m * c.k; i += 97) p.x[static_cast<size_t>(i)] *= 20.0f;
+  if (UsesQuantizedActivations(c.format)) {
+    p.q8_stride = QuantizedRowBytes(c.k) + 8;
+    p.q8.assign(static_cast<size_t>(p.q8_stride * c.m), 0);
+    for (int64_t m = 0; m < c.m; ++m) {
+      quantizer.quantize_row(p.x.data() + m * c.k, c.k, p.q8.data() + m * p.q8_stride);
+    }
+  }
+  return p;
+}
+
+// Runs `set.matmul` on the given ranges into an output initialised to the sentinel.
+std::vector<float> RunMatMul(const KernelSet& set, const Problem& p, int64_t out_stride,
+                             const std::vector<std::pair<int64_t, int64_t>>& m_splits,
+                             const std::vector<std::pair<int64_t, int64_t>>& n_splits) {
+  std::vector<float> out(static_cast<size_t>(out_stride * p.c.m), kSentinel);
+  const MatMulOutput output{out.data(), out_stride, false};
+  for (const auto& [m0, m1] : m_splits) {
+    for (const auto& [n0, n1] : n_splits) {
+      set.matmul(p.weights.view, p.Input(), output, m0, m1, n0, n1);
+    }
+  }
+  return out;
+}
+
+void CheckAgainstFloat(const Problem& p, const std::vector<float>& out, int64_t out_stride) {
+  const Case& c = p.c;
+  std::vector<float> w_row(static_cast<size_t>(c.k));
+  const bool quantized = UsesQuantizedActivations(c.format);
+  for (int64_t n = 0; n < c.n; ++n) {
+    UnpackRow(p.weights.view, n, w_row.data());
+    for (int64_t m = 0; m < c.m; ++m) {
+      const float* x = p.x.data() + m * c.k;
+      double exact = 0.0, magnitude = 0.0, quant_error = 0.0, float_ref = 0.0;
+      for (int64_t k = 0; k < c.k; ++k) {
+        const double w = w_row[static_cast<size_t>(k)];
+        double a = x[k];
+        if (quantized) {
+          const QuantizedRowView row(p.q8.data() + m * p.q8_stride, c.k);
+          const double d = row.scale(k / kActivationBlock);
+          a = d * row.q[k];
+          quant_error += std::fabs(w) * d / 2.0;
+          float_ref += w * x[k];
+        }
+        exact += w * a;
+        magnitude += std::fabs(w * a);
+      }
+      const double rounding =
+          Gamma(quantized ? c.k / kActivationBlock + 2 : c.k + 1) * magnitude + 1e-30;
+      const double got = out[static_cast<size_t>(m * out_stride + n)];
+      ASSERT_NEAR(got, exact, rounding) << Describe(c) << " at m=" << m << " n=" << n;
+      if (quantized) {
+        ASSERT_NEAR(got, float_ref, rounding * 2 + quant_error)
+            << Describe(c) << " at m=" << m << " n=" << n;
+      }
+    }
+    for (int64_t m = 0; m < c.m; ++m) {  // padding columns of the output stay untouched
+      for (int64_t j = c.n; j < out_stride; ++j) {
+        ASSERT_EQ(out[static_cast<size_t>(m * out_stride + j)], kSentinel);
+      }
+    }
+  }
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  const std::vector<std::vector<int64_t>> block_sizes = {
+      {1, 8, 32},    {1, 13, 64},   {3, 40, 96},  {5, 203, 576}, {7, 64, 3072},
+      {33, 24, 128}, {4, 16, 1536}, {9, 96, 576}, {2, 1, 32}};
+  for (const auto& s : block_sizes) {
+    cases.push_back({PackedFormat::kQ8_0x8, DType::kQ8_0, s[0], s[1], s[2]});
+    cases.push_back({PackedFormat::kQ4_0x8, DType::kQ4_0, s[0], s[1], s[2]});
+    cases.push_back({PackedFormat::kF16x8, DType::kF16, s[0], s[1], s[2]});
+    cases.push_back({PackedFormat::kF32x8, DType::kF32, s[0], s[1], s[2]});
+  }
+  // Repacked sources, and float formats with K not a multiple of 32.
+  cases.push_back({PackedFormat::kQ8_0x8, DType::kQ4_K, 5, 21, 512});
+  cases.push_back({PackedFormat::kQ8_0x8, DType::kQ6_K, 3, 16, 256});
+  cases.push_back({PackedFormat::kQ8_0x8, DType::kF16, 6, 19, 160});
+  cases.push_back({PackedFormat::kF32x8, DType::kBF16, 3, 9, 64});
+  cases.push_back({PackedFormat::kF16x8, DType::kF16, 2, 11, 7});
+  cases.push_back({PackedFormat::kF32x8, DType::kF32, 5, 17, 45});
+  return cases;
+}
+
+TEST(MatMulTest, ScalarMatchesFloatGemm) {
+  uint64_t seed = 100;
+  for (const Case& c : Cases()) {
+    const Problem p = MakeProblem(c, ScalarKernels(), seed += 10);
+    const int64_t out_stride = c.n + 3;
+    const std::vector<float> out =
+        RunMatMul(ScalarKernels(), p, out_stride, {{0, c.m}}, {{0, c.n}});
+    CheckAgainstFloat(p, out, out_stride);
+  }
+}
+
+TEST(MatMulTest, SimdMatchesScalarExactly) {
+  for (const KernelSet* set : SimdSets()) {
+    uint64_t seed = 500;
+    for (const Case& c : Cases()) {
+      const Problem p = MakeProblem(c, ScalarKernels(), seed += 10);
+      const int64_t out_stride = c.n + 3;
+      const std::vector<float> want =
+          RunMatMul(ScalarKernels(), p, out_stride, {{0, c.m}}, {{0, c.n}});
+      const std::vector<float> got = RunMatMul(*set, p, out_stride, {{0, c.m}}, {{0, c.n}});
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << set->name << " " << Describe(c) << " at " << i;
+      }
+      CheckAgainstFloat(p, got, out_stride);
+    }
+  }
+}
+
+// Ranges that cut groups of 8 rows and tiles of tokens give the same bits as one call.
+TEST(MatMulTest, RangeSplitsGiveIdenticalResults) {
+  std::vector<const KernelSet*> sets = SimdSets();
+  sets.push_back(&ScalarKernels());
+  for (const KernelSet* set : sets) {
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8,
+                                PackedFormat::kF32x8}) {
+      const DType src = format == PackedFormat::kQ8_0x8   ? DType::kQ8_0
+                        : format == PackedFormat::kQ4_0x8 ? DType::kQ4_0
+                        : format == PackedFormat::kF16x8  ? DType::kF16
+                                                          : DType::kF32;
+      const Case c{format, src, 11, 45, 96};
+      const Problem p = MakeProblem(c, *set, 77);
+      const std::vector<float> whole = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
+      const std::vector<float> split =
+          RunMatMul(*set, p, c.n, {{0, 1}, {1, 6}, {6, 11}}, {{0, 5}, {5, 21}, {21, 24}, {24, 45}});
+      for (size_t i = 0; i < whole.size(); ++i) {
+        ASSERT_EQ(split[i], whole[i]) << set->name << " " << Describe(c) << " at " << i;
+      }
+      // A sub-block leaves everything else untouched.
+      const std::vector<float> part = RunMatMul(*set, p, c.n, {{2, 5}}, {{3, 30}});
+      for (int64_t m = 0; m < c.m; ++m) {
+        for (int64_t n = 0; n < c.n; ++n) {
+          const size_t i = static_cast<size_t>(m * c.n + n);
+          const bool inside = m >= 2 && m < 5 && n >= 3 && n < 30;
+          ASSERT_EQ(part[i], inside ? whole[i] : kSentinel)
+              << set->name << " m " << m << " n " << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, AccumulateAddsToTheOutput) {
+  std::vector<const KernelSet*> sets = SimdSets();
+  sets.push_back(&ScalarKernels());
+  for (const KernelSet* set : sets) {
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kF16x8}) {
+      const Case c{format, format == PackedFormat::kQ8_0x8 ? DType::kQ8_0 : DType::kF16, 6, 21, 64};
+      const Problem p = MakeProblem(c, *set, 9);
+      const std::vector<float> plain = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
+      const std::vector<float> base = RandomFloats(10, c.m * c.n);
+      std::vector<float> out = base;
+      set->matmul(p.weights.view, p.Input(), MatMulOutput{out.data(), c.n, true}, 0, c.m, 0, c.n);
+      for (size_t i = 0; i < out.size(); ++i) {
+        ASSERT_EQ(out[i], base[i] + plain[i]) << set->name << " at " << i;
+      }
+    }
+  }
+}
+
+// Split over N by a thread pool (as the graph runtime does), and over M and N together:
+// the same bits as one call.
+TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
+  auto pool = ThreadPool::Create({.num_threads = 3});
+  ASSERT_TRUE(pool.ok());
+  const KernelSet& set = BestKernels();
+  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8}) {
+    const DType src = format == PackedFormat::kQ8_0x8   ? DType::kQ8_0
+                      : format == PackedFormat::kQ4_0x8 ? DType::kQ4_0
+                                                        : DType::kF16;
+    const Case c{format, src, 37, 203, 192};
+    const Problem p = MakeProblem(c, set, 21);
+    const std::vector<float> whole = RunMatMul(set, p, c.n, {{0, c.m}}, {{0, c.n}});
+    std::vector<float> by_n(whole.size(), kSentinel);
+    const MatMulOutput out_n{by_n.data(), c.n, false};
+    const int64_t num_groups = (c.n + kPackRows - 1) / kPackRows;
+    (*pool)->ParallelFor(num_groups, 2, [&](int64_t g0, int64_t g1) {
+      set.matmul(p.weights.view, p.Input(), out_n, 0, c.m, g0 * kPackRows,
+                 std::min(c.n, g1 * kPackRows));
+    });
+    ASSERT_EQ(by_n, whole) << PackedFormatName(format);
+    std::vector<float> by_mn(whole.size(), kSentinel);
+    const MatMulOutput out_mn{by_mn.data(), c.n, false};
+    // Work items: 5 token blocks of 8 x 4 column blocks of 56.
+    (*pool)->ParallelFor(20, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t m0 = item / 4 * 8;
+        const int64_t n0 = item % 4 * 56;
+        set.matmul(p.weights.view, p.Input(), out_mn, m0, std::min(c.m, m0 + 8), n0,
+                   std::min(c.n, n0 + 56));
+      }
+    });
+    ASSERT_EQ(by_mn, whole) << PackedFormatName(format);
+  }
+}
+
+// Empty ranges write nothing.
+TEST(MatMulTest, EmptyRangesAreNoOps) {
+  std::vector<const KernelSet*> sets = SimdSets();
+  sets.push_back(&ScalarKernels());
+  for (const KernelSet* set : sets) {
+    const Case c{PackedFormat::kQ8_0x8, DType::kQ8_0, 3, 16, 32};
+    const Problem p = MakeProblem(c, *set, 3);
+    const std::vector<float> out = RunMatMul(*set, p, c.n, {{1, 1}, {0, 3}}, {{4, 4}});
+    for (float v : out) ASSERT_EQ(v, kSentinel);
+  }
+}
+
+}  // namespace
+}  // namespace reprise::kernels

@@ -1,0 +1,260 @@
+#include "kernels/packed_matrix.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/float16.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quantize.h"
+
+namespace reprise::kernels {
+namespace {
+
+constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
+constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
+
+// Source rows are converted in slices of this many columns (a multiple of every block size),
+// through stack buffers: packing allocates nothing.
+constexpr int64_t kSliceCols = 256;
+
+void PutU16(uint8_t* dst, uint16_t value) { std::memcpy(dst, &value, sizeof(value)); }
+uint16_t GetU16(const uint8_t* src) {
+  uint16_t value;
+  std::memcpy(&value, src, sizeof(value));
+  return value;
+}
+
+// Writes `row` (of its group) of block `b` of a Q8_0x8 group from one Q8_0 block.
+void PlaceQ8Block(const BlockQ8_0& block, int64_t row, uint8_t* group_block) {
+  PutU16(group_block + 2 * row, block.d);
+  int8_t* q = reinterpret_cast<int8_t*>(group_block + 2 * kPackRows);
+  for (int c = 0; c < 8; ++c) {
+    std::memcpy(q + (c * kPackRows + row) * 4, block.qs + 4 * c, 4);
+  }
+}
+
+void PlaceQ4Block(const BlockQ4_0& block, int64_t row, uint8_t* group_block) {
+  PutU16(group_block + 2 * row, block.d);
+  uint8_t* q = group_block + 2 * kPackRows;
+  for (int p = 0; p < 4; ++p) {
+    std::memcpy(q + (p * kPackRows + row) * 4, block.qs + 4 * p, 4);
+  }
+}
+
+// Packs one source row into row `r` (0..7) of the group starting at `group`.
+void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int64_t cols,
+                int64_t r, uint8_t* group) {
+  const DTypeInfo& info = GetDTypeInfo(src_type);
+  // Direct regrouping when the source element or block is the target's.
+  if (format == PackedFormat::kQ8_0x8 && src_type == DType::kQ8_0) {
+    for (int64_t b = 0; b < cols / kQK; ++b) {
+      BlockQ8_0 block;
+      std::memcpy(&block, src_row + b * sizeof(BlockQ8_0), sizeof(block));
+      PlaceQ8Block(block, r, group + b * kQ8GroupBlockBytes);
+    }
+    return;
+  }
+  if (format == PackedFormat::kQ4_0x8 && src_type == DType::kQ4_0) {
+    for (int64_t b = 0; b < cols / kQK; ++b) {
+      BlockQ4_0 block;
+      std::memcpy(&block, src_row + b * sizeof(BlockQ4_0), sizeof(block));
+      PlaceQ4Block(block, r, group + b * kQ4GroupBlockBytes);
+    }
+    return;
+  }
+  if (format == PackedFormat::kF16x8 && src_type == DType::kF16) {
+    for (int64_t j = 0; j < cols; ++j) {
+      std::memcpy(group + (j * kPackRows + r) * 2, src_row + 2 * j, 2);
+    }
+    return;
+  }
+  if (format == PackedFormat::kF32x8 && src_type == DType::kF32) {
+    for (int64_t j = 0; j < cols; ++j) {
+      std::memcpy(group + (j * kPackRows + r) * 4, src_row + 4 * j, 4);
+    }
+    return;
+  }
+  // Otherwise: dequantize a slice to float, then write it in the target format.
+  float values[kSliceCols];
+  for (int64_t start = 0; start < cols; start += kSliceCols) {
+    const int64_t count = std::min(kSliceCols, cols - start);
+    const size_t src_offset = static_cast<size_t>(start / info.block_elements) * info.block_bytes;
+    DequantizeRow(src_type, src_row + src_offset, values, count);
+    switch (format) {
+      case PackedFormat::kQ8_0x8:
+        for (int64_t j = 0; j < count; j += kQK) {
+          BlockQ8_0 block;
+          QuantizeRow(DType::kQ8_0, values + j, reinterpret_cast<uint8_t*>(&block), kQK);
+          PlaceQ8Block(block, r, group + (start + j) / kQK * kQ8GroupBlockBytes);
+        }
+        break;
+      case PackedFormat::kQ4_0x8:
+        for (int64_t j = 0; j < count; j += kQK) {
+          BlockQ4_0 block;
+          QuantizeRow(DType::kQ4_0, values + j, reinterpret_cast<uint8_t*>(&block), kQK);
+          PlaceQ4Block(block, r, group + (start + j) / kQK * kQ4GroupBlockBytes);
+        }
+        break;
+      case PackedFormat::kF16x8:
+        for (int64_t j = 0; j < count; ++j) {
+          PutU16(group + ((start + j) * kPackRows + r) * 2, F32ToF16(values[j]));
+        }
+        break;
+      case PackedFormat::kF32x8:
+        for (int64_t j = 0; j < count; ++j) {
+          std::memcpy(group + ((start + j) * kPackRows + r) * 4, &values[j], sizeof(float));
+        }
+        break;
+    }
+  }
+}
+
+// Zero weights for a padding row; block formats get a zero scale, which is enough.
+void ZeroRow(PackedFormat format, int64_t cols, int64_t r, uint8_t* group) {
+  switch (format) {
+    case PackedFormat::kQ8_0x8: {
+      BlockQ8_0 zero{};
+      for (int64_t b = 0; b < cols / kQK; ++b) {
+        PlaceQ8Block(zero, r, group + b * kQ8GroupBlockBytes);
+      }
+      break;
+    }
+    case PackedFormat::kQ4_0x8: {
+      BlockQ4_0 zero{};
+      std::memset(zero.qs, 0x88, sizeof(zero.qs));  // nibble 8 is the value 0
+      for (int64_t b = 0; b < cols / kQK; ++b) {
+        PlaceQ4Block(zero, r, group + b * kQ4GroupBlockBytes);
+      }
+      break;
+    }
+    case PackedFormat::kF16x8:
+      for (int64_t j = 0; j < cols; ++j) PutU16(group + (j * kPackRows + r) * 2, 0);
+      break;
+    case PackedFormat::kF32x8:
+      for (int64_t j = 0; j < cols; ++j) {
+        std::memset(group + (j * kPackRows + r) * 4, 0, sizeof(float));
+      }
+      break;
+  }
+}
+
+}  // namespace
+
+const char* PackedFormatName(PackedFormat format) {
+  switch (format) {
+    case PackedFormat::kQ8_0x8:
+      return "q8_0x8";
+    case PackedFormat::kQ4_0x8:
+      return "q4_0x8";
+    case PackedFormat::kF16x8:
+      return "f16x8";
+    case PackedFormat::kF32x8:
+      return "f32x8";
+  }
+  return "?";
+}
+
+int64_t PackedColumnMultiple(PackedFormat format) {
+  return UsesQuantizedActivations(format) ? kQK : 1;
+}
+
+bool CanPack(DType src) { return CanDequantize(src); }
+
+PackedFormat ChoosePackedFormat(DType src) {
+  switch (src) {
+    case DType::kQ4_0:
+      return PackedFormat::kQ4_0x8;
+    case DType::kF16:
+      return PackedFormat::kF16x8;
+    case DType::kF32:
+    case DType::kBF16:
+      return PackedFormat::kF32x8;
+    default:
+      return PackedFormat::kQ8_0x8;
+  }
+}
+
+size_t PackedGroupBytes(PackedFormat format, int64_t cols) {
+  switch (format) {
+    case PackedFormat::kQ8_0x8:
+      return static_cast<size_t>(cols / kQK * kQ8GroupBlockBytes);
+    case PackedFormat::kQ4_0x8:
+      return static_cast<size_t>(cols / kQK * kQ4GroupBlockBytes);
+    case PackedFormat::kF16x8:
+      return static_cast<size_t>(cols * kPackRows * 2);
+    case PackedFormat::kF32x8:
+      return static_cast<size_t>(cols * kPackRows * 4);
+  }
+  return 0;
+}
+
+size_t PackedMatrixBytes(PackedFormat format, int64_t rows, int64_t cols) {
+  const int64_t num_groups = (rows + kPackRows - 1) / kPackRows;
+  return static_cast<size_t>(num_groups) * PackedGroupBytes(format, cols);
+}
+
+void PackMatrixRows(PackedFormat format, DType src_type, const uint8_t* src, int64_t rows,
+                    int64_t cols, int64_t row_begin, int64_t row_end, uint8_t* dst) {
+  REPRISE_DCHECK(CanPack(src_type));
+  REPRISE_DCHECK(cols % PackedColumnMultiple(format) == 0);
+  REPRISE_DCHECK(cols % GetDTypeInfo(src_type).block_elements == 0);
+  REPRISE_DCHECK(row_begin % kPackRows == 0 && row_begin <= row_end);
+  REPRISE_DCHECK(row_end % kPackRows == 0 || row_end == rows);
+  REPRISE_DCHECK(row_end <= rows);
+  const size_t src_row_bytes = RowBytes(src_type, cols);
+  const size_t group_bytes = PackedGroupBytes(format, cols);
+  const int64_t padded_end =
+      row_end == rows ? (rows + kPackRows - 1) / kPackRows * kPackRows : row_end;
+  for (int64_t row = row_begin; row < padded_end; ++row) {
+    uint8_t* group = dst + static_cast<size_t>(row / kPackRows) * group_bytes;
+    if (row < rows) {
+      PackOneRow(format, src_type, src + static_cast<size_t>(row) * src_row_bytes, cols,
+                 row % kPackRows, group);
+    } else {
+      ZeroRow(format, cols, row % kPackRows, group);
+    }
+  }
+}
+
+void UnpackRow(const PackedMatrix& m, int64_t row, float* dst) {
+  REPRISE_DCHECK(row >= 0 && row < m.rows);
+  const uint8_t* group = m.group(row / kPackRows);
+  const int64_t r = row % kPackRows;
+  switch (m.format) {
+    case PackedFormat::kQ8_0x8:
+      for (int64_t b = 0; b < m.cols / kQK; ++b) {
+        const uint8_t* block = group + b * kQ8GroupBlockBytes;
+        const float d = F16ToF32(GetU16(block + 2 * r));
+        const int8_t* q = reinterpret_cast<const int8_t*>(block + 2 * kPackRows);
+        for (int j = 0; j < kQK; ++j) {
+          dst[b * kQK + j] = d * static_cast<float>(q[(j / 4 * kPackRows + r) * 4 + j % 4]);
+        }
+      }
+      break;
+    case PackedFormat::kQ4_0x8:
+      for (int64_t b = 0; b < m.cols / kQK; ++b) {
+        const uint8_t* block = group + b * kQ4GroupBlockBytes;
+        const float d = F16ToF32(GetU16(block + 2 * r));
+        const uint8_t* q = block + 2 * kPackRows;
+        for (int j = 0; j < kQK / 2; ++j) {
+          const uint8_t byte = q[(j / 4 * kPackRows + r) * 4 + j % 4];
+          dst[b * kQK + j] = d * static_cast<float>((byte & 0xf) - 8);
+          dst[b * kQK + j + 16] = d * static_cast<float>((byte >> 4) - 8);
+        }
+      }
+      break;
+    case PackedFormat::kF16x8:
+      for (int64_t j = 0; j < m.cols; ++j) {
+        dst[j] = F16ToF32(GetU16(group + (j * kPackRows + r) * 2));
+      }
+      break;
+    case PackedFormat::kF32x8:
+      for (int64_t j = 0; j < m.cols; ++j) {
+        std::memcpy(&dst[j], group + (j * kPackRows + r) * 4, sizeof(float));
+      }
+      break;
+  }
+}
+
+}  // namespace reprise::kernels

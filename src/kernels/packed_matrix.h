@@ -1,0 +1,92 @@
+// Packed weight matrices: every weight matrix, packed once at model load into the layout the
+// matrix-multiply micro-kernels read (matmul.h).
+//
+// A weight matrix W has `rows` = N outputs and `cols` = K inputs (GGUF stores it that way:
+// row n is the K weights of output n). Packing groups rows by kPackRows = 8: the kernels
+// produce 8 outputs per vector register, one per lane, so the 8 rows of a group are
+// interleaved. Rows past N in the last group are zero. Formats:
+//
+//   kQ8_0x8  per group, per 32-column block: 8 half-float scales (the rows' Q8_0 `d`), then
+//            256 int8 values as [chunk 0..7][row 0..7][4 values], chunk c = columns 4c..4c+3
+//            of the block. 272 bytes per 256 weights, as compact as Q8_0 itself.
+//   kQ4_0x8  per group, per block: 8 half-float scales, then 128 bytes as
+//            [pair 0..3][row 0..7][4 bytes]; byte i of pair p holds column 4p+i of the block
+//            in its low nibble and column 16+4p+i in its high nibble (so the bytes are Q4_0's
+//            own, regrouped). The value is d * (nibble - 8). 144 bytes per 256 weights.
+//   kF16x8   per group: [column 0..K-1][row 0..7] half floats.
+//   kF32x8   per group: [column 0..K-1][row 0..7] floats.
+//
+// Source types map to formats by ChoosePackedFormat: Q8_0 and Q4_0 are regrouped bit for bit;
+// F16 and F32 stay; BF16 widens to F32 (exact); every other quantized type (Q4_1, Q5_0,
+// Q5_1, Q2_K..Q6_K) is dequantized and requantized to Q8_0 with round-to-nearest, which adds
+// at most half a Q8_0 step (amax of the 32 values / 254) per weight on top of the source's
+// own quantization error. Any dequantizable source can be packed into any format on request
+// (an F16 model into Q8_0, for instance).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/dtype.h"
+
+namespace reprise::kernels {
+
+inline constexpr int64_t kPackRows = 8;  // rows per interleaved group
+
+enum class PackedFormat : uint8_t {
+  kQ8_0x8,
+  kQ4_0x8,
+  kF16x8,
+  kF32x8,
+};
+
+const char* PackedFormatName(PackedFormat format);
+
+// True for the formats whose matmul reads int8-quantized activations (activation_quant.h);
+// the others read float activations.
+inline bool UsesQuantizedActivations(PackedFormat format) {
+  return format == PackedFormat::kQ8_0x8 || format == PackedFormat::kQ4_0x8;
+}
+
+// Columns must be a multiple of this for `format` (32 for the block formats, 1 otherwise).
+int64_t PackedColumnMultiple(PackedFormat format);
+
+// The format a weight of type `src` is packed into by default.
+// Requires: CanPack(src).
+PackedFormat ChoosePackedFormat(DType src);
+
+// True for the source types PackMatrixRows accepts (those DequantizeRow accepts).
+bool CanPack(DType src);
+
+// Bytes of one group of kPackRows rows, and of a whole packed matrix.
+// Requires: cols a multiple of PackedColumnMultiple(format).
+size_t PackedGroupBytes(PackedFormat format, int64_t cols);
+size_t PackedMatrixBytes(PackedFormat format, int64_t rows, int64_t cols);
+
+// A packed matrix, borrowed: `data` must outlive the view.
+struct PackedMatrix {
+  PackedFormat format = PackedFormat::kF32x8;
+  int64_t rows = 0;               // N, outputs
+  int64_t cols = 0;               // K, inputs
+  const uint8_t* data = nullptr;  // PackedMatrixBytes(format, rows, cols) bytes
+
+  int64_t num_groups() const { return (rows + kPackRows - 1) / kPackRows; }
+  size_t group_bytes() const { return PackedGroupBytes(format, cols); }
+  const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes(); }
+};
+
+// Packs source rows [row_begin, row_end) of a `rows` x `cols` matrix of type `src_type`
+// (GGUF row-major: row r at src + r * RowBytes(src_type, cols)) into `dst`, which holds the
+// whole packed matrix. Ranges that cover the last group also zero its padding rows.
+// Different ranges write disjoint bytes, so they may be packed in parallel.
+// Requires: CanPack(src_type); cols a multiple of PackedColumnMultiple(format) and of the
+// source block size; row_begin a multiple of kPackRows; row_end a multiple of kPackRows or
+// equal to rows.
+void PackMatrixRows(PackedFormat format, DType src_type, const uint8_t* src, int64_t rows,
+                    int64_t cols, int64_t row_begin, int64_t row_end, uint8_t* dst);
+
+// dst[0..cols) = row `row` of a packed matrix, as the kernels see it (for tests and for
+// the reference paths). Requires: 0 <= row < m.rows.
+void UnpackRow(const PackedMatrix& m, int64_t row, float* dst);
+
+}  // namespace reprise::kernels
