@@ -29,6 +29,8 @@ struct EngineOptions {
   bool use_reference = false;
   // Worker threads for the compiled graphs; 0 = every core.
   int num_threads = 0;
+  // Token capacity of the prefill graph; 0 = the default (or the calibrated value).
+  int prefill_capacity = 0;
 };
 
 struct ChatTurn {

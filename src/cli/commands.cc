@@ -10,6 +10,7 @@ std::vector<std::unique_ptr<Command>> MakeCommands() {
   commands.push_back(NewInspectCommand());
   commands.push_back(NewConvertCommand());
   commands.push_back(NewMakeModelCommand());
+  commands.push_back(NewBenchCommand());
   return commands;
 }
 

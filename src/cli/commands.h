@@ -13,5 +13,6 @@ std::unique_ptr<Command> NewRunCommand();
 std::unique_ptr<Command> NewMakeModelCommand();
 std::unique_ptr<Command> NewConvertCommand();
 std::unique_ptr<Command> NewDemoCommand();
+std::unique_ptr<Command> NewBenchCommand();
 
 }  // namespace reprise::cli

@@ -78,6 +78,8 @@ const std::vector<ModelShape>& KnownShapes() {
       {"tiny", "llama", 64, 2, 4, 2, 16, 192, 512, 2048, 10000.0f, 1e-5f, true, false},
       {"tiny-qwen2", "qwen2", 64, 2, 4, 2, 16, 192, 512, 2048, 1000000.0f, 1e-6f, true, false},
       {"tiny-qwen3", "qwen3", 64, 2, 4, 2, 32, 192, 512, 2048, 1000000.0f, 1e-6f, true, false},
+      // Llama 3 frequency scaling on a tiny model.
+      {"tiny-llama3", "llama", 64, 2, 4, 2, 16, 192, 512, 2048, 500000.0f, 1e-5f, true, true},
       // Rows of 256 for the K-quants' super-blocks.
       {"tiny-256", "llama", 256, 2, 4, 2, 64, 512, 512, 2048, 10000.0f, 1e-5f, false, false},
       {"smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 49152, 8192, 100000.0f, 1e-5f, true,

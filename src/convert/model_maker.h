@@ -27,7 +27,8 @@ struct ModelShape {
   bool llama3_rope_scaling;
 };
 
-// The shapes `make-model --shape` knows: tiny, tiny-qwen2, tiny-qwen3, tiny-256, smollm2-135m,
+// The shapes `make-model --shape` knows: tiny, tiny-qwen2, tiny-qwen3, tiny-llama3, tiny-256,
+// smollm2-135m,
 // qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b.
 const std::vector<ModelShape>& KnownShapes();
 std::optional<ModelShape> FindShape(const std::string& name);

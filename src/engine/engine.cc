@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/generator.h"
+#include "engine/graph_backend.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
@@ -21,8 +22,17 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   const int context = options.context_tokens > 0
                           ? options.context_tokens
                           : std::min(engine->model_->config().context_length, 4096);
-  REPRISE_ASSIGN_OR_RETURN(engine->backend_,
-                           engine::ReferenceBackend::Create(*engine->model_, context));
+  if (options.use_reference) {
+    REPRISE_ASSIGN_OR_RETURN(engine->backend_,
+                             engine::ReferenceBackend::Create(*engine->model_, context));
+  } else {
+    engine::GraphBackendOptions graph_options;
+    graph_options.context_tokens = context;
+    graph_options.num_threads = options.num_threads;
+    if (options.prefill_capacity > 0) graph_options.prefill_capacity = options.prefill_capacity;
+    REPRISE_ASSIGN_OR_RETURN(engine->backend_,
+                             engine::GraphBackend::Create(*engine->model_, graph_options));
+  }
   return engine;
 }
 

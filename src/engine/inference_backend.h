@@ -35,6 +35,9 @@ class InferenceBackend {
 
   // A short name for logs and benchmarks ("reference", "cpu-graphs").
   virtual const char* name() const = 0;
+
+  // Threads the backend computes with.
+  virtual int num_threads() const { return 1; }
 };
 
 }  // namespace reprise::engine

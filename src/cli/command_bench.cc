@@ -1,0 +1,138 @@
+// `reprise bench prefill|decode`: tokens/s of the inference backends, optionally side by side
+// with llama.cpp's llama-bench on the same file and threads (ratios from the same run).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/commands.h"
+#include "engine/speed_bench.h"
+
+namespace reprise::cli {
+namespace {
+
+// Runs llama-bench and returns {n_prompt or -1 for generation -> tokens/s}.
+Result<std::map<int, double>> RunLlamaBench(const std::string& binary, const std::string& model,
+                                            int threads, const std::vector<int>& lengths,
+                                            int decode_tokens, int repetitions) {
+  std::string p;
+  for (int l : lengths) p += (p.empty() ? "" : ",") + std::to_string(l);
+  const std::string command = binary + " -m '" + model + "' -t " + std::to_string(threads) +
+                              (p.empty() ? " -p 0" : " -p " + p) + " -n " +
+                              std::to_string(decode_tokens) + " -r " +
+                              std::to_string(repetitions) + " -o json 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return IoError("cannot run " + binary);
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  if (status != 0) return IoError("llama-bench failed (status " + std::to_string(status) + ")");
+  nlohmann::json json = nlohmann::json::parse(out, nullptr, false);
+  if (!json.is_array()) return CorruptError("llama-bench printed no JSON array");
+  std::map<int, double> rates;
+  for (const auto& entry : json) {
+    const int prompt = entry.value("n_prompt", 0);
+    const int gen = entry.value("n_gen", 0);
+    const double tps = entry.value("avg_ts", 0.0);
+    rates[gen > 0 ? -1 : prompt] = tps;
+  }
+  return rates;
+}
+
+class BenchCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    CLI::App* sub = app.add_subcommand("bench", "Measure speed: prefill, decode");
+    sub->require_subcommand(1);
+    prefill_ = sub->add_subcommand("prefill", "Prompt-processing tokens/s per prompt length");
+    decode_ = sub->add_subcommand("decode", "Generation tokens/s");
+    for (CLI::App* s : {prefill_, decode_}) {
+      s->add_option("-m,--model", options_.model_path, "GGUF model file")->required();
+      s->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
+          ->default_val(0)
+          ->check(CLI::NonNegativeNumber);
+      s->add_option("-r,--repetitions", options_.repetitions, "Runs per figure (median)")
+          ->default_val(3)
+          ->check(CLI::Range(1, 100));
+      s->add_flag("--json", json_, "Print JSON");
+      s->add_flag("--reference", options_.use_reference, "Benchmark the reference forward pass");
+      s->add_option("--llama-bench", llama_bench_,
+                    "Path of llama.cpp's llama-bench: measure it on the same file and threads "
+                    "in the same run and print the ratios");
+    }
+    prefill_->add_option("--lengths", options_.prefill_lengths, "Prompt lengths")
+        ->delimiter(',')
+        ->default_str("128,512,2048");
+    prefill_->add_option("--prefill-capacity", options_.prefill_capacity,
+                         "Prefill graph capacity (0 = min(length, 512))")
+        ->default_val(0)
+        ->check(CLI::NonNegativeNumber);
+    decode_->add_option("-n,--tokens", options_.decode_tokens, "Tokens to generate")
+        ->default_val(64)
+        ->check(CLI::Range(1, 8192));
+    return sub;
+  }
+
+  int Run() override {
+    options_.run_prefill = prefill_->parsed();
+    options_.run_decode = decode_->parsed();
+    const char* name = options_.run_prefill ? "bench prefill" : "bench decode";
+    Result<engine::SpeedBenchResult> result = engine::RunSpeedBench(options_);
+    if (!result.ok()) return PrintError(name, result.error());
+    std::map<int, double> peer;
+    if (!llama_bench_.empty()) {
+      auto measured = RunLlamaBench(
+          llama_bench_, options_.model_path, result->num_threads,
+          options_.run_prefill ? options_.prefill_lengths : std::vector<int>{},
+          options_.run_decode ? options_.decode_tokens : 0, options_.repetitions);
+      if (!measured.ok()) return PrintError(name, measured.error());
+      peer = *measured;
+    }
+    if (json_) {
+      nlohmann::json j = nlohmann::json::parse(result->ToJson());
+      if (!peer.empty()) {
+        nlohmann::json p = nlohmann::json::object();
+        for (const auto& [length, tps] : peer) {
+          p[length < 0 ? "decode_tps" : "prefill_tps_" + std::to_string(length)] = tps;
+        }
+        j["llama_bench"] = p;
+      }
+      std::printf("%s\n", j.dump(2).c_str());
+      return kExitOk;
+    }
+    std::printf("%s", result->ToText().c_str());
+    if (!peer.empty()) {
+      std::printf("\nside by side with llama-bench (same file, %d threads, same run):\n",
+                  result->num_threads);
+      std::printf("%-14s %12s %12s %8s\n", "test", "reprise", "llama.cpp", "ratio");
+      for (const auto& [length, tps] : result->prefill_tokens_per_second) {
+        auto it = peer.find(length);
+        if (it == peer.end()) continue;
+        std::printf("%-14s %12.1f %12.1f %7.2fx\n", ("pp" + std::to_string(length)).c_str(),
+                    tps, it->second, tps / it->second);
+      }
+      if (options_.run_decode && peer.count(-1)) {
+        std::printf("%-14s %12.1f %12.1f %7.2fx\n",
+                    ("tg" + std::to_string(options_.decode_tokens)).c_str(),
+                    result->decode_tokens_per_second, peer[-1],
+                    result->decode_tokens_per_second / peer[-1]);
+      }
+    }
+    return kExitOk;
+  }
+
+ private:
+  engine::SpeedBenchOptions options_;
+  CLI::App* prefill_ = nullptr;
+  CLI::App* decode_ = nullptr;
+  bool json_ = false;
+  std::string llama_bench_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewBenchCommand() { return std::make_unique<BenchCommand>(); }
+
+}  // namespace reprise::cli

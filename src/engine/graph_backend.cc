@@ -1,0 +1,155 @@
+#include "engine/graph_backend.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "kernels/kernel_set.h"
+
+namespace reprise::engine {
+
+Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& model,
+                                                           const GraphBackendOptions& options) {
+  if (options.context_tokens <= 0) return InvalidArgumentError("context size must be positive");
+  if (options.prefill_capacity <= 0) {
+    return InvalidArgumentError("prefill capacity must be positive");
+  }
+  std::unique_ptr<GraphBackend> b(new GraphBackend());
+  REPRISE_ASSIGN_OR_RETURN(b->pool_, ThreadPool::Create({.num_threads = options.num_threads}));
+  REPRISE_ASSIGN_OR_RETURN(b->weights_, model::PackedWeights::Create(model.file(), model.config(),
+                                                                     *b->pool_, options.pack));
+  const int prefill_capacity = std::min(options.prefill_capacity, options.context_tokens);
+  REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph prefill,
+                           model::Compile(*b->weights_, graph::GraphKind::kPrefill,
+                                          prefill_capacity));
+  REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph decode,
+                           model::Compile(*b->weights_, graph::GraphKind::kDecode, 1));
+  b->prefill_ = std::make_unique<graph::CompiledGraph>(std::move(prefill));
+  b->decode_ = std::make_unique<graph::CompiledGraph>(std::move(decode));
+  REPRISE_ASSIGN_OR_RETURN(b->prefill_context_, graph::ExecutionContext::Create(*b->prefill_));
+  REPRISE_ASSIGN_OR_RETURN(b->decode_context_, graph::ExecutionContext::Create(*b->decode_));
+  b->prefill_context_->set_strict_shapes(options.strict_shapes);
+  if (options.recompute_capacity > 0) {
+    model::CompileOptions recompute_options;
+    recompute_options.check_layer = options.check_layer;
+    recompute_options.recompute_ratio = options.recompute_ratio;
+    recompute_options.deviation_includes_v = options.deviation_includes_v;
+    REPRISE_ASSIGN_OR_RETURN(
+        graph::CompiledGraph recompute,
+        model::Compile(*b->weights_, graph::GraphKind::kRecompute,
+                       std::min(options.recompute_capacity, options.context_tokens),
+                       recompute_options));
+    b->recompute_ = std::make_unique<graph::CompiledGraph>(std::move(recompute));
+    REPRISE_ASSIGN_OR_RETURN(b->recompute_context_,
+                             graph::ExecutionContext::Create(*b->recompute_));
+    b->recompute_context_->set_strict_shapes(options.strict_shapes);
+  }
+  const model::ModelConfig& c = model.config();
+  REPRISE_ASSIGN_OR_RETURN(b->kv_, kv::KvCache::Create(kv::KvShape{c.num_layers, c.num_kv_heads,
+                                                                   c.head_dim,
+                                                                   options.context_tokens}));
+  for (int l = 0; l < c.num_layers; ++l) {
+    b->kv_layers_.push_back(graph::KvLayerView{b->kv_->k(l), b->kv_->v(l)});
+  }
+  const graph::KvBinding binding{b->kv_layers_, options.context_tokens,
+                                 b->kv_->slot_positions().data(), c.num_kv_heads, c.head_dim};
+  b->prefill_context_->BindKv(binding);
+  b->decode_context_->BindKv(binding);
+  if (b->recompute_context_) b->recompute_context_->BindKv(binding);
+  const kernels::KernelSet& kernels =
+      options.scalar_kernels ? kernels::ScalarKernels() : kernels::BestKernels();
+  b->executor_ = std::make_unique<graph::Executor>(*b->pool_, kernels);
+  b->positions_scratch_.resize(static_cast<size_t>(options.context_tokens));
+  b->slots_scratch_.resize(static_cast<size_t>(options.context_tokens));
+  b->name_ = std::string("cpu-graphs/") + kernels.name + ", prefill " +
+             std::to_string(prefill_capacity) + ", " + std::to_string(b->pool_->num_threads()) +
+             " threads";
+  return b;
+}
+
+Status GraphBackend::RunCall(graph::ExecutionContext& context, std::span<const int32_t> tokens,
+                             std::span<const int32_t> positions, std::span<const int32_t> slots,
+                             std::span<const uint8_t> forced, int64_t num_visible_slots) {
+  REPRISE_RETURN_IF_ERROR(context.SetInputs(tokens, positions, slots, num_visible_slots));
+  if (!forced.empty()) context.SetForcedRows(forced);
+  executor_->Run(context);
+  last_logits_ = context.logits();
+  return Status::Ok();
+}
+
+Status GraphBackend::CheckTokens(std::span<const int32_t> tokens) const {
+  if (tokens.empty()) return InvalidArgumentError("no tokens to run");
+  const int vocab = config().vocab_size;
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= vocab) {
+      return InvalidArgumentError("token id " + std::to_string(t) + " outside the vocabulary");
+    }
+  }
+  return Status::Ok();
+}
+
+Status GraphBackend::RunPrefill(std::span<const int32_t> tokens,
+                                std::span<const int32_t> positions,
+                                std::span<const int32_t> slots, int num_tokens_after) {
+  REPRISE_RETURN_IF_ERROR(CheckTokens(tokens));
+  if (num_tokens_after > capacity_tokens()) return InvalidArgumentError("context overflow");
+  graph::ExecutionContext& context = tokens.size() == 1 ? *decode_context_ : *prefill_context_;
+  const size_t capacity = static_cast<size_t>(context.graph().capacity());
+  for (size_t begin = 0; begin < tokens.size(); begin += capacity) {
+    const size_t n = std::min(capacity, tokens.size() - begin);
+    REPRISE_RETURN_IF_ERROR(RunCall(context, tokens.subspan(begin, n),
+                                    positions.subspan(begin, n), slots.subspan(begin, n), {},
+                                    num_tokens_after));
+  }
+  num_tokens_ = num_tokens_after;
+  return Status::Ok();
+}
+
+Result<std::span<const int32_t>> GraphBackend::RunRecompute(std::span<const int32_t> tokens,
+                                                            std::span<const int32_t> positions,
+                                                            std::span<const int32_t> slots,
+                                                            std::span<const uint8_t> forced,
+                                                            int num_tokens_after) {
+  if (!recompute_) return InvalidArgumentError("no recompute graph was compiled");
+  REPRISE_RETURN_IF_ERROR(CheckTokens(tokens));
+  if (tokens.size() > static_cast<size_t>(recompute_->capacity())) {
+    return InvalidArgumentError(std::to_string(tokens.size()) +
+                                " tokens exceed the recompute graph's capacity of " +
+                                std::to_string(recompute_->capacity()));
+  }
+  if (num_tokens_after > capacity_tokens()) return InvalidArgumentError("context overflow");
+  REPRISE_RETURN_IF_ERROR(
+      RunCall(*recompute_context_, tokens, positions, slots, forced, num_tokens_after));
+  num_tokens_ = num_tokens_after;
+  return recompute_context_->selected_rows();
+}
+
+void GraphBackend::SetNumTokens(int num_tokens) {
+  REPRISE_CHECK(num_tokens >= 0 && num_tokens <= capacity_tokens());
+  num_tokens_ = num_tokens;
+}
+
+Result<std::span<const float>> GraphBackend::Append(std::span<const int32_t> tokens) {
+  if (tokens.empty()) return InvalidArgumentError("no tokens to run");
+  if (num_tokens_ + static_cast<int64_t>(tokens.size()) > capacity_tokens()) {
+    return InvalidArgumentError(std::to_string(tokens.size()) + " more tokens do not fit in the " +
+                                std::to_string(capacity_tokens()) + "-token context (" +
+                                std::to_string(num_tokens_) + " used)");
+  }
+  const size_t n = tokens.size();
+  for (size_t i = 0; i < n; ++i) {
+    positions_scratch_[i] = num_tokens_ + static_cast<int32_t>(i);
+    slots_scratch_[i] = num_tokens_ + static_cast<int32_t>(i);
+  }
+  REPRISE_RETURN_IF_ERROR(RunPrefill(tokens, std::span<const int32_t>(positions_scratch_.data(), n),
+                                     std::span<const int32_t>(slots_scratch_.data(), n),
+                                     num_tokens_ + static_cast<int>(n)));
+  return last_logits_;
+}
+
+void GraphBackend::Truncate(int num_tokens) {
+  REPRISE_CHECK(num_tokens >= 0 && num_tokens <= num_tokens_);
+  num_tokens_ = num_tokens;
+  kv_->ClearFrom(num_tokens);
+}
+
+}  // namespace reprise::engine

@@ -1,0 +1,107 @@
+// GraphBackend: InferenceBackend over fixed-shape compiled graphs on the CPU (DESIGN.md §3).
+//
+// Holds the packed weights, a prefill graph of capacity Lp and a decode graph of capacity 1,
+// one execution context for each, and the sequence's KV cache. A prompt runs through the
+// prefill graph in chunks of Lp tokens (the last one padded); each generated token runs
+// through the decode graph. Confined to one thread; the LoadedModel must outlive it.
+#pragma once
+
+#include <memory>
+
+#include "base/thread_pool.h"
+#include "engine/inference_backend.h"
+#include "engine/loaded_model.h"
+#include "graph/compiled_graph.h"
+#include "graph/execution_context.h"
+#include "graph/executor.h"
+#include "kv/kv_cache.h"
+#include "model/graph_compiler.h"
+#include "model/packed_weights.h"
+
+namespace reprise::engine {
+
+struct GraphBackendOptions {
+  int context_tokens = 2048;   // KV cache capacity
+  int prefill_capacity = 128;  // Lp
+  // Selective recompute graph (reuse of cached chunks); 0 = none compiled.
+  int recompute_capacity = 0;  // Ls
+  double recompute_ratio = 0.25;
+  int check_layer = 1;
+  bool deviation_includes_v = false;
+  int num_threads = 0;         // 0 = every usable core
+  bool scalar_kernels = false; // force the portable kernels (tests)
+  bool strict_shapes = false;  // compute padding rows too, like a static NPU graph
+  model::PackOptions pack;
+};
+
+class GraphBackend : public InferenceBackend {
+ public:
+  // Packs the weights and compiles the graphs. Errors: those of PackedWeights::Create and
+  // model::Compile, ResourceExhausted.
+  static Result<std::unique_ptr<GraphBackend>> Create(const LoadedModel& model,
+                                                      const GraphBackendOptions& options);
+
+  const model::ModelConfig& config() const override { return weights_->config(); }
+  int num_tokens() const override { return num_tokens_; }
+  int capacity_tokens() const override { return kv_->shape().capacity; }
+  Result<std::span<const float>> Append(std::span<const int32_t> tokens) override;
+  void Truncate(int num_tokens) override;
+  const char* name() const override { return name_.c_str(); }
+  int num_threads() const override { return pool_->num_threads(); }
+
+  // Runs `tokens` through the prefill graph (in chunks of its capacity) at explicit
+  // positions, writing their KV to `slots`; afterwards the first `num_tokens` slots hold the
+  // sequence. Logits of the last token are in last_logits(). Errors: InvalidArgument.
+  Status RunPrefill(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                    std::span<const int32_t> slots, int num_tokens_after);
+
+  // One call of the selective recompute graph (DESIGN.md §2) over at most Ls tokens whose
+  // reused KV is already in their slots; `forced` rows (new tokens, the prompt's last token)
+  // are always recomputed. Returns the input rows that were recomputed (valid until the next
+  // call). Requires: a recompute graph was compiled. Errors: InvalidArgument.
+  Result<std::span<const int32_t>> RunRecompute(std::span<const int32_t> tokens,
+                                                std::span<const int32_t> positions,
+                                                std::span<const int32_t> slots,
+                                                std::span<const uint8_t> forced,
+                                                int num_tokens_after);
+
+  // Declares that the first `num_tokens` slots of the cache hold the sequence (after KV was
+  // placed in them from outside, e.g. reused chunks). Requires: <= capacity_tokens().
+  void SetNumTokens(int num_tokens);
+
+  std::span<const float> last_logits() const { return last_logits_; }
+  bool has_recompute_graph() const { return recompute_ != nullptr; }
+  int recompute_capacity() const { return recompute_ ? recompute_->capacity() : 0; }
+
+  const graph::CompiledGraph& prefill_graph() const { return *prefill_; }
+  const model::PackedWeights& weights() const { return *weights_; }
+  ThreadPool& pool() { return *pool_; }
+  kv::KvCache& kv_cache() { return *kv_; }
+  int prefill_capacity() const { return prefill_->capacity(); }
+
+ private:
+  GraphBackend() = default;
+  // Runs one call of `context`'s graph (at most its capacity of tokens).
+  Status RunCall(graph::ExecutionContext& context, std::span<const int32_t> tokens,
+                 std::span<const int32_t> positions, std::span<const int32_t> slots,
+                 std::span<const uint8_t> forced, int64_t num_visible_slots);
+  Status CheckTokens(std::span<const int32_t> tokens) const;
+
+  std::string name_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<model::PackedWeights> weights_;
+  std::unique_ptr<graph::CompiledGraph> prefill_;
+  std::unique_ptr<graph::CompiledGraph> decode_;
+  std::unique_ptr<graph::CompiledGraph> recompute_;
+  std::unique_ptr<graph::ExecutionContext> recompute_context_;
+  std::unique_ptr<graph::ExecutionContext> prefill_context_;
+  std::unique_ptr<graph::ExecutionContext> decode_context_;
+  std::unique_ptr<graph::Executor> executor_;
+  std::unique_ptr<kv::KvCache> kv_;
+  std::vector<graph::KvLayerView> kv_layers_;
+  std::vector<int32_t> positions_scratch_, slots_scratch_;  // [prefill capacity]
+  int num_tokens_ = 0;
+  std::span<const float> last_logits_;
+};
+
+}  // namespace reprise::engine

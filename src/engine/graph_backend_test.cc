@@ -1,0 +1,190 @@
+#include "engine/graph_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "convert/model_maker.h"
+#include "engine/reference_backend.h"
+#include "support/shared_data.h"
+#include "support/temp_dir.h"
+
+namespace reprise::engine {
+namespace {
+
+// Relative L2 error of a against b.
+double RelativeError(std::span<const float> a, std::span<const float> b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+std::vector<int32_t> Prompt(int n, int vocab, int seed) {
+  std::vector<int32_t> tokens;
+  uint32_t x = static_cast<uint32_t>(seed) * 2654435761u + 1;
+  for (int i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    tokens.push_back(static_cast<int32_t>(3 + x % static_cast<uint32_t>(vocab - 3)));
+  }
+  return tokens;
+}
+
+struct Case {
+  std::string label;
+  std::string path;
+  double tolerance;  // relative L2 error of the logits
+};
+
+// Runs prompt + 4 decode steps through both backends and compares every step's logits.
+void CompareWithReference(const Case& c, const GraphBackendOptions& options,
+                          const std::vector<int>& prompt_lengths) {
+  std::unique_ptr<LoadedModel> model = std::move(LoadedModel::Load(c.path)).value();
+  auto graphs = GraphBackend::Create(*model, options);
+  ASSERT_TRUE(graphs.ok()) << graphs.error().ToString();
+  auto reference = std::move(ReferenceBackend::Create(*model, options.context_tokens)).value();
+  for (int length : prompt_lengths) {
+    (*graphs)->Truncate(0);
+    reference->Truncate(0);
+    std::vector<int32_t> prompt = Prompt(length, model->config().vocab_size, length);
+    auto a = (*graphs)->Append(prompt);
+    ASSERT_TRUE(a.ok()) << a.error().ToString();
+    std::vector<float> graph_logits(a->begin(), a->end());
+    std::vector<float> ref_logits = [&] {
+      auto r = std::move(reference->Append(prompt)).value();
+      return std::vector<float>(r.begin(), r.end());
+    }();
+    EXPECT_LT(RelativeError(graph_logits, ref_logits), c.tolerance)
+        << c.label << ": prompt of " << length << " tokens";
+    for (int step = 0; step < 4; ++step) {
+      const int32_t next[] = {static_cast<int32_t>(
+          std::max_element(ref_logits.begin(), ref_logits.end()) - ref_logits.begin())};
+      auto g = std::move((*graphs)->Append(next)).value();
+      auto r = std::move(reference->Append(next)).value();
+      graph_logits.assign(g.begin(), g.end());
+      ref_logits.assign(r.begin(), r.end());
+      EXPECT_LT(RelativeError(graph_logits, ref_logits), c.tolerance)
+          << c.label << ": decode step " << step << " after " << length;
+    }
+    EXPECT_EQ((*graphs)->num_tokens(), length + 4);
+  }
+}
+
+class GraphBackendTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing_support::TempDir();
+    for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-256"}) {
+      for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+        convert::MakeModelOptions options;
+        options.shape = shape;
+        options.weight_type = type;
+        const std::string path = dir_->path() + "/" + shape + "-" +
+                                 std::string(DTypeName(type)) + ".gguf";
+        ASSERT_TRUE(convert::MakeModel(options, path).ok());
+      }
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string Path(const std::string& shape, DType type) {
+    return dir_->path() + "/" + shape + "-" + std::string(DTypeName(type)) + ".gguf";
+  }
+  static testing_support::TempDir* dir_;
+};
+testing_support::TempDir* GraphBackendTest::dir_ = nullptr;
+
+// Tolerances: float weights differ from the reference only by f16 KV storage and summation
+// order; int8-activation formats add the activations' quantization error.
+double ToleranceFor(DType type) {
+  switch (type) {
+    case DType::kF32: return 2e-3;
+    case DType::kF16: return 2e-3;
+    default: return 3e-2;
+  }
+}
+
+TEST_F(GraphBackendTest, MatchesReferenceForEveryArchitectureAndType) {
+  GraphBackendOptions options;
+  options.context_tokens = 64;
+  options.prefill_capacity = 16;
+  for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-256"}) {
+    for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+      // Shorter than, equal to and longer than the prefill capacity.
+      CompareWithReference({std::string(shape) + "/" + std::string(DTypeName(type)),
+                            Path(shape, type), ToleranceFor(type)},
+                           options, {5, 16, 37});
+    }
+  }
+}
+
+TEST_F(GraphBackendTest, ScalarKernelsAndStrictShapesGiveTheSameLogits) {
+  GraphBackendOptions options;
+  options.context_tokens = 64;
+  options.prefill_capacity = 16;
+  options.scalar_kernels = true;
+  CompareWithReference({"tiny-qwen3 scalar", Path("tiny-qwen3", DType::kQ8_0), 3e-2}, options,
+                       {7, 20});
+  options.scalar_kernels = false;
+  options.strict_shapes = true;
+  CompareWithReference({"tiny strict", Path("tiny", DType::kF16), 2e-3}, options, {3, 16, 21});
+}
+
+TEST_F(GraphBackendTest, ForcedQ8PackingOfFloatWeights) {
+  GraphBackendOptions options;
+  options.context_tokens = 32;
+  options.prefill_capacity = 8;
+  options.pack.force_format = kernels::PackedFormat::kQ8_0x8;
+  CompareWithReference({"tiny f16 as q8", Path("tiny", DType::kF16), 3e-2}, options, {11});
+}
+
+TEST_F(GraphBackendTest, RejectsBadInputWithoutChangingState) {
+  std::unique_ptr<LoadedModel> model =
+      std::move(LoadedModel::Load(Path("tiny", DType::kQ8_0))).value();
+  GraphBackendOptions options;
+  options.context_tokens = 8;
+  options.prefill_capacity = 4;
+  auto backend = std::move(GraphBackend::Create(*model, options)).value();
+  const int32_t ok[] = {1, 5, 6};
+  ASSERT_TRUE(backend->Append(ok).ok());
+  const int32_t bad_id[] = {7, 99999};
+  EXPECT_EQ(backend->Append(bad_id).error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend->num_tokens(), 3);
+  std::vector<int32_t> too_many(6, 4);
+  auto r = backend->Append(too_many);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("do not fit"), std::string::npos);
+  EXPECT_EQ(backend->num_tokens(), 3);
+  EXPECT_FALSE(backend->Append({}).ok());
+}
+
+TEST_F(GraphBackendTest, TrainedModelsMatchReference) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  GraphBackendOptions options;
+  options.context_tokens = 256;
+  options.prefill_capacity = 64;
+  CompareWithReference({"stories260K", stories, 2e-3}, options, {10, 64, 150});
+}
+
+TEST_F(GraphBackendTest, TrainedModelGreedyTokensMatchReference) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  std::unique_ptr<LoadedModel> model = std::move(LoadedModel::Load(stories)).value();
+  GraphBackendOptions options;
+  options.context_tokens = 512;
+  auto backend = std::move(GraphBackend::Create(*model, options)).value();
+  auto reference = std::move(ReferenceBackend::Create(*model, 512)).value();
+  int32_t token = 1;
+  for (int i = 0; i < 200; ++i) {
+    const int32_t in[] = {token};
+    auto g = std::move(backend->Append(in)).value();
+    auto r = std::move(reference->Append(in)).value();
+    const int32_t a = static_cast<int32_t>(std::max_element(g.begin(), g.end()) - g.begin());
+    const int32_t b = static_cast<int32_t>(std::max_element(r.begin(), r.end()) - r.begin());
+    ASSERT_EQ(a, b) << "step " << i;
+    token = a;
+  }
+}
+
+}  // namespace
+}  // namespace reprise::engine

@@ -1,0 +1,158 @@
+#include "engine/speed_bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "base/random.h"
+#include "engine/graph_backend.h"
+#include "engine/loaded_model.h"
+#include "engine/reference_backend.h"
+
+namespace reprise::engine {
+namespace {
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<int32_t> RandomTokens(int n, int vocab, uint64_t seed) {
+  Random rng(seed);
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (int32_t& t : tokens) t = static_cast<int32_t>(rng.NextBelow(static_cast<uint64_t>(vocab)));
+  return tokens;
+}
+
+Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
+                                                      const SpeedBenchOptions& options,
+                                                      int context, int prefill_capacity) {
+  if (options.use_reference) {
+    REPRISE_ASSIGN_OR_RETURN(auto backend, ReferenceBackend::Create(model, context));
+    return std::unique_ptr<InferenceBackend>(std::move(backend));
+  }
+  GraphBackendOptions graph_options;
+  graph_options.context_tokens = context;
+  graph_options.prefill_capacity = prefill_capacity;
+  graph_options.num_threads = options.num_threads;
+  REPRISE_ASSIGN_OR_RETURN(auto backend, GraphBackend::Create(model, graph_options));
+  return std::unique_ptr<InferenceBackend>(std::move(backend));
+}
+
+}  // namespace
+
+double PeakRssMb() {
+  struct rusage usage;
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
+  if (options.repetitions < 1) return InvalidArgumentError("repetitions must be >= 1");
+  for (int length : options.prefill_lengths) {
+    if (length < 1) return InvalidArgumentError("prompt lengths must be >= 1");
+  }
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model,
+                           LoadedModel::Load(options.model_path));
+  const model::ModelConfig& c = model->config();
+  SpeedBenchResult result;
+  result.model = options.model_path;
+  result.model_file_mb = model->file().file_size_bytes() / 1048576.0;
+  const int vocab = c.vocab_size;
+  const auto kv_mb = [&](int context) {
+    return 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * context * 2 / 1048576.0;
+  };
+
+  if (options.run_prefill) {
+    for (int length : options.prefill_lengths) {
+      const int capacity =
+          options.prefill_capacity > 0 ? options.prefill_capacity : std::min(length, 512);
+      REPRISE_ASSIGN_OR_RETURN(auto backend, MakeBackend(*model, options, length, capacity));
+      result.backend = backend->name();
+      result.num_threads = backend->num_threads();
+      const std::vector<int32_t> prompt = RandomTokens(length, vocab, 42);
+      std::vector<double> rates;
+      for (int r = 0; r <= options.repetitions; ++r) {
+        backend->Truncate(0);
+        const auto start = std::chrono::steady_clock::now();
+        REPRISE_RETURN_IF_ERROR(backend->Append(prompt));
+        const double seconds = Seconds(start);
+        if (r > 0) rates.push_back(length / seconds);  // run 0 warms up
+      }
+      result.prefill_tokens_per_second[length] = Median(rates);
+      result.kv_cache_mb = std::max(result.kv_cache_mb, kv_mb(length));
+    }
+  }
+  if (options.run_decode) {
+    const int context = options.decode_tokens + 1;
+    REPRISE_ASSIGN_OR_RETURN(auto backend, MakeBackend(*model, options, context,
+                                                       std::min(context, 32)));
+    result.backend = backend->name();
+    result.num_threads = backend->num_threads();
+    const std::vector<int32_t> tokens = RandomTokens(options.decode_tokens, vocab, 7);
+    std::vector<double> rates;
+    for (int r = 0; r <= options.repetitions; ++r) {
+      backend->Truncate(0);
+      const auto start = std::chrono::steady_clock::now();
+      for (int32_t t : tokens) {
+        const int32_t one[] = {t};
+        REPRISE_RETURN_IF_ERROR(backend->Append(one));
+      }
+      const double seconds = Seconds(start);
+      if (r > 0) rates.push_back(options.decode_tokens / seconds);
+    }
+    result.decode_tokens_per_second = Median(rates);
+    result.kv_cache_mb = std::max(result.kv_cache_mb, kv_mb(context));
+  }
+  result.peak_rss_mb = PeakRssMb();
+  return result;
+}
+
+std::string SpeedBenchResult::ToJson() const {
+  nlohmann::json j;
+  j["model"] = model;
+  j["backend"] = backend;
+  j["threads"] = num_threads;
+  nlohmann::json prefill = nlohmann::json::object();
+  for (const auto& [length, tps] : prefill_tokens_per_second) {
+    prefill[std::to_string(length)] = tps;
+  }
+  j["prefill_tps"] = prefill;
+  j["decode_tps"] = decode_tokens_per_second;
+  j["peak_rss_mb"] = peak_rss_mb;
+  j["model_file_mb"] = model_file_mb;
+  j["kv_cache_mb"] = kv_cache_mb;
+  return j.dump(2);
+}
+
+std::string SpeedBenchResult::ToText() const {
+  std::string s;
+  char line[256];
+  std::snprintf(line, sizeof(line), "model %s\nbackend %s\n", model.c_str(), backend.c_str());
+  s += line;
+  for (const auto& [length, tps] : prefill_tokens_per_second) {
+    std::snprintf(line, sizeof(line), "prefill %5d tokens: %8.1f tok/s\n", length, tps);
+    s += line;
+  }
+  if (decode_tokens_per_second > 0) {
+    std::snprintf(line, sizeof(line), "decode:              %8.1f tok/s\n",
+                  decode_tokens_per_second);
+    s += line;
+  }
+  std::snprintf(line, sizeof(line),
+                "peak RSS %.1f MiB (model file %.1f MiB + KV %.1f MiB = %.1f MiB; ratio %.2f)\n",
+                peak_rss_mb, model_file_mb, kv_cache_mb, model_file_mb + kv_cache_mb,
+                peak_rss_mb / (model_file_mb + kv_cache_mb));
+  s += line;
+  return s;
+}
+
+}  // namespace reprise::engine

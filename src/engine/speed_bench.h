@@ -1,0 +1,49 @@
+// Speed benchmarks of the inference backends: `reprise bench prefill|decode`.
+//
+// Prefill: tokens/s of running a prompt of each length from an empty context (random token
+// ids, as llama-bench does). Decode: tokens/s of generating tokens one at a time. Each figure
+// is the median of repeated runs; peak resident memory is reported too.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace reprise::engine {
+
+struct SpeedBenchOptions {
+  std::string model_path;
+  int num_threads = 0;
+  std::vector<int> prefill_lengths = {128, 512, 2048};
+  int prefill_capacity = 0;  // 0 = min(length, 512) for each length
+  int decode_tokens = 64;
+  int repetitions = 3;
+  bool run_prefill = true;
+  bool run_decode = true;
+  bool use_reference = false;
+};
+
+struct SpeedBenchResult {
+  std::string model;
+  std::string backend;
+  int num_threads = 0;
+  std::map<int, double> prefill_tokens_per_second;  // by prompt length
+  double decode_tokens_per_second = 0.0;
+  double peak_rss_mb = 0.0;
+  double model_file_mb = 0.0;
+  double kv_cache_mb = 0.0;   // of the largest context benchmarked
+  double packed_weights_mb = 0.0;
+
+  std::string ToJson() const;
+  std::string ToText() const;
+};
+
+// Errors: those of loading the model; InvalidArgument for bad options.
+Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options);
+
+// Peak resident set size of this process so far, in MiB.
+double PeakRssMb();
+
+}  // namespace reprise::engine

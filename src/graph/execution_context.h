@@ -1,0 +1,120 @@
+// ExecutionContext: the mutable state of one run of a CompiledGraph — the arena memory, the
+// inputs (token ids, positions, cache slots) and the binding to a KV cache.
+//
+// Created once per (graph, request slot) and reused for every call: SetInputs() only copies
+// into preallocated arrays, so running a graph allocates nothing. Confined to one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/compiled_graph.h"
+
+namespace reprise::graph {
+
+// One layer of an f16 KV cache: K and V each [num_kv_heads][capacity][head_dim] (the layout of
+// kernels/attention.h).
+struct KvLayerView {
+  uint16_t* k = nullptr;
+  uint16_t* v = nullptr;
+};
+
+// The KV cache a run reads and writes; owned by the caller (the engine's session), which must
+// keep it alive and unshared while the run lasts.
+struct KvBinding {
+  std::span<const KvLayerView> layers;  // [num_layers]
+  int64_t capacity = 0;                 // slots per kv head
+  int32_t* slot_positions = nullptr;    // [capacity]; position held by each slot, -1 = empty
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+};
+
+// The rows an op runs on and where each lives: the input rows, or after a SelectRowsOp the
+// selected ones (compacted).
+struct RowSet {
+  int num_rows = 0;    // rows to compute
+  int num_valid = 0;   // rows [0, num_valid) are real tokens; the rest padding
+  const int32_t* positions = nullptr;        // [num_rows]
+  const int32_t* query_positions = nullptr;  // [num_rows], -1 for padding
+  const int32_t* slots = nullptr;            // [num_rows], -1 for padding
+  const int32_t* input_rows = nullptr;       // [num_rows] index in the input rows
+};
+
+class ExecutionContext {
+ public:
+  // Allocates the arena and the input arrays for `graph`, which must outlive the context.
+  static Result<std::unique_ptr<ExecutionContext>> Create(const CompiledGraph& graph);
+
+  const CompiledGraph& graph() const { return *graph_; }
+
+  // Sets the next run's inputs: token ids, their positions and the cache slot each one is
+  // written to. Rows past tokens.size() are padding. `num_visible_slots` is how many leading
+  // cache slots attention may read (every slot written by this run must be below it).
+  // Errors: InvalidArgument (more tokens than the capacity, sizes differ, a slot or
+  // position out of range); nothing is changed then.
+  Status SetInputs(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                   std::span<const int32_t> slots, int64_t num_visible_slots);
+
+  // Rows that a recompute graph must select whatever their deviation (new tokens, the
+  // prompt's last token): flags for the rows of the last SetInputs, 1 = forced. Rows not
+  // given are not forced. Reset by every SetInputs.
+  void SetForcedRows(std::span<const uint8_t> forced);
+
+  // Binds the KV cache used by the next runs. Requires: the cache has the model's layer
+  // count and dimensions.
+  void BindKv(const KvBinding& kv) { kv_ = kv; }
+
+  // Runs every row (padding included) instead of only the valid ones, as a strictly static
+  // backend (NPU) would. Results are the same; time is that of the full capacity.
+  void set_strict_shapes(bool strict) { strict_shapes_ = strict; }
+
+  // The logits of the last run: [graph().logits_rows(), vocab]. Valid until the next run.
+  std::span<const float> logits() const;
+
+  // The input rows the last recompute run selected, in row order. Valid until the next run.
+  std::span<const int32_t> selected_rows() const {
+    return {selected_rows_.data(), static_cast<size_t>(num_selected_)};
+  }
+
+  // Access for the Executor.
+  uint8_t* buffer(BufferId id) const { return arena_ + graph_->buffers()[id].offset; }
+  int num_valid() const { return num_valid_; }
+  int num_rows() const { return strict_shapes_ ? graph_->capacity() : num_valid_; }
+  const int32_t* tokens() const { return tokens_.data(); }
+  const uint8_t* forced() const { return forced_.data(); }
+  int64_t num_visible_slots() const { return num_visible_slots_; }
+  const KvBinding& kv() const { return kv_; }
+  // The input rows (phase 0) or the selected rows (phase 1).
+  RowSet rows(int phase) const;
+  // Makes `rows` (input row indices, ascending) the selected set. Requires: size <= capacity.
+  // `rows` may be selection_scratch() itself.
+  void SelectRows(std::span<const int32_t> rows);
+  // [capacity] room to compute a selection in without allocating.
+  int32_t* selection_scratch() { return selected_rows_.data(); }
+
+ private:
+  explicit ExecutionContext(const CompiledGraph& graph) : graph_(&graph) {}
+
+  const CompiledGraph* graph_;
+  std::unique_ptr<uint8_t, void (*)(void*)> arena_memory_{nullptr, nullptr};
+  uint8_t* arena_ = nullptr;
+  std::vector<int32_t> tokens_;           // [capacity]
+  std::vector<int32_t> positions_;        // [capacity]
+  std::vector<int32_t> query_positions_;  // [capacity]
+  std::vector<int32_t> slots_;            // [capacity]
+  std::vector<int32_t> identity_rows_;    // [capacity] 0, 1, 2, ...
+  std::vector<uint8_t> forced_;           // [capacity]
+  std::vector<int32_t> selected_rows_;    // [capacity], the first num_selected_ in use
+  std::vector<int32_t> selected_positions_;
+  std::vector<int32_t> selected_slots_;
+  int num_selected_ = 0;
+  int num_valid_ = 0;
+  int64_t num_visible_slots_ = 0;
+  bool strict_shapes_ = false;
+  KvBinding kv_;
+};
+
+}  // namespace reprise::graph

@@ -1,0 +1,296 @@
+#include "graph/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "base/check.h"
+#include "kernels/activation_quant.h"
+#include "kernels/quantize.h"
+
+namespace reprise::graph {
+namespace {
+
+// Queries per attention work item: enough to share each K/V tile among several queries.
+constexpr int64_t kAttentionQueryBlock = 16;
+
+template <typename T>
+T* As(uint8_t* p) {
+  return reinterpret_cast<T*>(p);
+}
+
+// Stores one row's K and V (f32, after RoPE) as f16 into `slot` of a layer's cache.
+void StoreRow(const kernels::KernelSet& k, const KvBinding& kv, const KvLayerView& layer,
+              const float* key, const float* value, int64_t num_kv_heads, int64_t head_dim,
+              int64_t slot, int32_t position) {
+  for (int64_t h = 0; h < num_kv_heads; ++h) {
+    const int64_t offset = (h * kv.capacity + slot) * head_dim;
+    k.f32_to_f16(key + h * head_dim, head_dim, layer.k + offset);
+    k.f32_to_f16(value + h * head_dim, head_dim, layer.v + offset);
+  }
+  kv.slot_positions[slot] = position;
+}
+
+}  // namespace
+
+void Executor::Run(ExecutionContext& context, int shard_begin, int shard_end) {
+  const CompiledGraph& graph = context.graph();
+  if (shard_end < 0) shard_end = static_cast<int>(graph.shards().size());
+  REPRISE_CHECK(shard_begin >= 0 && shard_begin <= shard_end &&
+                shard_end <= static_cast<int>(graph.shards().size()));
+  REPRISE_CHECK(context.num_valid() > 0) << "inputs not set";
+  REPRISE_CHECK(static_cast<int>(context.kv().layers.size()) == graph.num_layers())
+      << "KV cache not bound";
+  const int first_op = graph.shards()[static_cast<size_t>(shard_begin)].first_op;
+  const int end_op = shard_end == shard_begin
+                         ? first_op
+                         : graph.shards()[static_cast<size_t>(shard_end - 1)].end_op;
+  for (int i = first_op; i < end_op; ++i) {
+    const int phase = i >= graph.first_selected_op() ? 1 : 0;
+    const RowSet rows = context.rows(phase);
+    RunOp(graph.ops()[static_cast<size_t>(i)], context, rows,
+          i >= graph.first_single_row_op() ? 1 : rows.num_rows);
+  }
+}
+
+void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set, int rows) {
+  const kernels::KernelSet& k = *kernels_;
+  ThreadPool& pool = *pool_;
+  if (const auto* op = std::get_if<MatMulOp>(&any_op)) {
+    const kernels::PackedMatrix& w = *op->matrix;
+    kernels::MatMulInput input;
+    if (kernels::UsesQuantizedActivations(w.format)) {
+      input.q8 = ctx.buffer(op->in);
+      input.q8_stride = op->in_row_bytes;
+    } else {
+      input.f32 = As<float>(ctx.buffer(op->in));
+      input.f32_stride = op->in_row_bytes / static_cast<int64_t>(sizeof(float));
+    }
+    const kernels::MatMulOutput output{As<float>(ctx.buffer(op->out)) + op->out_column,
+                                       op->out_stride, op->accumulate};
+    const int64_t n = w.rows;
+    pool.ParallelFor(w.num_groups(), 1, [&](int64_t g0, int64_t g1) {
+      k.matmul(w, input, output, 0, rows, g0 * kernels::kPackRows,
+               std::min(n, g1 * kernels::kPackRows));
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<RmsNormOp>(&any_op)) {
+    const float* in = As<float>(ctx.buffer(op->in));
+    uint8_t* out = ctx.buffer(op->out);
+    pool.ParallelFor(rows, 8, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        if (op->quantize_out) {
+          k.rms_norm_quantize(in + m * op->dim, op->weight, op->dim, op->eps,
+                              out + m * op->out_row_bytes);
+        } else {
+          k.rms_norm(in + m * op->dim, op->weight, op->dim, op->eps,
+                     As<float>(out + m * op->out_row_bytes));
+        }
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<QuantizeOp>(&any_op)) {
+    const float* in = As<float>(ctx.buffer(op->in));
+    uint8_t* out = ctx.buffer(op->out);
+    pool.ParallelFor(rows, 8, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        k.quantize_row(in + m * op->dim, op->dim, out + m * op->out_row_bytes);
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<QkvPostOp>(&any_op)) {
+    const int64_t q_dim = op->num_heads * op->head_dim;
+    const int64_t kv_dim = op->num_kv_heads * op->head_dim;
+    const int64_t stride = q_dim + 2 * kv_dim;
+    float* qkv = As<float>(ctx.buffer(op->qkv));
+    const KvBinding& kv = ctx.kv();
+    const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
+    pool.ParallelFor(rows, 4, [&](int64_t m0, int64_t m1) {
+      float cos[kernels::kMaxAttentionHeadDim / 2];
+      float sin[kernels::kMaxAttentionHeadDim / 2];
+      for (int64_t m = m0; m < m1; ++m) {
+        float* q = qkv + m * stride;
+        float* key = q + q_dim;
+        float* value = key + kv_dim;
+        if (op->q_bias) k.add(q, op->q_bias, q_dim, q);
+        if (op->k_bias) k.add(key, op->k_bias, kv_dim, key);
+        if (op->v_bias) k.add(value, op->v_bias, kv_dim, value);
+        if (op->q_norm) {
+          for (int64_t h = 0; h < op->num_heads; ++h) {
+            k.rms_norm(q + h * op->head_dim, op->q_norm, op->head_dim, op->eps,
+                       q + h * op->head_dim);
+          }
+        }
+        if (op->k_norm) {
+          for (int64_t h = 0; h < op->num_kv_heads; ++h) {
+            k.rms_norm(key + h * op->head_dim, op->k_norm, op->head_dim, op->eps,
+                       key + h * op->head_dim);
+          }
+        }
+        kernels::RopeCosSin(set.positions[m], op->rope_inv_freq, op->rope_dims / 2, cos, sin);
+        k.rope(q, op->num_heads, op->head_dim, op->rope_dims, cos, sin, op->rope_style);
+        k.rope(key, op->num_kv_heads, op->head_dim, op->rope_dims, cos, sin, op->rope_style);
+        if (!op->store_kv || m >= set.num_valid) continue;  // padding writes nothing
+        StoreRow(k, kv, layer, key, value, op->num_kv_heads, op->head_dim, set.slots[m],
+                 set.positions[m]);
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<StoreKvOp>(&any_op)) {
+    const int64_t q_dim = op->num_heads * op->head_dim;
+    const int64_t kv_dim = op->num_kv_heads * op->head_dim;
+    const float* qkv = As<float>(ctx.buffer(op->qkv));
+    const KvBinding& kv = ctx.kv();
+    const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
+    for (int64_t m = 0; m < std::min(rows, set.num_valid); ++m) {
+      const float* key = qkv + m * (q_dim + 2 * kv_dim) + q_dim;
+      StoreRow(k, kv, layer, key, key + kv_dim, op->num_kv_heads, op->head_dim, set.slots[m],
+               set.positions[m]);
+    }
+    return;
+  }
+  if (const auto* op = std::get_if<AttentionOp>(&any_op)) {
+    const KvBinding& kv = ctx.kv();
+    const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
+    kernels::AttentionArgs args;
+    args.q = As<float>(ctx.buffer(op->qkv));
+    args.q_stride = op->qkv_stride;
+    args.out = As<float>(ctx.buffer(op->out));
+    args.out_stride = op->num_heads * op->head_dim;
+    args.query_positions = set.query_positions;
+    args.k_cache = layer.k;
+    args.v_cache = layer.v;
+    args.capacity = kv.capacity;
+    args.slot_positions = kv.slot_positions;
+    args.num_slots = ctx.num_visible_slots();
+    args.num_heads = op->num_heads;
+    args.num_kv_heads = op->num_kv_heads;
+    args.head_dim = op->head_dim;
+    args.scale = op->scale;
+    const int64_t group = op->num_heads / op->num_kv_heads;
+    const int64_t blocks = (rows + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
+    // Work items (query block, kv head); a kv head's query heads stay together so that its
+    // K/V rows are read once per block.
+    const int64_t items = blocks * op->num_kv_heads;
+    pool.ParallelFor(items, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t block = i / op->num_kv_heads;
+        const int64_t kv_head = i % op->num_kv_heads;
+        const int64_t q0 = block * kAttentionQueryBlock;
+        const int64_t q1 = std::min<int64_t>(rows, q0 + kAttentionQueryBlock);
+        k.attention(args, q0, q1, kv_head * group, (kv_head + 1) * group);
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<SwiGluOp>(&any_op)) {
+    float* gu = As<float>(ctx.buffer(op->gate_up));
+    uint8_t* out = ctx.buffer(op->out);
+    pool.ParallelFor(rows, 4, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        float* gate = gu + m * 2 * op->ffn;
+        const float* up = gate + op->ffn;
+        if (op->quantize_out) {
+          k.silu_mul(gate, up, op->ffn, gate);
+          k.quantize_row(gate, op->ffn, out + m * op->out_row_bytes);
+        } else {
+          k.silu_mul(gate, up, op->ffn, As<float>(out + m * op->out_row_bytes));
+        }
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<EmbedOp>(&any_op)) {
+    float* out = As<float>(ctx.buffer(op->out));
+    const int32_t* tokens = ctx.tokens();
+    pool.ParallelFor(rows, 8, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        kernels::DequantizeRow(op->dtype, op->table + tokens[m] * op->row_bytes,
+                               out + m * op->dim, op->dim);
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<SelectRowOp>(&any_op)) {
+    const int64_t last = set.num_valid - 1;
+    std::memcpy(ctx.buffer(op->out), ctx.buffer(op->in) + last * op->row_bytes,
+                static_cast<size_t>(op->row_bytes));
+    return;
+  }
+  if (const auto* op = std::get_if<DeviationOp>(&any_op)) {
+    const int64_t q_dim = op->num_heads * op->head_dim;
+    const int64_t kv_dim = op->num_kv_heads * op->head_dim;
+    const float* qkv = As<float>(ctx.buffer(op->qkv));
+    float* out = As<float>(ctx.buffer(op->out));
+    const KvBinding& kv = ctx.kv();
+    const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
+    const uint8_t* forced = ctx.forced();
+    pool.ParallelFor(rows, 4, [&](int64_t m0, int64_t m1) {
+      float cached[kernels::kMaxAttentionHeadDim];
+      for (int64_t m = m0; m < m1; ++m) {
+        if (m >= set.num_valid) {
+          out[m] = -std::numeric_limits<float>::infinity();
+          continue;
+        }
+        if (forced[m]) {
+          out[m] = std::numeric_limits<float>::infinity();
+          continue;
+        }
+        const float* key = qkv + m * (q_dim + 2 * kv_dim) + q_dim;
+        const int64_t slot = set.slots[m];
+        double sum = 0.0;
+        for (int part = 0; part < (op->include_v ? 2 : 1); ++part) {
+          const float* fresh = key + part * kv_dim;
+          const uint16_t* base = part == 0 ? layer.k : layer.v;
+          for (int64_t h = 0; h < op->num_kv_heads; ++h) {
+            k.f16_to_f32(base + (h * kv.capacity + slot) * op->head_dim, op->head_dim, cached);
+            for (int64_t d = 0; d < op->head_dim; ++d) {
+              const double diff = fresh[h * op->head_dim + d] - cached[d];
+              sum += diff * diff;
+            }
+          }
+        }
+        const float d = static_cast<float>(sum / static_cast<double>(kv_dim));
+        // A cached row that is not finite can only be fixed by recomputing it.
+        out[m] = std::isfinite(d) ? d : std::numeric_limits<float>::infinity();
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<SelectRowsOp>(&any_op)) {
+    const float* deviation = As<float>(ctx.buffer(op->deviation));
+    const int valid = set.num_valid;
+    int32_t* order = ctx.selection_scratch();
+    int forced = 0;
+    for (int m = 0; m < valid; ++m) {
+      order[m] = m;
+      forced += std::isinf(deviation[m]) && deviation[m] > 0;
+    }
+    const int k_eff = std::min<int>(valid, std::max<int64_t>(op->k, forced));
+    auto larger = [&](int32_t a, int32_t b) {
+      return deviation[a] > deviation[b] || (deviation[a] == deviation[b] && a < b);
+    };
+    std::nth_element(order, order + k_eff, order + valid, larger);
+    std::sort(order, order + k_eff);
+    ctx.SelectRows(std::span<const int32_t>(order, static_cast<size_t>(k_eff)));
+    return;
+  }
+  if (const auto* op = std::get_if<GatherRowsOp>(&any_op)) {
+    // Runs in the selected phase: `set` is the selection; `rows` its size.
+    const uint8_t* in = ctx.buffer(op->in);
+    uint8_t* out = ctx.buffer(op->out);
+    for (int64_t j = 0; j < rows; ++j) {
+      std::memcpy(out + j * op->row_bytes, in + set.input_rows[j] * op->row_bytes,
+                  static_cast<size_t>(op->row_bytes));
+    }
+    return;
+  }
+  REPRISE_CHECK(false) << "unhandled op " << OpName(any_op);
+}
+
+}  // namespace reprise::graph

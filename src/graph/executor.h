@@ -1,0 +1,34 @@
+// Executor: runs a CompiledGraph's ops with the chosen kernels on a thread pool.
+//
+// Each op is one parallel region: matrix multiplies split over output rows (groups of 8),
+// attention over (query, head) ranges, row-wise ops over tokens. A run allocates nothing.
+// Thread-compatible: one Executor per thread pool; Run() is not re-entrant.
+#pragma once
+
+#include "base/thread_pool.h"
+#include "graph/execution_context.h"
+#include "kernels/kernel_set.h"
+
+namespace reprise::graph {
+
+class Executor {
+ public:
+  // `pool` and `kernels` must outlive the executor.
+  Executor(ThreadPool& pool, const kernels::KernelSet& kernels)
+      : pool_(&pool), kernels_(&kernels) {}
+
+  // Runs shards [shard_begin, shard_end) of the context's graph (all shards by default).
+  // Requires: inputs set and a KV cache bound; shards run in order across calls.
+  void Run(ExecutionContext& context, int shard_begin = 0, int shard_end = -1);
+
+  const kernels::KernelSet& kernels() const { return *kernels_; }
+  ThreadPool& pool() const { return *pool_; }
+
+ private:
+  void RunOp(const Op& op, ExecutionContext& context, const RowSet& set, int rows);
+
+  ThreadPool* pool_;
+  const kernels::KernelSet* kernels_;
+};
+
+}  // namespace reprise::graph

@@ -1,0 +1,39 @@
+// Compile: turns a model's packed weights into a fixed-shape CompiledGraph (DESIGN.md §3).
+//
+// The graph for `capacity` tokens runs: embedding; per layer RMSNorm -> fused QKV multiply ->
+// bias / Q-K norm / RoPE / KV store -> attention over the cache -> output projection added to
+// the residual -> RMSNorm -> fused gate|up multiply -> SwiGLU -> down projection added to the
+// residual; then the final norm and the logits of the last valid token (or of every row).
+// A recompute graph runs the same layers but, from its check layer on, only on the tokens
+// whose cached KV deviates most (see CompileOptions).
+// Norms feed int8 matmuls directly (fused RMSNorm + quantize). Layers are cut into shards.
+#pragma once
+
+#include "base/status.h"
+#include "graph/compiled_graph.h"
+#include "model/packed_weights.h"
+
+namespace reprise::model {
+
+struct CompileOptions {
+  // Layers per shard; 0 splits the model into 4 shards (or one per layer if fewer).
+  int layers_per_shard = 0;
+  // Logits for every row instead of only the last valid one (tests compare them all).
+  bool all_logits = false;
+
+  // Recompute graphs (DESIGN.md §2): layers before `check_layer` run in full; at it the
+  // deviation of fresh K (and V with `deviation_includes_v`) from the cached rows picks the
+  // ceil(recompute_ratio * capacity) rows that run on from there (forced rows always do).
+  int check_layer = 1;
+  double recompute_ratio = 0.25;
+  bool deviation_includes_v = false;
+};
+
+// Errors: InvalidArgument (capacity < 1; decode with capacity != 1; a recompute check layer
+// outside [1, layers - 1] or a ratio outside (0, 1]), Unimplemented (head dimensions the
+// attention kernel does not take).
+// The graph borrows `weights`, which must outlive it.
+Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphKind kind,
+                                     int capacity, const CompileOptions& options = {});
+
+}  // namespace reprise::model

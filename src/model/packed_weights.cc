@@ -1,0 +1,188 @@
+#include "model/packed_weights.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/elementwise.h"
+#include "kernels/quantize.h"
+
+namespace reprise::model {
+namespace {
+
+using tensor_names::Layer;
+
+const gguf::TensorInfo* Find(const gguf::GgufFile& file, const std::string& name) {
+  return file.FindTensor(name);
+}
+
+Result<std::vector<float>> ReadVector(const gguf::GgufFile& file, const std::string& name) {
+  const gguf::TensorInfo* t = Find(file, name);
+  if (t == nullptr) return CorruptError("tensor '" + name + "' is missing");
+  if (!kernels::CanDequantize(t->dtype)) {
+    return UnimplementedError("tensor '" + name + "' has type " +
+                              std::string(DTypeName(t->dtype)) + ", which cannot be read");
+  }
+  std::vector<float> out(t->num_elements);
+  kernels::DequantizeRow(t->dtype, t->data.data(), out.data(),
+                         static_cast<int64_t>(t->num_elements));
+  return out;
+}
+
+kernels::PackedFormat FormatFor(DType dtype, const PackOptions& options) {
+  return options.force_format ? *options.force_format : kernels::ChoosePackedFormat(dtype);
+}
+
+// Packs the row-wise concatenation of `parts` (GGUF matrices of equal row length) into one
+// packed matrix. Every part but the last has a multiple of kPackRows rows, so that no group
+// straddles two parts.
+Result<std::unique_ptr<OwnedPackedMatrix>> Pack(const gguf::GgufFile& file,
+                                                const std::vector<const gguf::TensorInfo*>& parts,
+                                                kernels::PackedFormat format, ThreadPool& pool,
+                                                bool release_pages) {
+  const int64_t cols = static_cast<int64_t>(parts[0]->dims[0]);
+  int64_t rows = 0;
+  for (const gguf::TensorInfo* t : parts) {
+    if (!kernels::CanPack(t->dtype)) {
+      return UnimplementedError("tensor '" + std::string(t->name) + "' has type " +
+                                std::string(DTypeName(t->dtype)) + ", which cannot be packed");
+    }
+    if (cols % kernels::PackedColumnMultiple(format) != 0) {
+      return UnimplementedError("tensor '" + std::string(t->name) + "': rows of " +
+                                std::to_string(cols) + " do not fit the " +
+                                kernels::PackedFormatName(format) + " format");
+    }
+    rows += static_cast<int64_t>(t->num_rows());
+  }
+  auto owned = std::make_unique<OwnedPackedMatrix>();
+  owned->size_bytes = kernels::PackedMatrixBytes(format, rows, cols);
+  const size_t allocated = (owned->size_bytes + 63) / 64 * 64;
+  void* memory = std::aligned_alloc(64, allocated);
+  if (memory == nullptr) {
+    return ResourceExhaustedError("cannot allocate " + std::to_string(allocated) +
+                                  " bytes for packed weights");
+  }
+  owned->memory = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(memory),
+                                                            std::free);
+  owned->view = kernels::PackedMatrix{format, rows, cols, owned->memory.get()};
+  const size_t group_bytes = kernels::PackedGroupBytes(format, cols);
+  int64_t row_offset = 0;
+  for (const gguf::TensorInfo* t : parts) {
+    const int64_t part_rows = static_cast<int64_t>(t->num_rows());
+    uint8_t* dst = owned->memory.get() + static_cast<size_t>(row_offset / kernels::kPackRows) *
+                                             group_bytes;
+    const int64_t groups = (part_rows + kernels::kPackRows - 1) / kernels::kPackRows;
+    pool.ParallelFor(groups, 1, [&](int64_t g0, int64_t g1) {
+      kernels::PackMatrixRows(format, t->dtype, t->data.data(), part_rows, cols,
+                              g0 * kernels::kPackRows,
+                              std::min(part_rows, g1 * kernels::kPackRows), dst);
+    });
+    if (release_pages && file.mapped_file() != nullptr) {
+      file.mapped_file()->AdviseDontNeed(t->offset_bytes, t->size_bytes);
+    }
+    row_offset += part_rows;
+  }
+  return owned;
+}
+
+// Packs `names` fused into one matrix when their formats agree and the row counts allow it;
+// otherwise each alone. Exactly one of `fused` or `separate` is filled.
+Status PackGroup(const gguf::GgufFile& file, const std::vector<std::string>& names,
+                 const PackOptions& options, ThreadPool& pool,
+                 std::unique_ptr<OwnedPackedMatrix>& fused,
+                 std::vector<std::unique_ptr<OwnedPackedMatrix>*> separate) {
+  std::vector<const gguf::TensorInfo*> parts;
+  for (const std::string& name : names) {
+    const gguf::TensorInfo* t = Find(file, name);
+    if (t == nullptr) return CorruptError("tensor '" + name + "' is missing");
+    parts.push_back(t);
+  }
+  const kernels::PackedFormat format = FormatFor(parts[0]->dtype, options);
+  bool can_fuse = true;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (FormatFor(parts[i]->dtype, options) != format) can_fuse = false;
+    if (i + 1 < parts.size() && parts[i]->num_rows() % kernels::kPackRows != 0) can_fuse = false;
+  }
+  if (can_fuse) {
+    REPRISE_ASSIGN_OR_RETURN(fused, Pack(file, parts, format, pool, true));
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    REPRISE_ASSIGN_OR_RETURN(*separate[i], Pack(file, {parts[i]}, FormatFor(parts[i]->dtype, options),
+                                                pool, true));
+  }
+  return Status::Ok();
+}
+
+int64_t Bytes(const std::unique_ptr<OwnedPackedMatrix>& m) {
+  return m ? static_cast<int64_t>(m->size_bytes) : 0;
+}
+
+}  // namespace
+
+int64_t PackedWeights::embedding_row_bytes() const {
+  return static_cast<int64_t>(kernels::RowBytes(embedding_->dtype,
+                                                static_cast<int64_t>(embedding_->dims[0])));
+}
+
+Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFile& file,
+                                                             const ModelConfig& config,
+                                                             ThreadPool& pool,
+                                                             const PackOptions& options) {
+  std::unique_ptr<PackedWeights> w(new PackedWeights());
+  w->config_ = config;
+  w->embedding_ = Find(file, tensor_names::kTokenEmbedding);
+  if (w->embedding_ == nullptr) return CorruptError("tensor 'token_embd.weight' is missing");
+  if (!kernels::CanDequantize(w->embedding_->dtype)) {
+    return UnimplementedError("token_embd.weight has type " +
+                              std::string(DTypeName(w->embedding_->dtype)) +
+                              ", which cannot be read");
+  }
+  w->layers_.resize(static_cast<size_t>(config.num_layers));
+  for (int l = 0; l < config.num_layers; ++l) {
+    LayerWeights& lw = w->layers_[static_cast<size_t>(l)];
+    REPRISE_ASSIGN_OR_RETURN(lw.attn_norm, ReadVector(file, Layer(l, "attn_norm.weight")));
+    REPRISE_ASSIGN_OR_RETURN(lw.ffn_norm, ReadVector(file, Layer(l, "ffn_norm.weight")));
+    REPRISE_RETURN_IF_ERROR(PackGroup(
+        file, {Layer(l, "attn_q.weight"), Layer(l, "attn_k.weight"), Layer(l, "attn_v.weight")},
+        options, pool, lw.qkv, {&lw.q, &lw.k, &lw.v}));
+    REPRISE_RETURN_IF_ERROR(PackGroup(file, {Layer(l, "attn_output.weight")}, options, pool,
+                                      lw.output, {&lw.output}));
+    REPRISE_RETURN_IF_ERROR(PackGroup(file, {Layer(l, "ffn_gate.weight"), Layer(l, "ffn_up.weight")},
+                                      options, pool, lw.gate_up, {&lw.gate, &lw.up}));
+    REPRISE_RETURN_IF_ERROR(PackGroup(file, {Layer(l, "ffn_down.weight")}, options, pool,
+                                      lw.down, {&lw.down}));
+    if (config.has_qkv_bias) {
+      REPRISE_ASSIGN_OR_RETURN(lw.q_bias, ReadVector(file, Layer(l, "attn_q.bias")));
+      REPRISE_ASSIGN_OR_RETURN(lw.k_bias, ReadVector(file, Layer(l, "attn_k.bias")));
+      REPRISE_ASSIGN_OR_RETURN(lw.v_bias, ReadVector(file, Layer(l, "attn_v.bias")));
+    }
+    if (config.has_qk_norm) {
+      REPRISE_ASSIGN_OR_RETURN(lw.q_norm, ReadVector(file, Layer(l, "attn_q_norm.weight")));
+      REPRISE_ASSIGN_OR_RETURN(lw.k_norm, ReadVector(file, Layer(l, "attn_k_norm.weight")));
+    }
+    for (const auto* m : {&lw.qkv, &lw.q, &lw.k, &lw.v, &lw.output, &lw.gate_up, &lw.gate,
+                          &lw.up, &lw.down}) {
+      w->packed_bytes_ += Bytes(*m);
+    }
+  }
+  REPRISE_ASSIGN_OR_RETURN(w->output_norm_, ReadVector(file, tensor_names::kOutputNorm));
+  const gguf::TensorInfo* output = Find(file, tensor_names::kOutput);
+  const bool tied = output == nullptr;
+  if (tied) output = w->embedding_;
+  // The embedding's pages stay: token lookups read them.
+  REPRISE_ASSIGN_OR_RETURN(w->output_, Pack(file, {output}, FormatFor(output->dtype, options),
+                                            pool, /*release_pages=*/!tied));
+  w->packed_bytes_ += Bytes(w->output_);
+  if (tied && file.mapped_file() != nullptr) {
+    // Packing read the whole table; drop it again, lookups fault in the rows they need.
+    file.mapped_file()->AdviseDontNeed(w->embedding_->offset_bytes, w->embedding_->size_bytes);
+  }
+  w->rope_inv_freq_.resize(static_cast<size_t>(config.rope_dims / 2));
+  kernels::RopeInverseFrequencies(
+      config.rope_theta, config.rope_dims,
+      config.rope_freq_factors.empty() ? nullptr : config.rope_freq_factors.data(), 1.0f,
+      w->rope_inv_freq_.data());
+  return w;
+}
+
+}  // namespace reprise::model

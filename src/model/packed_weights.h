@@ -1,0 +1,89 @@
+// PackedWeights: a model's weights, packed once at load into the layouts the matrix-multiply
+// kernels read, and shared by every compiled graph.
+//
+// Each weight matrix is packed by kernels::PackMatrixRows (Q8_0 and Q4_0 regrouped bit for
+// bit, F16/F32 kept, other types requantized to Q8_0). Where the formats allow, Q|K|V are
+// packed as one matrix and gate|up as another, so that each is one multiply. Norm weights,
+// biases and RoPE frequencies become float vectors. The token embedding stays in the mapped
+// file (rows are dequantized on lookup); a tied output projection is packed from it.
+// After a tensor is packed its file pages are released, so resident memory stays near the
+// file size. The GgufFile must outlive this object (embedding lookups read it).
+//
+// Immutable after Create(); thread-safe for reading.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "gguf/gguf_file.h"
+#include "kernels/packed_matrix.h"
+#include "model/model_config.h"
+
+namespace reprise::model {
+
+struct PackOptions {
+  // Pack every matrix into this format instead of the one its type maps to (for tests and
+  // experiments, e.g. an F16 model run through the Q8_0 kernels).
+  std::optional<kernels::PackedFormat> force_format;
+};
+
+// A packed matrix with its own memory.
+class OwnedPackedMatrix {
+ public:
+  OwnedPackedMatrix() = default;
+  kernels::PackedMatrix view;  // data points into memory_
+  std::unique_ptr<uint8_t, void (*)(void*)> memory{nullptr, nullptr};
+  size_t size_bytes = 0;
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [dim]
+  std::vector<float> ffn_norm;   // [dim]
+  // Q|K|V fused when `qkv` is set; otherwise q, k and v.
+  std::unique_ptr<OwnedPackedMatrix> qkv, q, k, v;
+  std::unique_ptr<OwnedPackedMatrix> output;   // attn_output [dim x q_dim]
+  // gate|up fused when `gate_up` is set; otherwise gate and up.
+  std::unique_ptr<OwnedPackedMatrix> gate_up, gate, up;
+  std::unique_ptr<OwnedPackedMatrix> down;     // [dim x ffn]
+  std::vector<float> q_bias, k_bias, v_bias;   // qwen2, else empty
+  std::vector<float> q_norm, k_norm;           // qwen3, else empty
+};
+
+class PackedWeights {
+ public:
+  // Errors: Unimplemented (a tensor type that cannot be packed), Corrupt, ResourceExhausted.
+  static Result<std::unique_ptr<PackedWeights>> Create(const gguf::GgufFile& file,
+                                                       const ModelConfig& config,
+                                                       ThreadPool& pool,
+                                                       const PackOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  const LayerWeights& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const OwnedPackedMatrix& output() const { return *output_; }
+  const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
+
+  // The embedding table, read in place from the model file.
+  const uint8_t* embedding_table() const { return embedding_->data.data(); }
+  DType embedding_dtype() const { return embedding_->dtype; }
+  int64_t embedding_row_bytes() const;
+
+  // Bytes of packed matrices and float vectors held (not counting the mapped file).
+  int64_t packed_bytes() const { return packed_bytes_; }
+
+ private:
+  PackedWeights() = default;
+  ModelConfig config_;
+  std::vector<LayerWeights> layers_;
+  std::vector<float> output_norm_;
+  std::unique_ptr<OwnedPackedMatrix> output_;
+  std::vector<float> rope_inv_freq_;
+  const gguf::TensorInfo* embedding_ = nullptr;
+  int64_t packed_bytes_ = 0;
+};
+
+}  // namespace reprise::model
