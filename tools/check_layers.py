@@ -2,8 +2,9 @@
 """Fails when a file under src/ includes a header from a layer it may not depend on.
 
 The table is STYLE.md §2's, plus `convert/` (importers and make-model: GGUF writing on top of
-the tokenizer and model layers, used by the command line). Includes are rooted at src/, so
-`#include "gguf/gguf_file.h"` names the gguf layer.
+the tokenizer and model layers, used by the command line) and `workload/` (the benchmark
+workloads built from real texts, used by the engine's `bench reuse`). Includes are rooted at
+src/, so `#include "gguf/gguf_file.h"` names the gguf layer.
 """
 import pathlib
 import re
@@ -20,7 +21,9 @@ ALLOWED = {
     "store": {"base", "kv"},
     "reuse": {"base", "kv"},
     "convert": {"base", "gguf", "kernels", "tokenizer", "model"},
-    "engine": {"base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store", "reuse"},
+    "workload": {"base"},
+    "engine": {"base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store", "reuse",
+               "workload"},
     "server": {"engine", "base"},
     "cli": {"engine", "server", "base", "convert"},
 }

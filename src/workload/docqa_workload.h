@@ -1,0 +1,46 @@
+// The docqa workload: retrieval-augmented question answering over HotpotQA paragraphs.
+//
+// The document collection is every paragraph of every item of the file (identical
+// title + text kept once), in file order. A paragraph is its sentences joined with "" (they
+// keep their leading spaces), cut at sentence boundaries into chunks of at most chunk_tokens
+// tokens (a longer sentence is cut between words); each chunk reads "Title: <title>\n<text>\n"
+// and has source_id "hotpot:<title>#<chunk index in the paragraph>" ("hotpot:<title>~<n>#..."
+// for the n-th different text under one title, if any).
+//
+// Each item's question (file order, the first num_queries) retrieves the top_chunks chunks
+// of the WHOLE collection with BM25, so chunks retrieved by several questions recur at
+// different positions: the non-prefix reuse that DESIGN.md §2 is about. Prompt:
+//   system   "You are a helpful assistant. Answer the question using the documents.\n"
+//   document the retrieved chunks, best first
+//   question "Question: <question>\nAnswer:"
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "workload/workload.h"
+
+namespace reprise::workload {
+
+// Relative to WorkloadOptions::data_dir.
+inline constexpr std::string_view kHotpotFullwikiFile =
+    "workloads/hotpotqa/hotpotqa_fullwiki_500.jsonl";
+inline constexpr std::string_view kHotpotDistractorFile =
+    "workloads/hotpotqa/hotpotqa_distractor_100.jsonl";
+
+inline constexpr std::string_view kDocQaSystemPrompt =
+    "You are a helpful assistant. Answer the question using the documents.\n";
+
+struct DocQaOptions {
+  WorkloadOptions common;
+  // The JSON Lines file ({id, question, answer, paragraphs: [{title, sentences[]}], ...} per
+  // line), relative to data_dir or absolute: kHotpotFullwikiFile or kHotpotDistractorFile.
+  std::string file = std::string(kHotpotFullwikiFile);
+};
+
+// Builds the docqa workload. Errors: InvalidArgument (options), NotFound (with the path),
+// IoError, Corrupt (naming the file, line and field).
+Result<Workload> BuildDocQaWorkload(const DocQaOptions& options);
+
+}  // namespace reprise::workload
