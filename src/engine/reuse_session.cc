@@ -1,0 +1,278 @@
+#include "engine/reuse_session.h"
+
+#include <chrono>
+
+#include "base/check.h"
+#include "engine/kv_transfer.h"
+
+namespace reprise::engine {
+namespace {
+
+using reuse::TokenKind;
+
+double MillisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+const char* ReuseMethodName(ReuseMethod method) {
+  switch (method) {
+    case ReuseMethod::kNone: return "none";
+    case ReuseMethod::kPrefix: return "prefix";
+    case ReuseMethod::kFull: return "full";
+    case ReuseMethod::kBlend: return "blend";
+  }
+  return "?";
+}
+
+Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
+  for (ReuseMethod m : {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull,
+                        ReuseMethod::kBlend}) {
+    if (name == ReuseMethodName(m)) return m;
+  }
+  return InvalidArgumentError("unknown reuse method '" + std::string(name) +
+                              "' (none, prefix, full, blend)");
+}
+
+Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& model,
+                                                           const ReuseOptions& options,
+                                                           kv::ChunkCache* cache) {
+  if (options.method != ReuseMethod::kNone && cache == nullptr) {
+    return InvalidArgumentError("reuse needs a chunk cache");
+  }
+  if (options.chunk_tokens < 1) return InvalidArgumentError("chunk size must be >= 1");
+  if (options.force_first_tokens < 0) return InvalidArgumentError("force_first_tokens < 0");
+  std::unique_ptr<ReuseSession> s(new ReuseSession(model, options, cache));
+  s->fingerprint_ = model.fingerprint();
+  GraphBackendOptions graph_options;
+  graph_options.context_tokens = options.context_tokens;
+  graph_options.num_threads = options.num_threads;
+  graph_options.prefill_capacity = options.prefill_capacity;
+  if (options.method == ReuseMethod::kBlend) {
+    graph_options.recompute_capacity = options.recompute_capacity;
+    graph_options.recompute_ratio = options.recompute_ratio;
+    graph_options.check_layer = std::min(options.check_layer, model.config().num_layers - 1);
+    graph_options.deviation_includes_v = options.deviation_includes_v;
+  }
+  REPRISE_ASSIGN_OR_RETURN(s->backend_, GraphBackend::Create(model, graph_options));
+  reuse::ChunkMergeOptions merge;
+  merge.prefill_capacity = s->backend_->prefill_capacity();
+  merge.recompute_capacity = std::max(1, s->backend_->recompute_capacity());
+  merge.prefill_latency_ms =
+      options.prefill_latency_ms > 0 ? options.prefill_latency_ms : merge.prefill_capacity;
+  merge.recompute_latency_ms = options.recompute_latency_ms > 0
+                                   ? options.recompute_latency_ms
+                                   : merge.recompute_capacity * options.recompute_ratio;
+  merge.recompute_ratio = options.recompute_ratio;
+  REPRISE_ASSIGN_OR_RETURN(reuse::ChunkMergeScheduler scheduler,
+                           reuse::ChunkMergeScheduler::Create(merge));
+  s->scheduler_ = std::make_unique<reuse::ChunkMergeScheduler>(std::move(scheduler));
+  s->positions_.resize(static_cast<size_t>(options.context_tokens));
+  for (size_t i = 0; i < s->positions_.size(); ++i) s->positions_[i] = static_cast<int32_t>(i);
+  s->forced_.resize(static_cast<size_t>(std::max(1, s->backend_->recompute_capacity())));
+  return s;
+}
+
+Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
+  const tokenizer::Tokenizer& tok = model_->tokenizer();
+  prompt_.clear();
+  chunks_.clear();
+  for (size_t s = 0; s < segments.size(); ++s) {
+    std::vector<int32_t> ids =
+        tok.Encode(segments[s].text, tokenizer::EncodeOptions{/*add_special=*/false, false});
+    if (s == 0 && tok.vocab().add_bos && tok.bos_id()) ids.insert(ids.begin(), *tok.bos_id());
+    for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(options_.chunk_tokens)) {
+      const size_t end = std::min(ids.size(), begin + static_cast<size_t>(options_.chunk_tokens));
+      reuse::PromptChunk chunk;
+      chunk.begin = static_cast<int>(prompt_.size() + begin);
+      chunk.end = static_cast<int>(prompt_.size() + end);
+      chunk.content = kv::HashTokens(
+          fingerprint_, std::span<const int32_t>(ids.data() + begin, end - begin));
+      chunks_.push_back(chunk);
+    }
+    prompt_.insert(prompt_.end(), ids.begin(), ids.end());
+  }
+  if (prompt_.empty()) return InvalidArgumentError("the prompt is empty");
+  if (static_cast<int>(prompt_.size()) > backend_->capacity_tokens()) {
+    return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
+                                " tokens but the context holds " +
+                                std::to_string(backend_->capacity_tokens()));
+  }
+  return Status::Ok();
+}
+
+void ReuseSession::PrepareKv(const reuse::ReusePlan& plan) {
+  const model::PackedWeights& w = backend_->weights();
+  const model::ModelConfig& c = w.config();
+  const RopeLayout rope{w.rope_inv_freq().data(), c.rope_dims,
+                        c.rope_style == model::RopeStyle::kNeox ? kernels::RopeStyle::kNeox
+                                                                : kernels::RopeStyle::kInterleaved};
+  const kernels::KernelSet& kernels = kernels::BestKernels();
+  // Runs of tokens that come from consecutive tokens of one source chunk: one copy each.
+  const int n = static_cast<int>(plan.tokens.size());
+  for (int i = 0; i < n;) {
+    const reuse::TokenSource& t = plan.tokens[static_cast<size_t>(i)];
+    if (t.kind == TokenKind::kNew) {
+      ++i;
+      continue;
+    }
+    int j = i + 1;
+    while (j < n) {
+      const reuse::TokenSource& u = plan.tokens[static_cast<size_t>(j)];
+      if (u.kind != t.kind || u.source != t.source || u.source_token != t.source_token + (j - i)) {
+        break;
+      }
+      ++j;
+    }
+    const kv::ChunkKv& chunk = *plan.sources[static_cast<size_t>(t.source)]->kv;
+    PlaceChunkKv(chunk, t.source_token,
+                 std::span<const int32_t>(positions_.data() + i, static_cast<size_t>(j - i)),
+                 backend_->kv_cache(), i, rope, kernels);
+    i = j;
+  }
+}
+
+Status ReuseSession::RunNew(int begin, int end) {
+  const auto count = static_cast<size_t>(end - begin);
+  return backend_->RunPrefill(
+      std::span<const int32_t>(prompt_.data() + begin, count),
+      std::span<const int32_t>(positions_.data() + begin, count),
+      std::span<const int32_t>(positions_.data() + begin, count), static_cast<int>(prompt_.size()));
+}
+
+Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report) {
+  const int n = static_cast<int>(prompt_.size());
+  const std::vector<reuse::TokenRun> runs = plan.Runs();
+  if (options_.method != ReuseMethod::kBlend) {
+    // Every NEW run through the prefill graph, in order; reused tokens keep their KV.
+    for (const reuse::TokenRun& run : runs) {
+      if (run.kind == reuse::RunKind::kNew) REPRISE_RETURN_IF_ERROR(RunNew(run.begin, run.end));
+    }
+    report.tokens_nonprefix = plan.num_nonprefix;
+    return Status::Ok();
+  }
+  REPRISE_ASSIGN_OR_RETURN(reuse::ChunkSchedule schedule, scheduler_->Schedule(runs));
+  report.schedule = schedule.ToString();
+  int recomputed = 0;
+  for (const reuse::GraphCall& call : schedule.calls) {
+    if (call.kind == reuse::CallKind::kPrefill) {
+      REPRISE_RETURN_IF_ERROR(RunNew(call.begin, call.end));
+      // Reused tokens merged into a prefill call are recomputed too.
+      for (int i = call.begin; i < call.end; ++i) {
+        recomputed += plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix;
+      }
+      continue;
+    }
+    const auto count = static_cast<size_t>(call.end - call.begin);
+    for (int i = call.begin; i < call.end; ++i) {
+      const reuse::TokenSource& t = plan.tokens[static_cast<size_t>(i)];
+      bool forced = t.kind == TokenKind::kNew || i == n - 1;
+      if (!forced && options_.force_first_tokens > 0 && t.kind == TokenKind::kNonPrefix) {
+        // The first tokens of a reused run (a new source, or a jump within it).
+        const reuse::TokenSource* prev = i > 0 ? &plan.tokens[static_cast<size_t>(i - 1)] : nullptr;
+        int run_offset = 0;
+        for (int j = i; j > 0 && run_offset < options_.force_first_tokens; --j) {
+          const reuse::TokenSource& a = plan.tokens[static_cast<size_t>(j - 1)];
+          const reuse::TokenSource& b = plan.tokens[static_cast<size_t>(j)];
+          if (a.kind != TokenKind::kNonPrefix || a.source != b.source ||
+              a.source_token + 1 != b.source_token) {
+            break;
+          }
+          ++run_offset;
+        }
+        (void)prev;
+        forced = run_offset < options_.force_first_tokens;
+      }
+      forced_[static_cast<size_t>(i - call.begin)] = forced ? 1 : 0;
+    }
+    REPRISE_ASSIGN_OR_RETURN(
+        std::span<const int32_t> selected,
+        backend_->RunRecompute(std::span<const int32_t>(prompt_.data() + call.begin, count),
+                               std::span<const int32_t>(positions_.data() + call.begin, count),
+                               std::span<const int32_t>(positions_.data() + call.begin, count),
+                               std::span<const uint8_t>(forced_.data(), count), n));
+    for (int32_t row : selected) {
+      recomputed += plan.tokens[static_cast<size_t>(call.begin + row)].kind == TokenKind::kNonPrefix;
+    }
+  }
+  report.tokens_recomputed = recomputed;
+  report.tokens_nonprefix = plan.num_nonprefix - recomputed;
+  return Status::Ok();
+}
+
+Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segments) {
+  const auto start = std::chrono::steady_clock::now();
+  REPRISE_RETURN_IF_ERROR(Tokenize(segments));
+  const int n = static_cast<int>(prompt_.size());
+  PrefillReport report;
+  report.prompt_tokens = n;
+  backend_->Truncate(0);
+
+  // Match and plan.
+  reuse::ReusePlan plan;
+  if (options_.method == ReuseMethod::kNone) {
+    plan.tokens.assign(prompt_.size(), reuse::TokenSource{});
+    plan.num_new = n;
+    kv::ChunkId node = kv::kRootChunkId;
+    for (const reuse::PromptChunk& c : chunks_) plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
+  } else {
+    reuse::PlannerOptions planner;
+    planner.use_nonprefix = options_.method != ReuseMethod::kPrefix;
+    planner.min_match_tokens = options_.min_match_tokens;
+    planner.max_candidates = options_.max_candidates;
+    REPRISE_ASSIGN_OR_RETURN(plan, reuse::PlanReuse(prompt_, chunks_, *cache_, planner));
+  }
+  report.match_ms = MillisecondsSince(start);
+  report.tokens_prefix = plan.num_prefix;
+  report.tokens_new = plan.num_new;
+  report.plan = plan.Summary();
+  chunk_ids_ = plan.chunk_ids;
+  first_inexact_token_ = n;
+  for (int i = 0; i < n; ++i) {
+    if (plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix) {
+      first_inexact_token_ = i;
+      break;
+    }
+  }
+
+  // Prepare KV: exact prefix and re-rotated non-prefix chunks into their slots.
+  const auto prep_start = std::chrono::steady_clock::now();
+  PrepareKv(plan);
+  backend_->SetNumTokens(n);
+  report.kv_prep_ms = MillisecondsSince(prep_start);
+
+  const auto compute_start = std::chrono::steady_clock::now();
+  REPRISE_RETURN_IF_ERROR(Compute(plan, report));
+  report.compute_ms = MillisecondsSince(compute_start);
+  report.ttft_ms = MillisecondsSince(start);
+  return report;
+}
+
+Result<std::span<const float>> ReuseSession::Decode(int32_t token) {
+  const int32_t one[] = {token};
+  return backend_->Append(one);
+}
+
+Result<double> ReuseSession::StoreChunks() {
+  const auto start = std::chrono::steady_clock::now();
+  if (cache_ == nullptr || options_.method == ReuseMethod::kNone) return 0.0;
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    const reuse::PromptChunk& c = chunks_[i];
+    if (cache_->Find(chunk_ids_[i]) != nullptr) continue;
+    auto entry = std::make_shared<kv::ChunkEntry>();
+    entry->id = chunk_ids_[i];
+    entry->parent = i == 0 ? kv::kRootChunkId : chunk_ids_[i - 1];
+    entry->content = c.content;
+    entry->exact = c.end <= first_inexact_token_;
+    entry->tokens.assign(prompt_.begin() + c.begin, prompt_.begin() + c.end);
+    entry->kv = std::make_shared<kv::ChunkKv>(
+        ExtractChunkKv(backend_->kv_cache(), c.begin, c.end - c.begin));
+    Status status = cache_->Insert(std::move(entry));
+    if (!status.ok() && status.code() != StatusCode::kResourceExhausted) return status;
+  }
+  return MillisecondsSince(start);
+}
+
+}  // namespace reprise::engine

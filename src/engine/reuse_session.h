@@ -1,0 +1,117 @@
+// ReuseSession: the request path of DESIGN.md §1 — tokenize segments into chunks, match them
+// against the chunk cache, plan, schedule, prepare KV (copy / re-rotate), run the prefill and
+// selective-recompute graphs, and afterwards store the prompt's chunks.
+//
+// Methods (per session): none (full prefill), prefix (exact prefix reuse only), full
+// (prefix + non-prefix reuse by re-rotation, nothing recomputed: the Prompt Cache
+// baseline) and blend (prefix + non-prefix with selective recompute: ours).
+// Confined to one thread. The LoadedModel and the ChunkCache must outlive it.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/graph_backend.h"
+#include "engine/loaded_model.h"
+#include "kv/chunk_cache.h"
+#include "reuse/reuse_planner.h"
+
+namespace reprise::engine {
+
+enum class ReuseMethod : uint8_t { kNone, kPrefix, kFull, kBlend };
+
+const char* ReuseMethodName(ReuseMethod method);
+Result<ReuseMethod> ParseReuseMethod(std::string_view name);
+
+struct ReuseOptions {
+  ReuseMethod method = ReuseMethod::kBlend;
+  int context_tokens = 4096;
+  int num_threads = 0;
+  int chunk_tokens = 512;       // longest chunk a segment is cut into
+  int prefill_capacity = 128;   // Lp
+  int recompute_capacity = 256; // Ls
+  double recompute_ratio = 0.25;  // r
+  int check_layer = 1;
+  bool deviation_includes_v = false;
+  // Also recompute the first N tokens of every reused run (DESIGN.md §2 step 3: chunks cached
+  // alone carry spurious attention sinks at their start).
+  int force_first_tokens = 0;
+  int min_match_tokens = 32;
+  int max_candidates = 8;
+  // Graph latencies for the scheduler; 0 = proportional to capacity.
+  double prefill_latency_ms = 0.0;
+  double recompute_latency_ms = 0.0;
+};
+
+struct PromptSegment {
+  std::string role;
+  std::string text;
+};
+
+struct PrefillReport {
+  int prompt_tokens = 0;
+  int tokens_prefix = 0;
+  int tokens_nonprefix = 0;   // reused at a new position and not recomputed
+  int tokens_recomputed = 0;  // reused, then recomputed by selection
+  int tokens_new = 0;
+  double ttft_ms = 0.0;       // prefill time: match + KV preparation + compute
+  double match_ms = 0.0;
+  double kv_prep_ms = 0.0;
+  double compute_ms = 0.0;
+  std::string plan;
+  std::string schedule;
+};
+
+class ReuseSession {
+ public:
+  // `cache` may be null for ReuseMethod::kNone. Errors: those of GraphBackend::Create,
+  // InvalidArgument for bad options.
+  static Result<std::unique_ptr<ReuseSession>> Create(const LoadedModel& model,
+                                                      const ReuseOptions& options,
+                                                      kv::ChunkCache* cache);
+
+  // Runs the prompt made of `segments` (BOS first, as the vocabulary says) and leaves the
+  // session ready to decode. Errors: InvalidArgument (empty or over-long prompt).
+  Result<PrefillReport> Prefill(std::span<const PromptSegment> segments);
+
+  // The logits after the last prompt (or generated) token. Valid until the next call.
+  std::span<const float> logits() const { return backend_->last_logits(); }
+
+  // Feeds `token` and returns the next logits (decode graph).
+  Result<std::span<const float>> Decode(int32_t token);
+
+  // Stores the chunks of the last prompt in the cache (call after the first token: this is
+  // not on the TTFT path). Returns the milliseconds it took.
+  Result<double> StoreChunks();
+
+  // Tokens of the last prompt.
+  const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
+  const ReuseOptions& options() const { return options_; }
+  GraphBackend& backend() { return *backend_; }
+
+ private:
+  ReuseSession(const LoadedModel& model, const ReuseOptions& options, kv::ChunkCache* cache)
+      : model_(&model), options_(options), cache_(cache) {}
+  Status Tokenize(std::span<const PromptSegment> segments);
+  void PrepareKv(const reuse::ReusePlan& plan);
+  Status RunNew(int begin, int end);
+  Status Compute(const reuse::ReusePlan& plan, PrefillReport& report);
+
+  const LoadedModel* model_;
+  ReuseOptions options_;
+  kv::ChunkCache* cache_;
+  uint64_t fingerprint_ = 0;
+  std::unique_ptr<GraphBackend> backend_;
+  std::unique_ptr<reuse::ChunkMergeScheduler> scheduler_;
+  std::vector<int32_t> prompt_;
+  std::vector<reuse::PromptChunk> chunks_;
+  std::vector<kv::ChunkId> chunk_ids_;
+  int first_inexact_token_ = 0;  // tokens from here on hold approximate KV
+  std::vector<int32_t> positions_;  // [context] 0, 1, 2, ...
+  std::vector<uint8_t> forced_;     // scratch, [recompute capacity]
+};
+
+}  // namespace reprise::engine

@@ -1,0 +1,60 @@
+// Chunks: the unit of KV storage and reuse (DESIGN.md §1, §6).
+//
+// A chunk is up to 512 tokens of one segment. Two identities:
+//  - its content hash: 64-bit hash of (model fingerprint, token ids). The same text gives the
+//    same hash wherever it appears, so a chunk is found for non-prefix reuse in any prompt;
+//  - its prefix-tree id: ChainId(parent id, content hash), the node of the chunk computed
+//    right after the chunks on the path from the root. Its KV is exact for prefix reuse only
+//    when every chunk before it was computed exactly in that same order (`exact`).
+// ChunkKv holds a chunk's K and V for every layer, f16, K after RoPE at `positions`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace reprise::kv {
+
+using ContentHash = uint64_t;
+using ChunkId = uint64_t;
+inline constexpr ChunkId kRootChunkId = 0;
+
+// XXH3-64 of the fingerprint and the token ids. Never 0.
+ContentHash HashTokens(uint64_t model_fingerprint, std::span<const int32_t> tokens);
+
+// The prefix-tree id of a chunk with `content` whose parent node is `parent`. Never 0.
+ChunkId ChainId(ChunkId parent, ContentHash content);
+
+struct ChunkKv {
+  int num_layers = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int num_tokens = 0;
+  std::vector<uint16_t> k;  // f16 [num_layers][num_kv_heads][num_tokens][head_dim], after RoPE
+  std::vector<uint16_t> v;  // f16 [num_layers][num_kv_heads][num_tokens][head_dim]
+  std::vector<int32_t> positions;  // [num_tokens] the positions K was rotated for
+
+  // Requires: shape set. Allocates k, v and positions.
+  void Allocate();
+  size_t bytes() const { return (k.size() + v.size()) * sizeof(uint16_t) + positions.size() * 4; }
+  size_t row_offset(int layer, int head, int token) const {
+    return ((static_cast<size_t>(layer) * num_kv_heads + head) * num_tokens + token) * head_dim;
+  }
+};
+
+struct ChunkEntry {
+  ChunkId id = 0;          // prefix-tree node
+  ChunkId parent = kRootChunkId;
+  ContentHash content = 0;
+  bool exact = false;      // KV equals a full prefill of the path from the root
+  std::vector<int32_t> tokens;
+  // Shared so that a request that found the chunk keeps its KV alive while the cache may
+  // evict the entry concurrently.
+  std::shared_ptr<const ChunkKv> kv;
+
+  size_t bytes() const { return (kv ? kv->bytes() : 0) + tokens.size() * 4 + 64; }
+};
+
+}  // namespace reprise::kv

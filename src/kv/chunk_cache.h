@@ -1,0 +1,59 @@
+// ChunkCache: where cached chunks live between requests — the interface the reuse path
+// reads through, implemented in memory here (MemoryChunkCache) and by the persistent store.
+//
+// Lookups by prefix-tree id (exact prefix reuse), by content hash (the same chunk anywhere)
+// and by shared rare tokens (candidates for sub-chunk matches). Entries are returned as
+// shared pointers: a caller may keep using an entry after the cache evicted it.
+// Implementations are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/chunk.h"
+
+namespace reprise::kv {
+
+struct ChunkCandidate {
+  ChunkId id = 0;
+  double score = 0.0;
+};
+
+struct ChunkCacheStats {
+  int64_t num_chunks = 0;
+  int64_t bytes = 0;
+  int64_t budget_bytes = 0;
+  int64_t evictions = 0;
+  int64_t inserts = 0;
+  int64_t hits = 0;  // successful Find/FindByContent calls
+};
+
+class ChunkCache {
+ public:
+  virtual ~ChunkCache() = default;
+
+  // Adds or replaces the entry with `entry.id`. Errors: ResourceExhausted when the entry alone
+  // exceeds the budget; implementation-specific I/O errors.
+  virtual Status Insert(std::shared_ptr<const ChunkEntry> entry) = 0;
+
+  // The entry with this prefix-tree id, or null.
+  virtual std::shared_ptr<const ChunkEntry> Find(ChunkId id) = 0;
+
+  // The entries whose parent is `parent` (for the longest common token prefix inside the
+  // first chunk that misses the tree).
+  virtual std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) = 0;
+
+  // An entry with this content (the most recently used one, exact ones first), or null.
+  virtual std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) = 0;
+
+  // Entries sharing rare tokens with `tokens`, best first, at most `max_candidates`.
+  virtual std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
+                                                     int max_candidates) = 0;
+
+  virtual ChunkCacheStats stats() = 0;
+};
+
+}  // namespace reprise::kv

@@ -1,0 +1,115 @@
+#include "kv/memory_chunk_cache.h"
+
+namespace reprise::kv {
+namespace {
+
+template <typename Map, typename Key, typename Value>
+void EraseValue(Map& map, const Key& key, const Value& value) {
+  auto range = map.equal_range(key);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second == value) {
+      map.erase(it);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void MemoryChunkCache::Touch(Slot& slot) {
+  lru_.splice(lru_.begin(), lru_, slot.lru);
+}
+
+void MemoryChunkCache::Erase(ChunkId id) {
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return;
+  const ChunkEntry& e = *it->second.entry;
+  EraseValue(children_, e.parent, id);
+  EraseValue(by_content_, e.content, id);
+  // Every stored entry is indexed, so Remove cannot miss.
+  rare_tokens_.Remove(id).IgnoreError();
+  bytes_ -= static_cast<int64_t>(e.bytes());
+  lru_.erase(it->second.lru);
+  slots_.erase(it);
+}
+
+void MemoryChunkCache::EvictToBudget() {
+  while (bytes_ > budget_bytes_ && !lru_.empty()) {
+    Erase(lru_.back());
+    ++evictions_;
+  }
+}
+
+Status MemoryChunkCache::Insert(std::shared_ptr<const ChunkEntry> entry) {
+  if (static_cast<int64_t>(entry->bytes()) > budget_bytes_) {
+    return ResourceExhaustedError("a chunk of " + std::to_string(entry->bytes()) +
+                                  " bytes exceeds the cache budget of " +
+                                  std::to_string(budget_bytes_));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  Erase(entry->id);
+  lru_.push_front(entry->id);
+  children_.emplace(entry->parent, entry->id);
+  by_content_.emplace(entry->content, entry->id);
+  // Erase() above removed any earlier entry with this id, so Add cannot collide.
+  rare_tokens_.Add(entry->id, entry->tokens).IgnoreError();
+  bytes_ += static_cast<int64_t>(entry->bytes());
+  const ChunkId id = entry->id;
+  slots_[id] = Slot{std::move(entry), lru_.begin()};
+  ++inserts_;
+  EvictToBudget();
+  return Status::Ok();
+}
+
+std::shared_ptr<const ChunkEntry> MemoryChunkCache::Find(ChunkId id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return nullptr;
+  Touch(it->second);
+  ++hits_;
+  return it->second.entry;
+}
+
+std::vector<std::shared_ptr<const ChunkEntry>> MemoryChunkCache::Children(ChunkId parent) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<const ChunkEntry>> out;
+  auto range = children_.equal_range(parent);
+  for (auto it = range.first; it != range.second; ++it) {
+    out.push_back(slots_.at(it->second).entry);
+  }
+  return out;
+}
+
+std::shared_ptr<const ChunkEntry> MemoryChunkCache::FindByContent(ContentHash content) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot* best = nullptr;
+  auto range = by_content_.equal_range(content);
+  for (auto it = range.first; it != range.second; ++it) {
+    Slot& slot = slots_.at(it->second);
+    // Exact entries first, then the most recently used (LRU positions compare by walking,
+    // so keep the first found among equals: the multimap holds few entries per content).
+    if (best == nullptr || (slot.entry->exact && !best->entry->exact)) best = &slot;
+  }
+  if (best == nullptr) return nullptr;
+  Touch(*best);
+  ++hits_;
+  return best->entry;
+}
+
+std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int32_t> tokens,
+                                                             int max_candidates) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ChunkCandidate> out;
+  for (const auto& c : rare_tokens_.FindCandidates(tokens, max_candidates)) {
+    out.push_back(ChunkCandidate{c.chunk_id, c.score});
+  }
+  return out;
+}
+
+ChunkCacheStats MemoryChunkCache::stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ChunkCacheStats{static_cast<int64_t>(slots_.size()), bytes_, budget_bytes_, evictions_,
+                         inserts_, hits_};
+}
+
+}  // namespace reprise::kv

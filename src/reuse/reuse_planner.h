@@ -1,0 +1,73 @@
+// PlanReuse: labels every prompt token PREFIX, NONPREFIX (with the cached chunk and position it
+// comes from) or NEW (DESIGN.md §1-2, the "match" and "plan" steps).
+//
+// Matching, in order:
+//  1. prefix: walk the prefix tree chunk by chunk (exact entries only); in the first chunk
+//     that misses, take the longest common token prefix with a cached child of the last node;
+//  2. for every later chunk: an entry with the same content (its tokens verified), reused
+//     whole at the new position;
+//  3. otherwise candidates sharing rare tokens, and the longest common token substring with
+//     each (a suffix automaton); spans of at least `min_match_tokens` are reused, greedily,
+//     best first, in the parts of the chunk still unmatched.
+// The planner only reads the cache; it does no I/O of its own and changes nothing.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/chunk_cache.h"
+#include "reuse/chunk_merge_scheduler.h"
+
+namespace reprise::reuse {
+
+// One chunk of the prompt: tokens [begin, end) of one segment.
+struct PromptChunk {
+  int begin = 0;
+  int end = 0;
+  kv::ContentHash content = 0;
+};
+
+enum class TokenKind : uint8_t { kPrefix, kNonPrefix, kNew };
+
+struct TokenSource {
+  TokenKind kind = TokenKind::kNew;
+  int source = -1;        // index into ReusePlan::sources (PREFIX and NONPREFIX)
+  int source_token = 0;   // the token's index within that source chunk
+};
+
+struct ReusePlan {
+  std::vector<TokenSource> tokens;  // [prompt length]
+  std::vector<std::shared_ptr<const kv::ChunkEntry>> sources;
+  int num_prefix = 0;
+  int num_nonprefix = 0;
+  int num_new = 0;
+  // The prefix-tree id each prompt chunk has (or gets) on this prompt's path.
+  std::vector<kv::ChunkId> chunk_ids;
+
+  // Consecutive runs of one kind, for the scheduler.
+  std::vector<TokenRun> Runs() const;
+  // "prefix 310 | nonprefix 420 (3 chunks, 1 substring) | new 35".
+  std::string Summary() const;
+  int num_substring_matches = 0;
+  int num_whole_chunk_matches = 0;
+};
+
+struct PlannerOptions {
+  bool use_prefix = true;
+  bool use_nonprefix = true;
+  bool use_substrings = true;
+  int min_match_tokens = 32;
+  int max_candidates = 8;
+  // The last prompt token must run through the model (its logits start generation).
+  bool force_last_token_new = true;
+};
+
+// Requires: chunks are consecutive, cover [0, prompt.size()), and carry their content hashes.
+// Errors: InvalidArgument when they do not.
+Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const PromptChunk> chunks,
+                            kv::ChunkCache& cache, const PlannerOptions& options);
+
+}  // namespace reprise::reuse
