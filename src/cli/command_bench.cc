@@ -6,6 +6,8 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/paths.h"
+#include "engine/reuse_bench.h"
 #include "engine/speed_bench.h"
 
 namespace reprise::cli {
@@ -44,8 +46,9 @@ Result<std::map<int, double>> RunLlamaBench(const std::string& binary, const std
 class BenchCommand : public Command {
  public:
   CLI::App* Register(CLI::App& app) override {
-    CLI::App* sub = app.add_subcommand("bench", "Measure speed: prefill, decode");
+    CLI::App* sub = app.add_subcommand("bench", "Measure speed: prefill, decode, reuse");
     sub->require_subcommand(1);
+    RegisterReuse(*sub);
     prefill_ = sub->add_subcommand("prefill", "Prompt-processing tokens/s per prompt length");
     decode_ = sub->add_subcommand("decode", "Generation tokens/s");
     for (CLI::App* s : {prefill_, decode_}) {
@@ -76,6 +79,7 @@ class BenchCommand : public Command {
   }
 
   int Run() override {
+    if (reuse_->parsed()) return RunReuse();
     options_.run_prefill = prefill_->parsed();
     options_.run_decode = decode_->parsed();
     const char* name = options_.run_prefill ? "bench prefill" : "bench decode";
@@ -124,6 +128,87 @@ class BenchCommand : public Command {
   }
 
  private:
+  void RegisterReuse(CLI::App& bench) {
+    reuse_ = bench.add_subcommand(
+        "reuse", "TTFT and quality of the KV reuse methods on a real workload");
+    CLI::App* s = reuse_;
+    s->add_option("-m,--model", reuse_options_.model_path, "GGUF model file")->required();
+    s->add_option("--workload", reuse_options_.workload, "docqa, docqa-distractor, chat, skills")
+        ->default_val("docqa");
+    s->add_option("--methods", method_names_, "Comma-separated: none, prefix, full, blend")
+        ->delimiter(',')
+        ->default_str("none,prefix,full,blend");
+    s->add_option("--queries", reuse_options_.num_queries, "Queries to run")->default_val(20);
+    s->add_option("--top-chunks", reuse_options_.top_chunks, "Retrieved chunks per query")
+        ->default_val(6);
+    s->add_option("--chunk-tokens", reuse_options_.chunk_tokens, "Largest chunk, in tokens")
+        ->default_val(512);
+    s->add_option("--max-prompt-tokens", reuse_options_.max_prompt_tokens,
+                  "Drop retrieved chunks until prompts fit (0 = the model's context)")
+        ->default_val(0);
+    s->add_option("--ratio", reuse_options_.reuse.recompute_ratio, "Recompute ratio r")
+        ->default_val(0.25)
+        ->check(CLI::Range(0.0001, 1.0));
+    s->add_option("--check-layer", reuse_options_.reuse.check_layer, "Deviation check layer")
+        ->default_val(1);
+    s->add_option("--force-first", reuse_options_.reuse.force_first_tokens,
+                  "Also recompute the first N tokens of each reused chunk")
+        ->default_val(0);
+    s->add_flag("--deviation-v", reuse_options_.reuse.deviation_includes_v,
+                "Add V's deviation to K's when selecting tokens");
+    auto* lp = s->add_option("--prefill-capacity", reuse_options_.reuse.prefill_capacity,
+                             "Lp (default: calibrated, else 128)")
+                   ->default_val(128);
+    auto* ls = s->add_option("--recompute-capacity", reuse_options_.reuse.recompute_capacity,
+                             "Ls (default: calibrated, else 256)")
+                   ->default_val(256);
+    lp_option_ = lp;
+    ls_option_ = ls;
+    s->add_option("--context", reuse_options_.reuse.context_tokens, "KV context size")
+        ->default_val(4096);
+    s->add_option("-t,--threads", reuse_options_.reuse.num_threads, "Threads (0 = all cores)")
+        ->default_val(0);
+    s->add_option("--cache-mb", reuse_options_.cache_budget_mb, "Chunk cache budget per method")
+        ->default_val(2048);
+    s->add_flag("--warm-corpus", reuse_options_.warm_corpus,
+                "Pre-compute the workload's collection (a cached RAG corpus) before the queries");
+    s->add_option("--data", reuse_options_.data_dir, "The shared data folder (holds workloads/)");
+    s->add_flag("--verbose", reuse_options_.verbose, "Print each query's plan and schedule");
+    s->add_flag("--json", json_, "Print JSON");
+  }
+
+  int RunReuse() {
+    if (reuse_options_.data_dir.empty()) {
+      std::optional<std::string> found = FindSharedDataDir();
+      if (!found) {
+        return PrintError("bench reuse",
+                          NotFoundError("no shared data folder (give --data or set REPRISE_DATA_DIR)"));
+      }
+      reuse_options_.data_dir = *found;
+    }
+    reuse_options_.calibration_dir = CacheDir();
+    reuse_options_.keep_capacities = lp_option_->count() > 0 || ls_option_->count() > 0;
+    reuse_options_.methods.clear();
+    for (const std::string& name : method_names_) {
+      Result<engine::ReuseMethod> method = engine::ParseReuseMethod(name);
+      if (!method.ok()) return PrintError("bench reuse", method.error());
+      reuse_options_.methods.push_back(*method);
+    }
+    const bool verbose = reuse_options_.verbose;
+    Result<engine::ReuseBenchResult> result =
+        engine::RunReuseBench(reuse_options_, [&](const std::string& line) {
+          if (verbose || line.rfind("query", 0) != 0) std::fprintf(stderr, "%s\n", line.c_str());
+        });
+    if (!result.ok()) return PrintError("bench reuse", result.error());
+    std::printf("%s\n", json_ ? result->ToJson().c_str() : result->ToText().c_str());
+    return kExitOk;
+  }
+
+  CLI::App* reuse_ = nullptr;
+  CLI::Option* lp_option_ = nullptr;
+  CLI::Option* ls_option_ = nullptr;
+  engine::ReuseBenchOptions reuse_options_;
+  std::vector<std::string> method_names_ = {"none", "prefix", "full", "blend"};
   engine::SpeedBenchOptions options_;
   CLI::App* prefill_ = nullptr;
   CLI::App* decode_ = nullptr;

@@ -11,6 +11,7 @@ std::vector<std::unique_ptr<Command>> MakeCommands() {
   commands.push_back(NewConvertCommand());
   commands.push_back(NewMakeModelCommand());
   commands.push_back(NewBenchCommand());
+  commands.push_back(NewCalibrateCommand());
   return commands;
 }
 

@@ -14,5 +14,6 @@ std::unique_ptr<Command> NewMakeModelCommand();
 std::unique_ptr<Command> NewConvertCommand();
 std::unique_ptr<Command> NewDemoCommand();
 std::unique_ptr<Command> NewBenchCommand();
+std::unique_ptr<Command> NewCalibrateCommand();
 
 }  // namespace reprise::cli

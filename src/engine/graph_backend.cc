@@ -14,9 +14,17 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
     return InvalidArgumentError("prefill capacity must be positive");
   }
   std::unique_ptr<GraphBackend> b(new GraphBackend());
-  REPRISE_ASSIGN_OR_RETURN(b->pool_, ThreadPool::Create({.num_threads = options.num_threads}));
-  REPRISE_ASSIGN_OR_RETURN(b->weights_, model::PackedWeights::Create(model.file(), model.config(),
-                                                                     *b->pool_, options.pack));
+  if (options.shared_pool) {
+    b->pool_ = options.shared_pool;
+  } else {
+    REPRISE_ASSIGN_OR_RETURN(b->pool_, ThreadPool::Create({.num_threads = options.num_threads}));
+  }
+  if (options.shared_weights) {
+    b->weights_ = options.shared_weights;
+  } else {
+    REPRISE_ASSIGN_OR_RETURN(b->weights_, model::PackedWeights::Create(model.file(), model.config(),
+                                                                       *b->pool_, options.pack));
+  }
   const int prefill_capacity = std::min(options.prefill_capacity, options.context_tokens);
   REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph prefill,
                            model::Compile(*b->weights_, graph::GraphKind::kPrefill,

@@ -32,6 +32,11 @@ struct GraphBackendOptions {
   bool scalar_kernels = false; // force the portable kernels (tests)
   bool strict_shapes = false;  // compute padding rows too, like a static NPU graph
   model::PackOptions pack;
+  // Weights already packed and a pool already running, shared by several backends of one
+  // model (e.g. the sessions of a benchmark); both null = the backend makes its own.
+  // Shared because each session's backend may be created and dropped independently.
+  std::shared_ptr<const model::PackedWeights> shared_weights;
+  std::shared_ptr<ThreadPool> shared_pool;
 };
 
 class GraphBackend : public InferenceBackend {
@@ -75,6 +80,8 @@ class GraphBackend : public InferenceBackend {
 
   const graph::CompiledGraph& prefill_graph() const { return *prefill_; }
   const model::PackedWeights& weights() const { return *weights_; }
+  std::shared_ptr<const model::PackedWeights> shared_weights() const { return weights_; }
+  std::shared_ptr<ThreadPool> shared_pool() const { return pool_; }
   ThreadPool& pool() { return *pool_; }
   kv::KvCache& kv_cache() { return *kv_; }
   int prefill_capacity() const { return prefill_->capacity(); }
@@ -88,8 +95,8 @@ class GraphBackend : public InferenceBackend {
   Status CheckTokens(std::span<const int32_t> tokens) const;
 
   std::string name_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<model::PackedWeights> weights_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::shared_ptr<const model::PackedWeights> weights_;
   std::unique_ptr<graph::CompiledGraph> prefill_;
   std::unique_ptr<graph::CompiledGraph> decode_;
   std::unique_ptr<graph::CompiledGraph> recompute_;

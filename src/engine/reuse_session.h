@@ -44,6 +44,9 @@ struct ReuseOptions {
   // Graph latencies for the scheduler; 0 = proportional to capacity.
   double prefill_latency_ms = 0.0;
   double recompute_latency_ms = 0.0;
+  // Share packed weights and threads with other sessions of the same model (null = own).
+  std::shared_ptr<const model::PackedWeights> shared_weights;
+  std::shared_ptr<ThreadPool> shared_pool;
 };
 
 struct PromptSegment {

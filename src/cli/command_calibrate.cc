@@ -1,0 +1,100 @@
+// `reprise calibrate`: profiles the prefill and recompute graphs at capacities that are
+// multiples of 32 and keeps the chosen Lp and Ls for this model and machine (DESIGN.md §4).
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/commands.h"
+#include "cli/paths.h"
+#include "engine/calibration.h"
+#include "workload/named_workload.h"
+
+namespace reprise::cli {
+namespace {
+
+class CalibrateCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    CLI::App* sub = app.add_subcommand(
+        "calibrate", "Profile graph latencies and choose the prefill and recompute capacities");
+    sub->add_option("-m,--model", model_path_, "GGUF model file")->required();
+    sub->add_option("--workload", workload_,
+                    "Take the length distribution from this workload (docqa, chat, skills); "
+                    "default: a generic spread");
+    sub->add_option("--data", data_dir_, "The shared data folder (for --workload)");
+    sub->add_option("--max-capacity", options_.max_capacity, "Largest capacity profiled")
+        ->default_val(512)
+        ->check(CLI::Range(32, 4096));
+    sub->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
+        ->default_val(0);
+    sub->add_option("-r,--repetitions", options_.repetitions, "Runs per point (median)")
+        ->default_val(3);
+    return sub;
+  }
+
+  int Run() override {
+    Result<std::unique_ptr<engine::LoadedModel>> model = engine::LoadedModel::Load(model_path_);
+    if (!model.ok()) return PrintError("calibrate", model.error());
+    if (!workload_.empty()) {
+      Status status = LengthsFromWorkload(**model);
+      if (!status.ok()) return PrintError("calibrate", status);
+    }
+    std::fprintf(stderr, "profiling capacities 32..%d (this takes a while)\n",
+                 options_.max_capacity);
+    Result<engine::Calibration> c = engine::Calibrate(**model, options_);
+    if (!c.ok()) return PrintError("calibrate", c.error());
+    std::printf("model %s\nmachine %s\n\n%9s %14s %16s\n", model_path_.c_str(), c->machine.c_str(),
+                "capacity", "prefill ms", "recompute ms");
+    for (const auto& [capacity, t] : c->prefill_ms) {
+      std::printf("%9d %14.2f %16.2f\n", capacity, t, c->recompute_ms.at(capacity));
+    }
+    const int threads = options_.num_threads > 0 ? options_.num_threads
+                                                 : GetThreadsFromMachine(c->machine);
+    const std::string path = engine::CalibrationPath(CacheDir(), (*model)->fingerprint(), threads);
+    Status saved = engine::SaveCalibration(*c, path);
+    if (!saved.ok()) return PrintError("calibrate", saved);
+    std::printf("\nchosen: prefill capacity Lp = %d, recompute capacity Ls = %d\nsaved %s\n",
+                c->prefill_capacity, c->recompute_capacity, path.c_str());
+    return kExitOk;
+  }
+
+ private:
+  static int GetThreadsFromMachine(const std::string& machine) {
+    // "..., N threads"
+    const size_t comma = machine.rfind(", ");
+    return comma == std::string::npos ? 1 : std::atoi(machine.c_str() + comma + 2);
+  }
+
+  Status LengthsFromWorkload(const engine::LoadedModel& model) {
+    if (data_dir_.empty()) {
+      std::optional<std::string> found = FindSharedDataDir();
+      if (!found) return NotFoundError("no shared data folder (give --data)");
+      data_dir_ = *found;
+    }
+    const tokenizer::Tokenizer& tok = model.tokenizer();
+    workload::WorkloadOptions wl;
+    wl.data_dir = data_dir_;
+    wl.num_queries = 50;
+    wl.count_tokens = [&tok](std::string_view text) {
+      return static_cast<int>(tok.Encode(text, tokenizer::EncodeOptions{false, false}).size());
+    };
+    REPRISE_ASSIGN_OR_RETURN(workload::Workload work, workload::BuildNamedWorkload(workload_, wl));
+    // Reused pieces are context segments; new pieces are the questions (and, cold, everything).
+    for (const workload::Request& r : work.requests) {
+      for (const workload::Segment& s : r.segments) {
+        const int n = std::max(1, wl.count_tokens(s.text));
+        if (workload::IsContextRole(s.role)) options_.recompute_lengths[n] += 1;
+        else options_.prefill_lengths[n] += 1;
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::string model_path_, workload_, data_dir_;
+  engine::CalibrationOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewCalibrateCommand() { return std::make_unique<CalibrateCommand>(); }
+
+}  // namespace reprise::cli

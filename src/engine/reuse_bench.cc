@@ -1,0 +1,321 @@
+#include "engine/reuse_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/cpu_features.h"
+#include "engine/calibration.h"
+#include "engine/sampler.h"
+#include "kv/memory_chunk_cache.h"
+#include "workload/named_workload.h"
+
+namespace reprise::engine {
+namespace {
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double index = p * static_cast<double>(values.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(index));
+  const size_t hi = std::min(values.size() - 1, lo + 1);
+  return values[lo] + (values[hi] - values[lo]) * (index - static_cast<double>(lo));
+}
+
+// Greedy continuation of `count` tokens from the session's current logits.
+Result<std::vector<int32_t>> Continue(ReuseSession& session, int count) {
+  std::vector<int32_t> out;
+  std::span<const float> logits = session.logits();
+  for (int i = 0; i < count; ++i) {
+    const int32_t token = Argmax(logits);
+    out.push_back(token);
+    if (i + 1 == count) break;
+    REPRISE_ASSIGN_OR_RETURN(logits, session.Decode(token));
+  }
+  return out;
+}
+
+struct MethodRun {
+  ReuseMethod method;
+  std::unique_ptr<kv::MemoryChunkCache> cache;
+  std::unique_ptr<ReuseSession> session;
+  MethodStats stats;
+  double kl_sum = 0, top1_sum = 0, continuation_sum = 0;
+  double match_sum = 0, prep_sum = 0, compute_sum = 0, store_sum = 0;
+};
+
+}  // namespace
+
+double SoftmaxKl(std::span<const float> p_logits, std::span<const float> q_logits) {
+  auto log_softmax = [](std::span<const float> x) {
+    const double max = *std::max_element(x.begin(), x.end());
+    double sum = 0;
+    for (float v : x) sum += std::exp(v - max);
+    const double log_sum = max + std::log(sum);
+    std::vector<double> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] - log_sum;
+    return out;
+  };
+  const std::vector<double> lp = log_softmax(p_logits), lq = log_softmax(q_logits);
+  double kl = 0;
+  for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
+  return std::max(0.0, kl);
+}
+
+Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
+                                       const std::function<void(const std::string&)>& log) {
+  auto say = [&](const std::string& line) {
+    if (log) log(line);
+  };
+  if (options.methods.empty()) return InvalidArgumentError("no methods to run");
+  if (options.continuation_tokens < 1) return InvalidArgumentError("continuation must be >= 1");
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model, LoadedModel::Load(options.model_path));
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  const int context = std::min(options.reuse.context_tokens, model->config().context_length);
+
+  workload::WorkloadOptions wl;
+  wl.data_dir = options.data_dir;
+  wl.num_queries = options.num_queries;
+  wl.top_chunks = options.top_chunks;
+  wl.chunk_tokens = options.chunk_tokens;
+  wl.max_prompt_tokens = options.max_prompt_tokens > 0
+                             ? options.max_prompt_tokens
+                             : context - options.continuation_tokens - 8;
+  wl.count_tokens = [&tok](std::string_view text) {
+    return static_cast<int>(tok.Encode(text, tokenizer::EncodeOptions{false, false}).size());
+  };
+  REPRISE_ASSIGN_OR_RETURN(workload::Workload work,
+                           workload::BuildNamedWorkload(options.workload, wl));
+  say("workload " + work.name + ": " + std::to_string(work.requests.size()) + " requests");
+
+  ReuseOptions tuned = options.reuse;
+  std::string calibration_note = "(given)";
+  if (!options.calibration_dir.empty() && !options.keep_capacities) {
+    const int threads = tuned.num_threads > 0 ? tuned.num_threads : GetCpuFeatures().num_usable_cores;
+    Result<Calibration> calibration = LoadCalibration(
+        CalibrationPath(options.calibration_dir, model->fingerprint(), threads));
+    if (calibration.ok()) {
+      tuned.prefill_capacity = calibration->prefill_capacity;
+      tuned.recompute_capacity = calibration->recompute_capacity;
+      tuned.prefill_latency_ms = calibration->PrefillMs(calibration->prefill_capacity);
+      tuned.recompute_latency_ms = calibration->RecomputeMs(calibration->recompute_capacity);
+      calibration_note = "(calibrated)";
+    } else {
+      calibration_note = "(defaults; run `reprise calibrate` to tune)";
+    }
+  }
+
+  // The oracle (full prefill) always runs, for quality; it is also the `none` method.
+  std::vector<ReuseMethod> methods = options.methods;
+  if (std::find(methods.begin(), methods.end(), ReuseMethod::kNone) == methods.end()) {
+    methods.insert(methods.begin(), ReuseMethod::kNone);
+  }
+  std::vector<MethodRun> runs;
+  std::shared_ptr<const model::PackedWeights> weights;
+  std::shared_ptr<ThreadPool> pool;
+  for (ReuseMethod method : methods) {
+    MethodRun run;
+    run.method = method;
+    run.stats.method = ReuseMethodName(method);
+    ReuseOptions reuse = tuned;
+    reuse.method = method;
+    reuse.context_tokens = context;
+    reuse.chunk_tokens = std::min(reuse.chunk_tokens, options.chunk_tokens);
+    reuse.shared_weights = weights;
+    reuse.shared_pool = pool;
+    if (method != ReuseMethod::kNone) {
+      run.cache = std::make_unique<kv::MemoryChunkCache>(options.cache_budget_mb << 20);
+    }
+    REPRISE_ASSIGN_OR_RETURN(run.session, ReuseSession::Create(*model, reuse, run.cache.get()));
+    weights = run.session->backend().shared_weights();
+    pool = run.session->backend().shared_pool();
+    runs.push_back(std::move(run));
+  }
+
+  if (options.warm_corpus || options.warm_retrieved_only) {
+    std::vector<workload::Segment> warm = work.collection;
+    if (options.warm_retrieved_only) {
+      warm.clear();
+      std::set<std::string> seen;
+      for (const workload::Request& r : work.requests) {
+        for (const workload::Segment& s : r.segments) {
+          if (workload::IsContextRole(s.role) && seen.insert(s.source_id).second) warm.push_back(s);
+        }
+      }
+    }
+    say("warming the caches with " + std::to_string(warm.size()) + " collection segments");
+    for (MethodRun& run : runs) {
+      if (!run.cache) continue;
+      for (const workload::Segment& segment : warm) {
+        const PromptSegment one[] = {{segment.role, segment.text}};
+        REPRISE_RETURN_IF_ERROR(run.session->Prefill(one));
+        REPRISE_RETURN_IF_ERROR(run.session->StoreChunks());
+      }
+    }
+  }
+
+  ReuseBenchResult result;
+  result.calibration = "Lp " + std::to_string(tuned.prefill_capacity) + ", Ls " +
+                       std::to_string(tuned.recompute_capacity) + ", r " +
+                       std::to_string(tuned.recompute_ratio).substr(0, 5) + " " + calibration_note;
+  result.workload = work.name + (options.warm_corpus           ? " (warm corpus)"
+                                 : options.warm_retrieved_only ? " (retrieved documents pre-cached)"
+                                                               : "");
+  result.model = options.model_path;
+  result.workload_stats = workload::FormatWorkloadStats(work.stats);
+  double prompt_tokens = 0;
+  for (size_t q = 0; q < work.requests.size(); ++q) {
+    std::vector<PromptSegment> segments;
+    for (const workload::Segment& s : work.requests[q].segments) segments.push_back({s.role, s.text});
+    std::vector<float> oracle_logits;
+    std::vector<int32_t> oracle_continuation;
+    for (MethodRun& run : runs) {
+      REPRISE_ASSIGN_OR_RETURN(PrefillReport report, run.session->Prefill(segments));
+      const std::vector<float> logits(run.session->logits().begin(), run.session->logits().end());
+      REPRISE_ASSIGN_OR_RETURN(double store_ms, run.session->StoreChunks());
+      REPRISE_ASSIGN_OR_RETURN(std::vector<int32_t> continuation,
+                               Continue(*run.session, options.continuation_tokens));
+      if (run.method == ReuseMethod::kNone) {
+        oracle_logits = logits;
+        oracle_continuation = continuation;
+        prompt_tokens += report.prompt_tokens;
+      }
+      MethodStats& st = run.stats;
+      ++st.queries;
+      st.ttft_ms.push_back(report.ttft_ms);
+      st.tokens_prefix += report.tokens_prefix;
+      st.tokens_nonprefix += report.tokens_nonprefix;
+      st.tokens_recomputed += report.tokens_recomputed;
+      st.tokens_new += report.tokens_new;
+      run.match_sum += report.match_ms;
+      run.prep_sum += report.kv_prep_ms;
+      run.compute_sum += report.compute_ms;
+      run.store_sum += store_ms;
+      run.kl_sum += SoftmaxKl(oracle_logits, logits);
+      run.top1_sum += Argmax(oracle_logits) == Argmax(logits);
+      int agree = 0;
+      while (agree < options.continuation_tokens &&
+             continuation[static_cast<size_t>(agree)] == oracle_continuation[static_cast<size_t>(agree)]) {
+        ++agree;
+      }
+      run.continuation_sum += static_cast<double>(agree) / options.continuation_tokens;
+      if (options.verbose) {
+        char line[256];
+        std::snprintf(line, sizeof(line), "query %zu %-6s TTFT %8.1f ms  %s", q,
+                      ReuseMethodName(run.method), report.ttft_ms, report.plan.c_str());
+        say(line);
+        if (!report.schedule.empty()) say(report.schedule);
+      }
+    }
+    char line[160];
+    std::snprintf(line, sizeof(line), "query %zu/%zu done (%d prompt tokens)", q + 1,
+                  work.requests.size(), static_cast<int>(prompt_tokens / static_cast<double>(q + 1)));
+    say(line);
+  }
+  const double none_mean = [&] {
+    for (MethodRun& run : runs) {
+      if (run.method == ReuseMethod::kNone && !run.stats.ttft_ms.empty()) {
+        double s = 0;
+        for (double t : run.stats.ttft_ms) s += t;
+        return s / static_cast<double>(run.stats.ttft_ms.size());
+      }
+    }
+    return 0.0;
+  }();
+  for (MethodRun& run : runs) {
+    if (std::find(options.methods.begin(), options.methods.end(), run.method) ==
+        options.methods.end()) {
+      continue;  // the oracle was added for quality only
+    }
+    MethodStats& st = run.stats;
+    const double n = std::max(1, st.queries);
+    double sum = 0;
+    for (double t : st.ttft_ms) sum += t;
+    st.ttft_ms_mean = sum / n;
+    st.ttft_ms_p50 = Percentile(st.ttft_ms, 0.5);
+    st.ttft_ms_p90 = Percentile(st.ttft_ms, 0.9);
+    st.speedup_vs_none = st.ttft_ms_mean > 0 ? none_mean / st.ttft_ms_mean : 0;
+    st.kl_mean = run.kl_sum / n;
+    st.top1_agreement = run.top1_sum / n;
+    st.continuation_agreement = run.continuation_sum / n;
+    st.match_ms_mean = run.match_sum / n;
+    st.kv_prep_ms_mean = run.prep_sum / n;
+    st.compute_ms_mean = run.compute_sum / n;
+    st.overhead_ms_mean = st.match_ms_mean + st.kv_prep_ms_mean;
+    st.store_ms_mean = run.store_sum / n;
+    if (run.cache) {
+      const kv::ChunkCacheStats cs = run.cache->stats();
+      st.cache_chunks = cs.num_chunks;
+      st.cache_bytes = cs.bytes;
+      st.cache_evictions = cs.evictions;
+    }
+    result.methods.push_back(st);
+  }
+  result.queries = static_cast<int>(work.requests.size());
+  result.prompt_tokens_mean = prompt_tokens / std::max<double>(1, result.queries);
+  return result;
+}
+
+std::string ReuseBenchResult::ToJson() const {
+  nlohmann::json j;
+  j["workload"] = workload;
+  j["model"] = model;
+  j["queries"] = queries;
+  j["prompt_tokens_mean"] = prompt_tokens_mean;
+  j["graphs"] = calibration;
+  nlohmann::json m = nlohmann::json::object();
+  for (const MethodStats& s : methods) {
+    m[s.method] = {{"ttft_ms_mean", s.ttft_ms_mean},
+                   {"ttft_ms_p50", s.ttft_ms_p50},
+                   {"ttft_ms_p90", s.ttft_ms_p90},
+                   {"speedup_vs_none", s.speedup_vs_none},
+                   {"kl_mean", s.kl_mean},
+                   {"top1_agreement", s.top1_agreement},
+                   {"continuation_agreement", s.continuation_agreement},
+                   {"tokens_prefix", s.tokens_prefix},
+                   {"tokens_nonprefix", s.tokens_nonprefix},
+                   {"tokens_recomputed", s.tokens_recomputed},
+                   {"tokens_new", s.tokens_new},
+                   {"overhead_ms_mean", s.overhead_ms_mean},
+                   {"match_ms_mean", s.match_ms_mean},
+                   {"kv_prep_ms_mean", s.kv_prep_ms_mean},
+                   {"compute_ms_mean", s.compute_ms_mean},
+                   {"store_ms_mean", s.store_ms_mean},
+                   {"cache_chunks", s.cache_chunks},
+                   {"cache_bytes", s.cache_bytes}};
+  }
+  j["methods"] = m;
+  return j.dump(2);
+}
+
+std::string ReuseBenchResult::ToText() const {
+  std::string s;
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "workload %s, %d queries, %.0f prompt tokens on average\nmodel %s\ngraphs %s\n\n",
+                workload.c_str(), queries, prompt_tokens_mean, model.c_str(), calibration.c_str());
+  s += line;
+  std::snprintf(line, sizeof(line), "%-7s %9s %9s %9s %8s %9s %6s %6s %7s %7s %7s %7s %8s %8s\n",
+                "method", "TTFT ms", "p50", "p90", "speedup", "KL", "top1", "cont", "prefix",
+                "reused", "recomp", "new", "overhd%", "compute");
+  s += line;
+  for (const MethodStats& m : methods) {
+    std::snprintf(line, sizeof(line),
+                  "%-7s %9.1f %9.1f %9.1f %7.2fx %9.5f %6.3f %6.3f %7lld %7lld %7lld %7lld %7.2f%% %8.1f\n",
+                  m.method.c_str(), m.ttft_ms_mean, m.ttft_ms_p50, m.ttft_ms_p90,
+                  m.speedup_vs_none, m.kl_mean, m.top1_agreement, m.continuation_agreement,
+                  static_cast<long long>(m.tokens_prefix), static_cast<long long>(m.tokens_nonprefix),
+                  static_cast<long long>(m.tokens_recomputed), static_cast<long long>(m.tokens_new),
+                  m.ttft_ms_mean > 0 ? 100.0 * m.overhead_ms_mean / m.ttft_ms_mean : 0.0,
+                  m.compute_ms_mean);
+    s += line;
+  }
+  s += "\n(tokens are totals over the run; reused = non-prefix reused and not recomputed; "
+       "overhead = matching + KV preparation as a share of TTFT)\n";
+  s += "\n" + workload_stats;
+  return s;
+}
+
+}  // namespace reprise::engine

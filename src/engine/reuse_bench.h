@@ -1,0 +1,79 @@
+// `reprise bench reuse`: TTFT and quality of the reuse methods on a real workload (docqa,
+// chat, skills; DESIGN.md §8).
+//
+// Every method gets its own chunk cache, warmed only by the earlier queries of the same run
+// (no peeking; `warm_corpus` is an explicit exception that pre-computes a RAG corpus). The
+// methods run query by query, interleaved, so that machine noise hits them alike. Quality
+// is measured against a full prefill of the same prompt: KL divergence of the next-token
+// distribution, top-1 agreement, and agreement of a greedy continuation.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/reuse_session.h"
+
+namespace reprise::engine {
+
+struct ReuseBenchOptions {
+  std::string model_path;
+  std::string data_dir;  // the shared data folder (holds workloads/)
+  std::string workload = "docqa";
+  std::vector<ReuseMethod> methods = {ReuseMethod::kNone, ReuseMethod::kPrefix,
+                                      ReuseMethod::kFull, ReuseMethod::kBlend};
+  int num_queries = 20;
+  int top_chunks = 6;
+  int chunk_tokens = 512;
+  int max_prompt_tokens = 0;  // 0 = the model's context less the continuation
+  int continuation_tokens = 16;
+  int64_t cache_budget_mb = 2048;
+  bool warm_corpus = false;  // pre-compute the workload's collection (a cached RAG corpus)
+  // Pre-compute only the documents the queries will retrieve (a user's own, already cached
+  // library; for demos — it knows the future, so it is reported as such).
+  bool warm_retrieved_only = false;
+  bool verbose = false;      // per query: plan and schedule
+  ReuseOptions reuse;        // capacities, ratio, check layer, ... (method is set per run)
+  // Where calibrations are kept; when one exists for this model and machine, its Lp, Ls and
+  // latencies replace those of `reuse` (unless `keep_capacities`).
+  std::string calibration_dir;
+  bool keep_capacities = false;
+};
+
+struct MethodStats {
+  std::string method;
+  int queries = 0;
+  double ttft_ms_mean = 0, ttft_ms_p50 = 0, ttft_ms_p90 = 0;
+  double speedup_vs_none = 0;
+  double kl_mean = 0, top1_agreement = 0, continuation_agreement = 0;
+  int64_t tokens_prefix = 0, tokens_nonprefix = 0, tokens_recomputed = 0, tokens_new = 0;
+  double match_ms_mean = 0, kv_prep_ms_mean = 0, compute_ms_mean = 0;
+  double overhead_ms_mean = 0;  // matching + KV preparation (not hidden by compute)
+  double store_ms_mean = 0;     // after the first token, off the TTFT path
+  int64_t cache_chunks = 0, cache_bytes = 0, cache_evictions = 0;
+  std::vector<double> ttft_ms;  // per query
+};
+
+struct ReuseBenchResult {
+  std::string calibration;  // "Lp 128, Ls 256 (calibrated)" or "(defaults)"
+  std::string workload;
+  std::string model;
+  int queries = 0;
+  double prompt_tokens_mean = 0;
+  std::string workload_stats;
+  std::vector<MethodStats> methods;  // in the order asked
+
+  std::string ToJson() const;
+  std::string ToText() const;
+};
+
+// Errors: those of loading the model and building the workload; InvalidArgument.
+Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
+                                       const std::function<void(const std::string&)>& log = {});
+
+// KL(p || q) of the softmax distributions of two logit rows, in nats.
+double SoftmaxKl(std::span<const float> p_logits, std::span<const float> q_logits);
+
+}  // namespace reprise::engine
