@@ -50,6 +50,9 @@ struct ChunkEntry {
   ContentHash content = 0;
   bool exact = false;      // KV equals a full prefill of the path from the root
   std::vector<int32_t> tokens;
+  // The chunk's text (detokenized), for the keyword index of the persistent store; may be
+  // empty.
+  std::string text;
   // Shared so that a request that found the chunk keeps its KV alive while the cache may
   // evict the entry concurrently.
   std::shared_ptr<const ChunkKv> kv;
