@@ -90,8 +90,9 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
       reuse::PromptChunk chunk;
       chunk.begin = static_cast<int>(prompt_.size() + begin);
       chunk.end = static_cast<int>(prompt_.size() + end);
-      chunk.content = kv::HashTokens(
-          fingerprint_, std::span<const int32_t>(ids.data() + begin, end - begin));
+      const std::span<const int32_t> chunk_ids(ids.data() + begin, end - begin);
+      chunk.content = kv::HashTokens(fingerprint_, chunk_ids);
+      chunk.text = tok.Decode(chunk_ids, tokenizer::DecodeOptions{true, false});
       chunks_.push_back(chunk);
     }
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
@@ -269,6 +270,7 @@ Result<double> ReuseSession::StoreChunks() {
     entry->content = c.content;
     entry->exact = c.end <= first_inexact_token_;
     entry->tokens.assign(prompt_.begin() + c.begin, prompt_.begin() + c.end);
+    entry->text = c.text;
     entry->kv = std::make_shared<kv::ChunkKv>(
         ExtractChunkKv(backend_->kv_cache(), c.begin, c.end - c.begin));
     Status status = cache_->Insert(std::move(entry));

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -49,8 +50,11 @@ class ChunkCache {
   // An entry with this content (the most recently used one, exact ones first), or null.
   virtual std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) = 0;
 
-  // Entries sharing rare tokens with `tokens`, best first, at most `max_candidates`.
+  // Entries likely to share a long span with a prompt chunk (shared rare tokens, or rare
+  // words of its `text` where the implementation indexes text), best first, at most
+  // `max_candidates`. `text` may be empty.
   virtual std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
+                                                     std::string_view text,
                                                      int max_candidates) = 0;
 
   virtual ChunkCacheStats stats() = 0;

@@ -97,6 +97,7 @@ std::shared_ptr<const ChunkEntry> MemoryChunkCache::FindByContent(ContentHash co
 }
 
 std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int32_t> tokens,
+                                                             std::string_view /*text*/,
                                                              int max_candidates) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<ChunkCandidate> out;

@@ -23,7 +23,9 @@ class MemoryChunkCache : public ChunkCache {
   std::shared_ptr<const ChunkEntry> Find(ChunkId id) override;
   std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) override;
   std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) override;
+  // Ranks by shared rare tokens; `text` is not used.
   std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
+                                             std::string_view text,
                                              int max_candidates) override;
   ChunkCacheStats stats() override;
 

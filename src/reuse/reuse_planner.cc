@@ -158,7 +158,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       const auto unmatched = prompt.subspan(static_cast<size_t>(begin),
                                             static_cast<size_t>(c.end - begin));
       for (const kv::ChunkCandidate& candidate :
-           cache.FindCandidates(unmatched, options.max_candidates)) {
+           cache.FindCandidates(unmatched, c.text, options.max_candidates)) {
         auto entry = cache.Find(candidate.id);
         if (entry && entry->kv) candidates.push_back(std::move(entry));
       }
