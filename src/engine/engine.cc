@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "base/cpu_features.h"
+#include "engine/calibration.h"
 #include "engine/generator.h"
-#include "engine/graph_backend.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
+#include "engine/reuse_session.h"
+#include "kv/memory_chunk_cache.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -17,22 +20,42 @@ Engine::~Engine() = default;
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   if (options.model_path.empty()) return InvalidArgumentError("no model file given");
   if (options.context_tokens < 0) return InvalidArgumentError("context size must be >= 0");
+  REPRISE_ASSIGN_OR_RETURN(engine::ReuseMethod method, engine::ParseReuseMethod(options.reuse));
   std::unique_ptr<Engine> engine(new Engine());
   REPRISE_ASSIGN_OR_RETURN(engine->model_, engine::LoadedModel::Load(options.model_path));
   const int context = options.context_tokens > 0
                           ? options.context_tokens
                           : std::min(engine->model_->config().context_length, 4096);
   if (options.use_reference) {
-    REPRISE_ASSIGN_OR_RETURN(engine->backend_,
+    REPRISE_ASSIGN_OR_RETURN(engine->reference_,
                              engine::ReferenceBackend::Create(*engine->model_, context));
-  } else {
-    engine::GraphBackendOptions graph_options;
-    graph_options.context_tokens = context;
-    graph_options.num_threads = options.num_threads;
-    if (options.prefill_capacity > 0) graph_options.prefill_capacity = options.prefill_capacity;
-    REPRISE_ASSIGN_OR_RETURN(engine->backend_,
-                             engine::GraphBackend::Create(*engine->model_, graph_options));
+    return engine;
   }
+  engine::ReuseOptions reuse;
+  reuse.method = method;
+  reuse.context_tokens = context;
+  reuse.num_threads = options.num_threads;
+  reuse.recompute_ratio = options.recompute_ratio;
+  if (!options.calibration_dir.empty()) {
+    const int threads =
+        options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;
+    Result<engine::Calibration> calibration = engine::LoadCalibration(engine::CalibrationPath(
+        options.calibration_dir, engine->model_->fingerprint(), threads));
+    if (calibration.ok()) {
+      reuse.prefill_capacity = calibration->prefill_capacity;
+      reuse.recompute_capacity = calibration->recompute_capacity;
+      reuse.prefill_latency_ms = calibration->PrefillMs(reuse.prefill_capacity);
+      reuse.recompute_latency_ms = calibration->RecomputeMs(reuse.recompute_capacity);
+    }
+  }
+  if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
+  if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
+  if (method != engine::ReuseMethod::kNone) {
+    if (options.cache_mb <= 0) return InvalidArgumentError("cache size must be positive");
+    engine->cache_ = std::make_unique<kv::MemoryChunkCache>(options.cache_mb << 20);
+  }
+  REPRISE_ASSIGN_OR_RETURN(engine->session_, engine::ReuseSession::Create(*engine->model_, reuse,
+                                                                          engine->cache_.get()));
   return engine;
 }
 
@@ -46,34 +69,77 @@ std::vector<TokenPiece> Engine::Tokenize(std::string_view text, bool add_special
   return out;
 }
 
+namespace {
+
+// The prompt as segments: given ones, one per chat message (the template's markers parsed
+// as special tokens) plus the assistant header, or the plain prompt.
+std::vector<engine::PromptSegment> BuildSegments(const GenerateRequest& request,
+                                                 tokenizer::ChatFormat format) {
+  std::vector<engine::PromptSegment> segments;
+  if (!request.segments.empty()) {
+    for (const Segment& s : request.segments) segments.push_back({s.role, s.text, false});
+    return segments;
+  }
+  if (request.chat || !request.messages.empty()) {
+    std::vector<tokenizer::ChatMessage> messages;
+    for (const ChatTurn& turn : request.messages) messages.push_back({turn.role, turn.content});
+    if (messages.empty()) messages.push_back({"user", request.prompt});
+    for (const tokenizer::ChatMessage& m : messages) {
+      segments.push_back({m.role, tokenizer::FormatChat(format, std::span(&m, 1), false), true});
+    }
+    segments.push_back({"assistant", tokenizer::FormatChat(format, {}, true), true});
+    return segments;
+  }
+  segments.push_back({"prompt", request.prompt, false});
+  return segments;
+}
+
+}  // namespace
+
 Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
                                         const std::function<bool(std::string_view)>& on_text) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   GenerateResult result;
-  bool is_chat = request.chat || !request.messages.empty();
-  if (is_chat) {
-    std::vector<tokenizer::ChatMessage> messages;
-    for (const ChatTurn& turn : request.messages) messages.push_back({turn.role, turn.content});
-    if (messages.empty()) messages.push_back({"user", request.prompt});
-    const std::string text = tokenizer::FormatChat(model_->chat_format(), messages, true);
-    result.prompt_tokens = tok.Encode(text, tokenizer::EncodeOptions{true, true});
-  } else {
-    result.prompt_tokens = tok.Encode(request.prompt, tokenizer::EncodeOptions{true, false});
-  }
   engine::GenerationOptions options;
   options.max_new_tokens = request.max_new_tokens;
   options.sampling = engine::SamplerOptions{request.temperature, request.top_k, request.top_p,
                                             request.seed};
   // A completion continues the prompt's text, so the first token keeps its leading space.
   options.strip_leading_space = false;
-  backend_->Truncate(0);
+  REPRISE_RETURN_IF_ERROR(engine::Sampler::Create(options.sampling));
   auto collect = [&](std::string_view text) {
     result.text.append(text);
     return on_text ? on_text(text) : true;
   };
-  REPRISE_ASSIGN_OR_RETURN(engine::GenerationStats stats,
-                           engine::Generate(*backend_, tok, result.prompt_tokens, options, collect,
-                                            &result.generated_tokens));
+  engine::GenerationStats stats;
+  const std::vector<engine::PromptSegment> segments = BuildSegments(request, model_->chat_format());
+  if (reference_) {
+    for (const engine::PromptSegment& s : segments) {
+      std::vector<int32_t> ids = tok.Encode(s.text, tokenizer::EncodeOptions{false, s.parse_special});
+      if (result.prompt_tokens.empty() && tok.vocab().add_bos && tok.bos_id()) {
+        result.prompt_tokens.push_back(*tok.bos_id());
+      }
+      result.prompt_tokens.insert(result.prompt_tokens.end(), ids.begin(), ids.end());
+    }
+    reference_->Truncate(0);
+    REPRISE_ASSIGN_OR_RETURN(stats, engine::Generate(*reference_, tok, result.prompt_tokens,
+                                                     options, collect, &result.generated_tokens));
+    result.tokens_new = static_cast<int>(result.prompt_tokens.size());
+  } else {
+    REPRISE_ASSIGN_OR_RETURN(engine::PrefillReport report, session_->Prefill(segments));
+    result.prompt_tokens = session_->prompt_tokens();
+    stats.prompt_tokens = report.prompt_tokens;
+    stats.prefill_ms = report.ttft_ms;
+    result.tokens_prefix = report.tokens_prefix;
+    result.tokens_reused = report.tokens_nonprefix;
+    result.tokens_recomputed = report.tokens_recomputed;
+    result.tokens_new = report.tokens_new;
+    REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(session_->backend(), tok, session_->logits(),
+                                                 options, collect, &result.generated_tokens,
+                                                 stats));
+    // After the reply: storing chunks is never on the time-to-first-token path.
+    REPRISE_RETURN_IF_ERROR(session_->StoreChunks());
+  }
   result.ttft_ms = stats.prefill_ms;
   result.decode_tokens_per_second =
       stats.generated_tokens > 1 && stats.decode_ms > 0
@@ -84,10 +150,17 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
 }
 
 std::string Engine::Describe() const {
-  return model_->config().Summary() + "; backend " + backend_->name() + ", context " +
-         std::to_string(backend_->capacity_tokens()) + " tokens";
+  if (reference_) {
+    return model_->config().Summary() + "; backend " + reference_->name() + ", context " +
+           std::to_string(reference_->capacity_tokens()) + " tokens";
+  }
+  return model_->config().Summary() + "; backend " + session_->backend().name() + ", context " +
+         std::to_string(session_->backend().capacity_tokens()) + " tokens, reuse " +
+         engine::ReuseMethodName(session_->options().method);
 }
 
-int Engine::context_tokens() const { return backend_->capacity_tokens(); }
+int Engine::context_tokens() const {
+  return reference_ ? reference_->capacity_tokens() : session_->backend().capacity_tokens();
+}
 
 }  // namespace reprise

@@ -27,16 +27,27 @@ Result<GenerationStats> Generate(InferenceBackend& backend, const tokenizer::Tok
                                 " fit in the context (" + std::to_string(backend.capacity_tokens()) +
                                 " tokens); shorten it or raise the context size");
   }
-  REPRISE_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(options.sampling));
+  REPRISE_RETURN_IF_ERROR(Sampler::Create(options.sampling));  // reject bad options first
   GenerationStats stats;
   stats.prompt_tokens = static_cast<int>(prompt.size());
-  tokenizer::StreamingDecoder decoder(
-      tokenizer, tokenizer::DecodeOptions{true, options.strip_leading_space});
 
-  auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   REPRISE_ASSIGN_OR_RETURN(std::span<const float> logits, backend.Append(prompt));
   stats.prefill_ms = MillisecondsSince(start);
-  start = std::chrono::steady_clock::now();
+  REPRISE_RETURN_IF_ERROR(GenerateFrom(backend, tokenizer, logits, options, on_text, generated, stats));
+  return stats;
+}
+
+Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& tokenizer,
+                    std::span<const float> first_logits, const GenerationOptions& options,
+                    const TextCallback& on_text, std::vector<int32_t>* generated,
+                    GenerationStats& stats) {
+  if (options.max_new_tokens < 0) return InvalidArgumentError("max new tokens must be >= 0");
+  REPRISE_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(options.sampling));
+  tokenizer::StreamingDecoder decoder(
+      tokenizer, tokenizer::DecodeOptions{true, options.strip_leading_space});
+  std::span<const float> logits = first_logits;
+  const auto start = std::chrono::steady_clock::now();
   stats.stop_reason = "length";
   for (int i = 0; i < options.max_new_tokens; ++i) {
     const int32_t token = sampler.Sample(logits);
@@ -62,7 +73,7 @@ Result<GenerationStats> Generate(InferenceBackend& backend, const tokenizer::Tok
   const std::string rest = decoder.Flush();
   if (!rest.empty() && on_text) on_text(rest);
   stats.decode_ms = MillisecondsSince(start);
-  return stats;
+  return Status::Ok();
 }
 
 }  // namespace reprise::engine

@@ -36,6 +36,14 @@ struct GenerationStats {
 // Streams text as it becomes complete (UTF-8 safe); returning false stops generation.
 using TextCallback = std::function<bool(std::string_view text)>;
 
+// Generates from `first_logits`, the logits after the last token `backend` holds (a prompt
+// already run, e.g. by a ReuseSession). `stats` gets the generation figures (prefill_ms is
+// left as it is).
+Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& tokenizer,
+                    std::span<const float> first_logits, const GenerationOptions& options,
+                    const TextCallback& on_text, std::vector<int32_t>* generated,
+                    GenerationStats& stats);
+
 // Runs `prompt` (appended to whatever `backend` already holds) and generates.
 // `generated` (optional) receives the sampled ids, including a final end-of-generation token.
 // Errors: InvalidArgument (empty prompt, prompt longer than the free context, bad options),

@@ -83,7 +83,8 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
   chunks_.clear();
   for (size_t s = 0; s < segments.size(); ++s) {
     std::vector<int32_t> ids =
-        tok.Encode(segments[s].text, tokenizer::EncodeOptions{/*add_special=*/false, false});
+        tok.Encode(segments[s].text,
+                   tokenizer::EncodeOptions{/*add_special=*/false, segments[s].parse_special});
     if (s == 0 && tok.vocab().add_bos && tok.bos_id()) ids.insert(ids.begin(), *tok.bos_id());
     for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(options_.chunk_tokens)) {
       const size_t end = std::min(ids.size(), begin + static_cast<size_t>(options_.chunk_tokens));
@@ -100,8 +101,8 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
   if (prompt_.empty()) return InvalidArgumentError("the prompt is empty");
   if (static_cast<int>(prompt_.size()) > backend_->capacity_tokens()) {
     return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
-                                " tokens but the context holds " +
-                                std::to_string(backend_->capacity_tokens()));
+                                " tokens but only " + std::to_string(backend_->capacity_tokens()) +
+                                " fit in the context; shorten it or raise the context size");
   }
   return Status::Ok();
 }

@@ -52,6 +52,8 @@ struct ReuseOptions {
 struct PromptSegment {
   std::string role;
   std::string text;
+  // Turn texts of special tokens (a chat template's markers) into those tokens.
+  bool parse_special = false;
 };
 
 struct PrefillReport {
