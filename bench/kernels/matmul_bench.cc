@@ -206,7 +206,7 @@ void BM_MatMulDecodeCold(benchmark::State& state) {
   state.SetLabel(PackedFormatName(format));
 }
 BENCHMARK(BM_MatMulDecodeCold)
-    ->ArgsProduct({{0, 1, 2}, {576, 1536}, {576}})
+    ->ArgsProduct({{0, 1, 2}, {192, 576, 1536}, {576}})
     ->Args({0, 576, 1536})
     ->Args({1, 576, 1536})
     ->Args({2, 576, 1536})
@@ -215,6 +215,69 @@ BENCHMARK(BM_MatMulDecodeCold)
     ->Args({2, 49152, 576})
     ->UseRealTime()
     ->MinTime(0.3);
+
+// One decode step's matmuls for the whole smollm2-135m stack: 30 layers of q, k, v, o
+// (576x576, 192x576 x2, 576x576), gate, up (1536x576 x2), down (576x1536), then the
+// 49152x576 output, each packed once into one arena (as a model load would) and run in
+// order through the pool, one region per matrix. Weights stream from DRAM as in a real
+// token step. Counters: tok_per_s = 1 / time (matmuls only), GBps = weight bytes / time.
+// Args: format, threads.
+void BM_DecodeStepMatmuls(benchmark::State& state) {
+  const auto format = static_cast<PackedFormat>(state.range(0));
+  auto pool = ThreadPool::Create({.num_threads = static_cast<int>(state.range(1))});
+  REPRISE_CHECK(pool.ok());
+  struct Shape {
+    int64_t n, k;
+  };
+  std::vector<Shape> shapes;
+  for (int layer = 0; layer < 30; ++layer) {
+    for (Shape s : {Shape{576, 576}, Shape{192, 576}, Shape{192, 576}, Shape{576, 576},
+                    Shape{1536, 576}, Shape{1536, 576}, Shape{576, 1536}}) {
+      shapes.push_back(s);
+    }
+  }
+  shapes.push_back({49152, 576});
+  // One random matrix per distinct shape, copied into every slot of the arena.
+  std::map<std::pair<int64_t, int64_t>, Problem> originals;
+  size_t total = 0;
+  for (const Shape& s : shapes) {
+    if (!originals.count({s.n, s.k}))
+      originals.emplace(std::make_pair(s.n, s.k), MakeProblem(format, 1, s.n, s.k));
+    total += PackedMatrixBytes(format, s.n, s.k);
+  }
+  std::vector<uint8_t> arena(total);
+  std::vector<PackedMatrix> matrices;
+  size_t offset = 0;
+  for (const Shape& s : shapes) {
+    const Problem& p = originals.at({s.n, s.k});
+    std::copy(p.packed.begin(), p.packed.end(), arena.begin() + offset);
+    matrices.push_back(PackedMatrix{format, s.n, s.k, arena.data() + offset});
+    offset += p.packed.size();
+  }
+  const Problem& x576 = originals.at({576, 576});
+  const Problem& x1536 = originals.at({576, 1536});
+  std::vector<float> out(49152);
+  const KernelSet& set = BestKernels();
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    for (const PackedMatrix& w : matrices) {
+      const MatMulInput input = w.cols == 1536 ? x1536.Input() : x576.Input();
+      const MatMulOutput output{out.data(), w.rows, false};
+      const int64_t num_groups = (w.rows + kPackRows - 1) / kPackRows;
+      (*pool)->ParallelFor(num_groups, 1, [&](int64_t g0, int64_t g1) {
+        set.matmul(w, input, output, 0, 1, g0 * kPackRows, std::min(w.rows, g1 * kPackRows));
+      });
+    }
+    benchmark::ClobberMemory();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+      static_cast<double>(state.iterations());
+  state.counters["tok_per_s"] = 1.0 / seconds;
+  state.counters["GBps"] = static_cast<double>(total) / seconds * 1e-9;
+  state.SetLabel(PackedFormatName(format));
+}
+BENCHMARK(BM_DecodeStepMatmuls)->ArgsProduct({{0, 1, 2}, {2, 1}})->UseRealTime()->MinTime(1.0);
 
 }  // namespace
 }  // namespace reprise::kernels
