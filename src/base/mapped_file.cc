@@ -62,4 +62,12 @@ void MappedFile::AdviseDontNeed(size_t offset, size_t length) const {
   ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
 }
 
+void MappedFile::AdviseRandom(size_t offset, size_t length) const {
+  if (data_ == nullptr || offset >= size_bytes_) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page;
+  const size_t end = std::min(size_bytes_, offset + length);
+  ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_RANDOM);
+}
+
 }  // namespace reprise

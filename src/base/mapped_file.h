@@ -32,6 +32,10 @@ class MappedFile {
   // resident set (used after weights are repacked into other buffers). Best effort.
   void AdviseDontNeed(size_t offset, size_t length) const;
 
+  // Tells the kernel that [offset, offset + length) is read at random: no read-ahead or
+  // fault-around, so each access maps only its own page. Best effort.
+  void AdviseRandom(size_t offset, size_t length) const;
+
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size_bytes)
       : path_(std::move(path)), data_(data), size_bytes_(size_bytes) {}

@@ -69,7 +69,7 @@ class BenchCommand : public Command {
         ->delimiter(',')
         ->default_str("128,512,2048");
     prefill_->add_option("--prefill-capacity", options_.prefill_capacity,
-                         "Prefill graph capacity (0 = min(length, 512))")
+                         "Prefill graph capacity (0 = min(length, 128))")
         ->default_val(0)
         ->check(CLI::NonNegativeNumber);
     decode_->add_option("-n,--tokens", options_.decode_tokens, "Tokens to generate")
@@ -143,6 +143,9 @@ class BenchCommand : public Command {
         ->default_val(6);
     s->add_option("--chunk-tokens", reuse_options_.chunk_tokens, "Largest chunk, in tokens")
         ->default_val(512);
+    s->add_option("--catalog-skills", reuse_options_.max_catalog_skills,
+                  "skills: list at most this many skills in the shared catalogue (0 = all)")
+        ->default_val(0);
     s->add_option("--max-prompt-tokens", reuse_options_.max_prompt_tokens,
                   "Drop retrieved chunks until prompts fit (0 = the model's context)")
         ->default_val(0);

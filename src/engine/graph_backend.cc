@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/logging.h"
+#include "base/memory_usage.h"
 #include "kernels/kernel_set.h"
 
 namespace reprise::engine {
@@ -25,6 +27,8 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
     REPRISE_ASSIGN_OR_RETURN(b->weights_, model::PackedWeights::Create(model.file(), model.config(),
                                                                        *b->pool_, options.pack));
   }
+  REPRISE_LOG(kDebug) << "weights packed: " << b->weights_->packed_bytes() / 1048576.0
+                      << " MiB; resident " << CurrentRssMb() << " MiB";
   const int prefill_capacity = std::min(options.prefill_capacity, options.context_tokens);
   REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph prefill,
                            model::Compile(*b->weights_, graph::GraphKind::kPrefill,
@@ -68,6 +72,9 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
   b->executor_ = std::make_unique<graph::Executor>(*b->pool_, kernels);
   b->positions_scratch_.resize(static_cast<size_t>(options.context_tokens));
   b->slots_scratch_.resize(static_cast<size_t>(options.context_tokens));
+  REPRISE_LOG(kDebug) << "graphs compiled: arenas " << b->prefill_->arena_bytes() / 1048576.0
+                      << " + " << b->decode_->arena_bytes() / 1048576.0 << " MiB; resident "
+                      << CurrentRssMb() << " MiB";
   b->name_ = std::string("cpu-graphs/") + kernels.name + ", prefill " +
              std::to_string(prefill_capacity) + ", " + std::to_string(b->pool_->num_threads()) +
              " threads";

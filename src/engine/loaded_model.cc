@@ -2,6 +2,9 @@
 
 #include <xxhash.h>
 
+#include "base/logging.h"
+#include "base/memory_usage.h"
+
 namespace reprise::engine {
 
 Result<std::unique_ptr<LoadedModel>> LoadedModel::Load(const std::string& path) {
@@ -34,6 +37,7 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::Load(const std::string& path) 
   }
   m->fingerprint_ = XXH3_64bits_digest(state);
   XXH3_freeState(state);
+  REPRISE_LOG(kDebug) << "model loaded (tokenizer ready): resident " << CurrentRssMb() << " MiB";
   return m;
 }
 

@@ -86,6 +86,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   wl.count_tokens = [&tok](std::string_view text) {
     return static_cast<int>(tok.Encode(text, tokenizer::EncodeOptions{false, false}).size());
   };
+  wl.max_catalog_skills = options.max_catalog_skills;
   REPRISE_ASSIGN_OR_RETURN(workload::Workload work,
                            workload::BuildNamedWorkload(options.workload, wl));
   say("workload " + work.name + ": " + std::to_string(work.requests.size()) + " requests");

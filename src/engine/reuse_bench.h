@@ -29,6 +29,7 @@ struct ReuseBenchOptions {
   int chunk_tokens = 512;
   int max_prompt_tokens = 0;  // 0 = the model's context less the continuation
   int continuation_tokens = 16;
+  int max_catalog_skills = 0;  // skills: cap the shared catalogue (0 = every skill)
   int64_t cache_budget_mb = 2048;
   bool warm_corpus = false;  // pre-compute the workload's collection (a cached RAG corpus)
   // Pre-compute only the documents the queries will retrieve (a user's own, already cached

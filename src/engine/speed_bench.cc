@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/memory_usage.h"
 #include "base/random.h"
 #include "engine/graph_backend.h"
 #include "engine/loaded_model.h"
@@ -49,11 +50,6 @@ Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
 
 }  // namespace
 
-double PeakRssMb() {
-  struct rusage usage;
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
   if (options.repetitions < 1) return InvalidArgumentError("repetitions must be >= 1");
@@ -74,7 +70,7 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
   if (options.run_prefill) {
     for (int length : options.prefill_lengths) {
       const int capacity =
-          options.prefill_capacity > 0 ? options.prefill_capacity : std::min(length, 512);
+          options.prefill_capacity > 0 ? options.prefill_capacity : std::min(length, 128);
       REPRISE_ASSIGN_OR_RETURN(auto backend, MakeBackend(*model, options, length, capacity));
       result.backend = backend->name();
       result.num_threads = backend->num_threads();

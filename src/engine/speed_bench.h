@@ -17,7 +17,7 @@ struct SpeedBenchOptions {
   std::string model_path;
   int num_threads = 0;
   std::vector<int> prefill_lengths = {128, 512, 2048};
-  int prefill_capacity = 0;  // 0 = min(length, 512) for each length
+  int prefill_capacity = 0;  // 0 = min(length, 128) for each length (the engine default)
   int decode_tokens = 64;
   int repetitions = 3;
   bool run_prefill = true;
@@ -43,7 +43,5 @@ struct SpeedBenchResult {
 // Errors: those of loading the model; InvalidArgument for bad options.
 Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options);
 
-// Peak resident set size of this process so far, in MiB.
-double PeakRssMb();
 
 }  // namespace reprise::engine

@@ -210,8 +210,12 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     const int32_t* tokens = ctx.tokens();
     pool.ParallelFor(rows, 8, [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m) {
-        kernels::DequantizeRow(op->dtype, op->table + tokens[m] * op->row_bytes,
-                               out + m * op->dim, op->dim);
+        if (op->packed) {
+          kernels::UnpackRow(*op->packed, tokens[m], out + m * op->dim);
+        } else {
+          kernels::DequantizeRow(op->dtype, op->table + tokens[m] * op->row_bytes,
+                                 out + m * op->dim, op->dim);
+        }
       }
     });
     return;

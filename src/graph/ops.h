@@ -22,8 +22,10 @@ namespace reprise::graph {
 using BufferId = int32_t;
 inline constexpr BufferId kNoBuffer = -1;
 
-// out[m] = the embedding row of token m (dequantized from the model file).
+// out[m] = the embedding row of token m: unpacked from `packed` when set (a tied table,
+// already packed for the output projection), else dequantized from the model file.
 struct EmbedOp {
+  const kernels::PackedMatrix* packed = nullptr;
   const uint8_t* table = nullptr;  // [vocab rows] in `dtype`, row_bytes apart
   DType dtype = DType::kF32;
   int64_t row_bytes = 0;

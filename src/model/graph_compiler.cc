@@ -204,7 +204,8 @@ Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphK
   LayerEmitter emit(weights, b, capacity);
   const BufferId x = b.NewBuffer(
       "residual", static_cast<int64_t>(capacity) * c.embedding_dim * static_cast<int64_t>(sizeof(float)));
-  b.Add(graph::EmbedOp{weights.embedding_table(), weights.embedding_dtype(),
+  b.Add(graph::EmbedOp{weights.packed_embedding(), weights.embedding_table(),
+                       weights.embedding_dtype(),
                        weights.embedding_row_bytes(), c.vocab_size, c.embedding_dim, x});
   const int per_shard = options.layers_per_shard > 0
                             ? options.layers_per_shard

@@ -70,14 +70,23 @@ Result<std::unique_ptr<OwnedPackedMatrix>> Pack(const gguf::GgufFile& file,
     const int64_t part_rows = static_cast<int64_t>(t->num_rows());
     uint8_t* dst = owned->memory.get() + static_cast<size_t>(row_offset / kernels::kPackRows) *
                                              group_bytes;
-    const int64_t groups = (part_rows + kernels::kPackRows - 1) / kernels::kPackRows;
-    pool.ParallelFor(groups, 1, [&](int64_t g0, int64_t g1) {
-      kernels::PackMatrixRows(format, t->dtype, t->data.data(), part_rows, cols,
-                              g0 * kernels::kPackRows,
-                              std::min(part_rows, g1 * kernels::kPackRows), dst);
-    });
-    if (release_pages && file.mapped_file() != nullptr) {
-      file.mapped_file()->AdviseDontNeed(t->offset_bytes, t->size_bytes);
+    const size_t src_row_bytes = kernels::RowBytes(t->dtype, cols);
+    // Slabs of rows: each slab's file pages are released as soon as it is packed, so that
+    // the packed copy and the file are never both resident in full.
+    constexpr int64_t kSlabRows = 1024;
+    for (int64_t slab = 0; slab < part_rows; slab += kSlabRows) {
+      const int64_t slab_end = std::min(part_rows, slab + kSlabRows);
+      const int64_t first_group = slab / kernels::kPackRows;
+      const int64_t end_group = (slab_end + kernels::kPackRows - 1) / kernels::kPackRows;
+      pool.ParallelFor(end_group - first_group, 1, [&](int64_t g0, int64_t g1) {
+        kernels::PackMatrixRows(format, t->dtype, t->data.data(), part_rows, cols,
+                                (first_group + g0) * kernels::kPackRows,
+                                std::min(part_rows, (first_group + g1) * kernels::kPackRows), dst);
+      });
+      if (release_pages && file.mapped_file() != nullptr) {
+        file.mapped_file()->AdviseDontNeed(t->offset_bytes + static_cast<uint64_t>(slab) * src_row_bytes,
+                                           static_cast<size_t>(slab_end - slab) * src_row_bytes);
+      }
     }
     row_offset += part_rows;
   }
@@ -168,14 +177,14 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
   REPRISE_ASSIGN_OR_RETURN(w->output_norm_, ReadVector(file, tensor_names::kOutputNorm));
   const gguf::TensorInfo* output = Find(file, tensor_names::kOutput);
   const bool tied = output == nullptr;
+  w->tied_ = tied;
   if (tied) output = w->embedding_;
-  // The embedding's pages stay: token lookups read them.
   REPRISE_ASSIGN_OR_RETURN(w->output_, Pack(file, {output}, FormatFor(output->dtype, options),
-                                            pool, /*release_pages=*/!tied));
+                                            pool, /*release_pages=*/true));
   w->packed_bytes_ += Bytes(w->output_);
-  if (tied && file.mapped_file() != nullptr) {
-    // Packing read the whole table; drop it again, lookups fault in the rows they need.
-    file.mapped_file()->AdviseDontNeed(w->embedding_->offset_bytes, w->embedding_->size_bytes);
+  if (!tied && file.mapped_file() != nullptr) {
+    // Lookups touch scattered rows: no read-ahead around them.
+    file.mapped_file()->AdviseRandom(w->embedding_->offset_bytes, w->embedding_->size_bytes);
   }
   w->rope_inv_freq_.resize(static_cast<size_t>(config.rope_dims / 2));
   kernels::RopeInverseFrequencies(

@@ -5,7 +5,8 @@
 // bit, F16/F32 kept, other types requantized to Q8_0). Where the formats allow, Q|K|V are
 // packed as one matrix and gate|up as another, so that each is one multiply. Norm weights,
 // biases and RoPE frequencies become float vectors. The token embedding stays in the mapped
-// file (rows are dequantized on lookup); a tied output projection is packed from it.
+// file (rows are dequantized on lookup) unless it is tied to the output projection, whose
+// packed copy then serves lookups too.
 // After a tensor is packed its file pages are released, so resident memory stays near the
 // file size. The GgufFile must outlive this object (embedding lookups read it).
 //
@@ -67,7 +68,11 @@ class PackedWeights {
   const OwnedPackedMatrix& output() const { return *output_; }
   const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
 
-  // The embedding table, read in place from the model file.
+  // Tied embeddings: the packed output matrix doubles as the table (no second copy).
+  const kernels::PackedMatrix* packed_embedding() const {
+    return tied_ ? &output_->view : nullptr;
+  }
+  // Otherwise the embedding table, read in place from the model file.
   const uint8_t* embedding_table() const { return embedding_->data.data(); }
   DType embedding_dtype() const { return embedding_->dtype; }
   int64_t embedding_row_bytes() const;
@@ -83,6 +88,7 @@ class PackedWeights {
   std::unique_ptr<OwnedPackedMatrix> output_;
   std::vector<float> rope_inv_freq_;
   const gguf::TensorInfo* embedding_ = nullptr;
+  bool tied_ = false;
   int64_t packed_bytes_ = 0;
 };
 

@@ -24,7 +24,11 @@ Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions
     return workload;
   }
   if (name == "chat") return BuildChatWorkload({.common = options});
-  if (name == "skills") return BuildSkillsWorkload({.common = options});
+  if (name == "skills") {
+    SkillsOptions skills{.common = options};
+    skills.max_catalog_skills = options.max_catalog_skills;
+    return BuildSkillsWorkload(skills);
+  }
   std::string known;
   for (std::string_view n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
   return InvalidArgumentError("unknown workload '" + std::string(name) + "' (known: " + known +

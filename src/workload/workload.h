@@ -30,6 +30,9 @@ struct WorkloadOptions {
   // template and the generated tokens.
   int max_prompt_tokens = 0;
   CountTokensFn count_tokens;  // required
+  // skills: list at most this many skills in the shared catalogue (0 = all), so that small
+  // models' contexts can hold it.
+  int max_catalog_skills = 0;
 };
 
 struct Workload {
