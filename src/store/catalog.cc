@@ -1,0 +1,531 @@
+#include "store/catalog.h"
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+#include <utility>
+
+#include "base/thread_annotations.h"
+#include "store/catalog_schema.h"
+#include "store/keyword_index.h"
+#include "store/sqlite_db.h"
+
+namespace reprise::store {
+namespace {
+
+// Column lists of a full row; the "no tokens" form reads NULL in place of the blob.
+#define REPRISE_CATALOG_COLUMNS                                                             \
+  "row_id, namespace, chunk_id, parent_id, content_hash, exact, num_tokens, "               \
+  "model_fingerprint, codec, file_name, file_bytes, payload_checksum, pinned, created_us, " \
+  "last_access_us, access_count, pool_hits, flash_hits, "
+constexpr std::string_view kRowColumns = REPRISE_CATALOG_COLUMNS "tokens";
+constexpr std::string_view kRowColumnsNoTokens = REPRISE_CATALOG_COLUMNS "NULL";
+#undef REPRISE_CATALOG_COLUMNS
+
+// Parameters ?1..?18 in this order, shared by the INSERT and the replacing UPDATE.
+constexpr std::string_view kInsertSql =
+    "INSERT INTO chunks (namespace, chunk_id, parent_id, content_hash, exact, num_tokens, "
+    "model_fingerprint, codec, file_name, file_bytes, payload_checksum, pinned, created_us, "
+    "last_access_us, access_count, pool_hits, flash_hits, tokens) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
+constexpr std::string_view kReplaceSql =
+    "UPDATE chunks SET parent_id = ?3, content_hash = ?4, exact = ?5, num_tokens = ?6, "
+    "model_fingerprint = ?7, codec = ?8, file_name = ?9, file_bytes = ?10, "
+    "payload_checksum = ?11, pinned = ?12, created_us = ?13, last_access_us = ?14, "
+    "access_count = ?15, pool_hits = ?16, flash_hits = ?17, tokens = ?18 "
+    "WHERE namespace = ?1 AND chunk_id = ?2";
+
+std::vector<uint8_t> EncodeTokens(std::span<const int32_t> tokens) {
+  std::vector<uint8_t> out(tokens.size() * 4);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const uint32_t value = static_cast<uint32_t>(tokens[i]);
+    for (int b = 0; b < 4; ++b) out[4 * i + b] = static_cast<uint8_t>(value >> (8 * b));
+  }
+  return out;
+}
+
+Status BindRow(SqliteStatement& s, const CatalogRow& row) {
+  if (row.tokens.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgumentError("catalog row: too many tokens");
+  }
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, row.name_space));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(2, row.chunk_id));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(3, row.parent_id));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(4, row.content_hash));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(5, row.exact ? 1 : 0));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(6, static_cast<int64_t>(row.tokens.size())));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(7, row.model_fingerprint));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(8, static_cast<int64_t>(row.codec)));
+  REPRISE_RETURN_IF_ERROR(s.BindText(9, row.file_name));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(10, row.file_bytes));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(11, row.payload_checksum));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(12, row.pinned ? 1 : 0));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(13, row.created_us));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(14, row.last_access_us));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(15, row.access_count));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(16, row.pool_hits));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(17, row.flash_hits));
+  return s.BindBlob(18, EncodeTokens(row.tokens));
+}
+
+// Reads the columns of kRowColumns (or kRowColumnsNoTokens) from the current row.
+Result<CatalogRow> ReadRow(const SqliteStatement& s) {
+  CatalogRow row;
+  row.row_id = s.ColumnInt64(0);
+  row.name_space = s.ColumnText(1);
+  row.chunk_id = s.ColumnUint64(2);
+  row.parent_id = s.ColumnUint64(3);
+  row.content_hash = s.ColumnUint64(4);
+  row.exact = s.ColumnInt64(5) != 0;
+  const int64_t num_tokens = s.ColumnInt64(6);
+  const int64_t codec = s.ColumnInt64(8);
+  if (num_tokens < 0 || num_tokens > std::numeric_limits<int32_t>::max() || codec < 0 ||
+      codec > 255 || !IsKnownKvCodec(static_cast<uint8_t>(codec))) {
+    return CorruptError("catalog row " + std::to_string(row.row_id) + ": bad token count or codec");
+  }
+  row.num_tokens = static_cast<int32_t>(num_tokens);
+  row.model_fingerprint = s.ColumnUint64(7);
+  row.codec = static_cast<KvCodec>(codec);
+  row.file_name = s.ColumnText(9);
+  row.file_bytes = s.ColumnUint64(10);
+  row.payload_checksum = s.ColumnUint64(11);
+  row.pinned = s.ColumnInt64(12) != 0;
+  row.created_us = s.ColumnInt64(13);
+  row.last_access_us = s.ColumnInt64(14);
+  row.access_count = s.ColumnInt64(15);
+  row.pool_hits = s.ColumnInt64(16);
+  row.flash_hits = s.ColumnInt64(17);
+  if (!s.ColumnIsNull(18)) {
+    const std::span<const uint8_t> blob = s.ColumnBlob(18);
+    if (blob.size() != static_cast<size_t>(num_tokens) * 4) {
+      return CorruptError("catalog row " + std::to_string(row.row_id) + ": token blob of " +
+                          std::to_string(blob.size()) + " bytes for " + std::to_string(num_tokens) +
+                          " tokens");
+    }
+    row.tokens.resize(static_cast<size_t>(num_tokens));
+    for (size_t i = 0; i < row.tokens.size(); ++i) {
+      const uint32_t value = static_cast<uint32_t>(blob[4 * i]) |
+                             (static_cast<uint32_t>(blob[4 * i + 1]) << 8) |
+                             (static_cast<uint32_t>(blob[4 * i + 2]) << 16) |
+                             (static_cast<uint32_t>(blob[4 * i + 3]) << 24);
+      row.tokens[i] = static_cast<int32_t>(value);
+    }
+  }
+  return row;
+}
+
+// Runs a bound statement and collects its rows.
+Result<std::vector<CatalogRow>> CollectRows(SqliteStatement& s) {
+  ScopedReset reset(s);
+  std::vector<CatalogRow> rows;
+  while (true) {
+    REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+    if (!has_row) return rows;
+    REPRISE_ASSIGN_OR_RETURN(CatalogRow row, ReadRow(s));
+    rows.push_back(std::move(row));
+  }
+}
+
+Result<std::optional<CatalogRow>> CollectOne(SqliteStatement& s) {
+  ScopedReset reset(s);
+  REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+  if (!has_row) return std::optional<CatalogRow>();
+  REPRISE_ASSIGN_OR_RETURN(CatalogRow row, ReadRow(s));
+  return std::optional<CatalogRow>(std::move(row));
+}
+
+Status ReadOnlyError() { return UnavailableError("catalog is open read-only"); }
+
+}  // namespace
+
+struct Catalog::Connections {
+  std::mutex write_mutex;
+  SqliteDb writer REPRISE_GUARDED_BY(write_mutex);  // not open when read-only
+  struct {
+    SqliteStatement find_row_id, insert, replace, delete_row, record_access, co_access_add, pin_one,
+        pin_namespace;
+  } w REPRISE_GUARDED_BY(write_mutex);
+  std::optional<KeywordIndexWriter> keywords_writer REPRISE_GUARDED_BY(write_mutex);
+
+  std::mutex read_mutex;
+  SqliteDb reader REPRISE_GUARDED_BY(read_mutex);
+  struct {
+    SqliteStatement find, find_row, find_content, children, co_count, co_partners, row_namespace,
+        list_all, list_namespace, namespaces, stats, begin, commit;
+  } r REPRISE_GUARDED_BY(read_mutex);
+  std::optional<KeywordIndexReader> keywords_reader REPRISE_GUARDED_BY(read_mutex);
+};
+
+Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
+                                               const CatalogOptions& options) {
+  auto c = std::make_unique<Connections>();
+  SqliteOpenOptions open_options;
+  open_options.busy_timeout_ms = options.busy_timeout_ms;
+  if (!options.read_only) {
+    std::lock_guard lock(c->write_mutex);
+    REPRISE_ASSIGN_OR_RETURN(c->writer, SqliteDb::Open(path, open_options));
+    // journal_mode answers with a row, which Exec ignores; WAL persists in the file.
+    REPRISE_RETURN_IF_ERROR(c->writer.Exec(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY"));
+    REPRISE_RETURN_IF_ERROR(MigrateCatalog(c->writer, kCatalogSchemaVersion));
+    auto& w = c->w;
+    SqliteDb& db = c->writer;
+    REPRISE_ASSIGN_OR_RETURN(
+        w.find_row_id,
+        db.Prepare("SELECT row_id FROM chunks WHERE namespace = ?1 AND chunk_id = ?2"));
+    REPRISE_ASSIGN_OR_RETURN(w.insert, db.Prepare(kInsertSql));
+    REPRISE_ASSIGN_OR_RETURN(w.replace, db.Prepare(kReplaceSql));
+    REPRISE_ASSIGN_OR_RETURN(w.delete_row, db.Prepare("DELETE FROM chunks WHERE row_id = ?1"));
+    REPRISE_ASSIGN_OR_RETURN(
+        w.record_access, db.Prepare("UPDATE chunks SET last_access_us = MAX(last_access_us, ?2), "
+                                    "access_count = access_count + 1, pool_hits = pool_hits + ?3, "
+                                    "flash_hits = flash_hits + ?4 WHERE row_id = ?1"));
+    REPRISE_ASSIGN_OR_RETURN(
+        w.co_access_add,
+        db.Prepare("INSERT INTO co_access (namespace, chunk_a, chunk_b, count) "
+                   "VALUES (?1, ?2, ?3, 1) ON CONFLICT (namespace, chunk_a, chunk_b) "
+                   "DO UPDATE SET count = count + 1"));
+    REPRISE_ASSIGN_OR_RETURN(
+        w.pin_one,
+        db.Prepare("UPDATE chunks SET pinned = ?3 WHERE namespace = ?1 AND chunk_id = ?2"));
+    REPRISE_ASSIGN_OR_RETURN(w.pin_namespace,
+                             db.Prepare("UPDATE chunks SET pinned = ?2 WHERE namespace = ?1"));
+    REPRISE_ASSIGN_OR_RETURN(c->keywords_writer, KeywordIndexWriter::Create(db));
+  }
+
+  std::lock_guard lock(c->read_mutex);
+  SqliteOpenOptions reader_options = open_options;
+  reader_options.read_only = true;
+  REPRISE_ASSIGN_OR_RETURN(c->reader, SqliteDb::Open(path, reader_options));
+  SqliteDb& db = c->reader;
+  // A larger page cache keeps the indexes of a 100k-chunk catalog in memory (reads through
+  // pread rather than mmap, so that an I/O error is an error, not a SIGBUS).
+  REPRISE_RETURN_IF_ERROR(db.Exec("PRAGMA query_only = 1; PRAGMA cache_size = -" +
+                                  std::to_string(std::max(options.reader_cache_bytes, 0) / 1024)));
+  REPRISE_ASSIGN_OR_RETURN(const int version, ReadCatalogSchemaVersion(db));
+  if (version > kCatalogSchemaVersion) {
+    return UnimplementedError("catalog " + path + " has schema version " + std::to_string(version) +
+                              ", newer than this build's " + std::to_string(kCatalogSchemaVersion));
+  }
+  if (version < kCatalogSchemaVersion) {
+    return UnavailableError("catalog " + path + " has schema version " + std::to_string(version) +
+                            " and is open read-only, so it cannot be migrated");
+  }
+  auto& r = c->r;
+  const std::string columns(kRowColumns);
+  REPRISE_ASSIGN_OR_RETURN(
+      r.find,
+      db.Prepare("SELECT " + columns + " FROM chunks WHERE namespace = ?1 AND chunk_id = ?2"));
+  REPRISE_ASSIGN_OR_RETURN(r.find_row,
+                           db.Prepare("SELECT " + columns + " FROM chunks WHERE row_id = ?1"));
+  REPRISE_ASSIGN_OR_RETURN(r.find_content,
+                           db.Prepare("SELECT " + columns +
+                                      " FROM chunks WHERE namespace = ?1 AND content_hash = ?2 "
+                                      "ORDER BY exact DESC, last_access_us DESC LIMIT 1"));
+  REPRISE_ASSIGN_OR_RETURN(r.children,
+                           db.Prepare("SELECT " + columns +
+                                      " FROM chunks WHERE namespace = ?1 AND parent_id = ?2 "
+                                      "ORDER BY last_access_us DESC LIMIT ?3"));
+  REPRISE_ASSIGN_OR_RETURN(r.co_count,
+                           db.Prepare("SELECT count FROM co_access WHERE namespace = ?1 AND "
+                                      "chunk_a = ?2 AND chunk_b = ?3"));
+  REPRISE_ASSIGN_OR_RETURN(
+      r.co_partners,
+      db.Prepare("SELECT chunk_b, count FROM co_access WHERE namespace = ?1 AND chunk_a = ?2 "
+                 "UNION ALL "
+                 "SELECT chunk_a, count FROM co_access WHERE namespace = ?1 AND chunk_b = ?2 "
+                 "ORDER BY 2 DESC LIMIT ?3"));
+  REPRISE_ASSIGN_OR_RETURN(r.row_namespace,
+                           db.Prepare("SELECT namespace FROM chunks WHERE row_id = ?1"));
+  REPRISE_ASSIGN_OR_RETURN(c->keywords_reader, KeywordIndexReader::Create(db));
+  REPRISE_ASSIGN_OR_RETURN(r.begin, db.Prepare("BEGIN"));
+  REPRISE_ASSIGN_OR_RETURN(r.commit, db.Prepare("COMMIT"));
+  const std::string no_tokens(kRowColumnsNoTokens);
+  REPRISE_ASSIGN_OR_RETURN(r.list_all,
+                           db.Prepare("SELECT " + no_tokens + " FROM chunks ORDER BY row_id"));
+  REPRISE_ASSIGN_OR_RETURN(
+      r.list_namespace,
+      db.Prepare("SELECT " + no_tokens + " FROM chunks WHERE namespace = ?1 ORDER BY row_id"));
+  REPRISE_ASSIGN_OR_RETURN(r.namespaces,
+                           db.Prepare("SELECT DISTINCT namespace FROM chunks ORDER BY namespace"));
+  REPRISE_ASSIGN_OR_RETURN(
+      r.stats, db.Prepare("SELECT COUNT(*), COALESCE(SUM(file_bytes), 0), "
+                          "COUNT(DISTINCT namespace), COALESCE(SUM(pinned), 0) FROM chunks"));
+  return std::unique_ptr<Catalog>(new Catalog(std::move(c), options));
+}
+
+Catalog::Catalog(std::unique_ptr<Connections> connections, const CatalogOptions& options)
+    : connections_(std::move(connections)), options_(options) {}
+
+Catalog::~Catalog() = default;
+
+Result<int64_t> Catalog::InsertLocked(const CatalogRow& row, OnConflict on_conflict) {
+  auto& w = connections_->w;
+  SqliteDb& db = connections_->writer;
+  std::optional<int64_t> existing;
+  {
+    ScopedReset reset(w.find_row_id);
+    REPRISE_RETURN_IF_ERROR(w.find_row_id.BindText(1, row.name_space));
+    REPRISE_RETURN_IF_ERROR(w.find_row_id.BindUint64(2, row.chunk_id));
+    REPRISE_ASSIGN_OR_RETURN(const bool found, w.find_row_id.Step());
+    if (found) existing = w.find_row_id.ColumnInt64(0);
+  }
+  int64_t row_id = 0;
+  if (existing) {
+    if (on_conflict == OnConflict::kKeep) return *existing;
+    if (on_conflict == OnConflict::kFail) {
+      return InvalidArgumentError("catalog: chunk " + std::to_string(row.chunk_id) +
+                                  " of namespace '" + row.name_space + "' already exists");
+    }
+    REPRISE_RETURN_IF_ERROR(BindRow(w.replace, row));
+    REPRISE_RETURN_IF_ERROR(w.replace.Run());
+    row_id = *existing;
+    REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Remove(row_id));
+  } else {
+    REPRISE_RETURN_IF_ERROR(BindRow(w.insert, row));
+    REPRISE_RETURN_IF_ERROR(w.insert.Run());
+    row_id = db.last_insert_rowid();
+  }
+  REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Add(row_id, row.text));
+  return row_id;
+}
+
+Result<int64_t> Catalog::Insert(const CatalogRow& row, OnConflict on_conflict) {
+  REPRISE_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                           InsertBatch(std::span<const CatalogRow>(&row, 1), on_conflict));
+  return ids.front();
+}
+
+Result<std::vector<int64_t>> Catalog::InsertBatch(std::span<const CatalogRow> rows,
+                                                  OnConflict on_conflict) {
+  if (options_.read_only) return ReadOnlyError();
+  std::lock_guard lock(connections_->write_mutex);
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
+                           SqliteTransaction::Begin(connections_->writer));
+  std::vector<int64_t> ids;
+  ids.reserve(rows.size());
+  for (const CatalogRow& row : rows) {
+    REPRISE_ASSIGN_OR_RETURN(const int64_t id, InsertLocked(row, on_conflict));
+    ids.push_back(id);
+  }
+  REPRISE_RETURN_IF_ERROR(transaction.Commit());
+  return ids;
+}
+
+Result<std::optional<CatalogRow>> Catalog::Find(std::string_view name_space, kv::ChunkId chunk_id) {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.find;
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(2, chunk_id));
+  return CollectOne(s);
+}
+
+Result<std::optional<CatalogRow>> Catalog::FindByRowId(int64_t row_id) {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.find_row;
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(1, row_id));
+  return CollectOne(s);
+}
+
+Result<std::optional<CatalogRow>> Catalog::FindByContent(std::string_view name_space,
+                                                         kv::ContentHash content) {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.find_content;
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(2, content));
+  return CollectOne(s);
+}
+
+Result<std::vector<CatalogRow>> Catalog::Children(std::string_view name_space, kv::ChunkId parent,
+                                                  int max_rows) {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.children;
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(2, parent));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(3, std::max(max_rows, 0)));
+  return CollectRows(s);
+}
+
+Status Catalog::Delete(std::span<const int64_t> row_ids) {
+  if (options_.read_only) return ReadOnlyError();
+  if (row_ids.empty()) return Status::Ok();
+  std::lock_guard lock(connections_->write_mutex);
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
+                           SqliteTransaction::Begin(connections_->writer));
+  SqliteStatement& s = connections_->w.delete_row;
+  for (const int64_t row_id : row_ids) {
+    // Before the row: the word counts need the indexed text, which the delete trigger drops.
+    REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Remove(row_id));
+    REPRISE_RETURN_IF_ERROR(s.BindInt64(1, row_id));
+    REPRISE_RETURN_IF_ERROR(s.Run());
+  }
+  return transaction.Commit();
+}
+
+Status Catalog::RecordAccess(std::span<const int64_t> row_ids, int64_t time_us, AccessTier tier) {
+  if (options_.read_only) return ReadOnlyError();
+  if (row_ids.empty()) return Status::Ok();
+  std::lock_guard lock(connections_->write_mutex);
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
+                           SqliteTransaction::Begin(connections_->writer));
+  SqliteStatement& s = connections_->w.record_access;
+  for (const int64_t row_id : row_ids) {
+    REPRISE_RETURN_IF_ERROR(s.BindInt64(1, row_id));
+    REPRISE_RETURN_IF_ERROR(s.BindInt64(2, time_us));
+    REPRISE_RETURN_IF_ERROR(s.BindInt64(3, tier == AccessTier::kPool ? 1 : 0));
+    REPRISE_RETURN_IF_ERROR(s.BindInt64(4, tier == AccessTier::kFlash ? 1 : 0));
+    REPRISE_RETURN_IF_ERROR(s.Run());
+  }
+  return transaction.Commit();
+}
+
+Status Catalog::AddCoAccess(std::string_view name_space, std::span<const kv::ChunkId> chunk_ids) {
+  if (options_.read_only) return ReadOnlyError();
+  const size_t limit = static_cast<size_t>(std::max(options_.max_co_access_chunks, 0));
+  std::vector<kv::ChunkId> ids(chunk_ids.begin(),
+                               chunk_ids.begin() + std::min(chunk_ids.size(), limit));
+  // Pairs are stored once, smaller id first (as u64), whatever the prompt order.
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (ids.size() < 2) return Status::Ok();
+  std::lock_guard lock(connections_->write_mutex);
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
+                           SqliteTransaction::Begin(connections_->writer));
+  SqliteStatement& s = connections_->w.co_access_add;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (size_t j = i + 1; j < ids.size(); ++j) {
+      REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
+      REPRISE_RETURN_IF_ERROR(s.BindUint64(2, ids[i]));
+      REPRISE_RETURN_IF_ERROR(s.BindUint64(3, ids[j]));
+      REPRISE_RETURN_IF_ERROR(s.Run());
+    }
+  }
+  return transaction.Commit();
+}
+
+Result<int64_t> Catalog::CoAccessCount(std::string_view name_space, kv::ChunkId a, kv::ChunkId b) {
+  if (a > b) std::swap(a, b);
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.co_count;
+  ScopedReset reset(s);
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(2, a));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(3, b));
+  REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+  return has_row ? s.ColumnInt64(0) : int64_t{0};
+}
+
+Result<std::vector<CoAccessPartner>> Catalog::CoAccessPartners(std::string_view name_space,
+                                                               kv::ChunkId chunk_id, int limit) {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.co_partners;
+  ScopedReset reset(s);
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
+  REPRISE_RETURN_IF_ERROR(s.BindUint64(2, chunk_id));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(3, std::max(limit, 0)));
+  std::vector<CoAccessPartner> partners;
+  while (true) {
+    REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+    if (!has_row) return partners;
+    partners.push_back({s.ColumnUint64(0), s.ColumnInt64(1)});
+  }
+}
+
+Status Catalog::SetPinned(std::string_view name_space, std::optional<kv::ChunkId> chunk_id,
+                          bool pinned) {
+  if (options_.read_only) return ReadOnlyError();
+  std::lock_guard lock(connections_->write_mutex);
+  auto& w = connections_->w;
+  if (chunk_id) {
+    REPRISE_RETURN_IF_ERROR(w.pin_one.BindText(1, name_space));
+    REPRISE_RETURN_IF_ERROR(w.pin_one.BindUint64(2, *chunk_id));
+    REPRISE_RETURN_IF_ERROR(w.pin_one.BindInt64(3, pinned ? 1 : 0));
+    REPRISE_RETURN_IF_ERROR(w.pin_one.Run());
+    if (connections_->writer.changes() == 0) {
+      return NotFoundError("catalog: no chunk " + std::to_string(*chunk_id) + " in namespace '" +
+                           std::string(name_space) + "'");
+    }
+    return Status::Ok();
+  }
+  REPRISE_RETURN_IF_ERROR(w.pin_namespace.BindText(1, name_space));
+  REPRISE_RETURN_IF_ERROR(w.pin_namespace.BindInt64(2, pinned ? 1 : 0));
+  return w.pin_namespace.Run();
+}
+
+Result<std::vector<int64_t>> Catalog::SearchText(std::string_view name_space,
+                                                 std::string_view query_text, int limit) {
+  if (limit <= 0) return std::vector<int64_t>{};
+  std::lock_guard lock(connections_->read_mutex);
+  // One read transaction for the whole search: its ~60 statements share one snapshot and one
+  // WAL read lock instead of taking one each.
+  REPRISE_RETURN_IF_ERROR(connections_->r.begin.Run());
+  Result<std::vector<int64_t>> ids = SearchTextLocked(name_space, query_text, limit);
+  const Status ended = connections_->r.commit.Run();
+  if (ids.ok() && !ended.ok()) return ended;
+  return ids;
+}
+
+Result<std::vector<int64_t>> Catalog::SearchTextLocked(std::string_view name_space,
+                                                       std::string_view query_text, int limit) {
+  std::vector<int64_t> ids;
+  REPRISE_ASSIGN_OR_RETURN(const std::vector<KeywordMatch> matches,
+                           connections_->keywords_reader->Search(
+                               query_text, options_.max_search_terms, options_.max_term_postings));
+  // The index spans namespaces; keep the best rows of this one.
+  SqliteStatement& s = connections_->r.row_namespace;
+  for (const KeywordMatch& match : matches) {
+    ScopedReset reset(s);
+    REPRISE_RETURN_IF_ERROR(s.BindInt64(1, match.row_id));
+    REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+    if (!has_row || s.ColumnText(0) != name_space) continue;
+    ids.push_back(match.row_id);
+    if (ids.size() == static_cast<size_t>(limit)) break;
+  }
+  return ids;
+}
+
+Status Catalog::Optimize() {
+  if (options_.read_only) return ReadOnlyError();
+  std::lock_guard lock(connections_->write_mutex);
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
+                           SqliteTransaction::Begin(connections_->writer));
+  REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Optimize());
+  REPRISE_RETURN_IF_ERROR(transaction.Commit());
+  return connections_->writer.Exec("PRAGMA optimize");
+}
+
+Result<std::vector<CatalogRow>> Catalog::ListRows(std::optional<std::string_view> name_space) {
+  std::lock_guard lock(connections_->read_mutex);
+  if (!name_space) return CollectRows(connections_->r.list_all);
+  SqliteStatement& s = connections_->r.list_namespace;
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, *name_space));
+  return CollectRows(s);
+}
+
+Result<std::vector<std::string>> Catalog::ListNamespaces() {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.namespaces;
+  ScopedReset reset(s);
+  std::vector<std::string> names;
+  while (true) {
+    REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+    if (!has_row) return names;
+    names.push_back(s.ColumnText(0));
+  }
+}
+
+Result<CatalogStats> Catalog::Stats() {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.stats;
+  ScopedReset reset(s);
+  REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+  CatalogStats stats;
+  if (!has_row) return stats;
+  stats.num_chunks = s.ColumnInt64(0);
+  stats.file_bytes = s.ColumnInt64(1);
+  stats.num_namespaces = s.ColumnInt64(2);
+  stats.num_pinned = s.ColumnInt64(3);
+  return stats;
+}
+
+}  // namespace reprise::store

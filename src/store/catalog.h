@@ -1,0 +1,176 @@
+// Catalog: the flash tier's metadata index in SQLite (DESIGN.md §6) — which chunks are on
+// flash, where their KV files are, how they hang in the prefix tree, their access statistics,
+// co-access counts and a keyword index over their text. KV tensors are not here (kv_file.h).
+//
+// Storage: one database file (the store uses `<dir>/catalog.db`, kCatalogFileName) in WAL
+// mode with synchronous=NORMAL. NORMAL syncs the WAL at checkpoints rather than at every
+// commit: a power loss can lose the last commits but never corrupts the database. That is
+// the right trade for a cache index, because the store writes and fsyncs a KV file before its
+// row and deletes a row before its file: a lost insert leaves an orphan file and a lost delete
+// a row without a file, and recovery turns both into plain cache misses (recovery.h). Never
+// wrong KV: a file's checksums are verified when it is read.
+//
+// Lookups (Find, FindByContent, Children, SearchText, ...) use a reader connection and
+// mutations a writer connection, so that WAL lets lookups proceed while the write-back thread
+// commits a batch. Statements are prepared once at Open.
+//
+// Rows are keyed by (namespace, chunk_id); chunk ids, parents and content hashes are the u64
+// values of kv/chunk.h. Times are caller-supplied microseconds (inject the clock).
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/chunk.h"
+#include "store/kv_codec.h"
+
+namespace reprise::store {
+
+inline constexpr std::string_view kCatalogFileName = "catalog.db";
+
+enum class AccessTier : uint8_t { kPool, kFlash };
+
+// What Insert does when (namespace, chunk_id) already has a row.
+enum class OnConflict : uint8_t {
+  kFail,     // InvalidArgument; in a batch, nothing of the batch is inserted
+  kKeep,     // keep the existing row and return its row id (the caller drops its new file
+             // unless it has the row's name, as KvFileName gives)
+  kReplace,  // overwrite every column (and the text) of the existing row, keeping its row id
+};
+
+struct CatalogRow {
+  int64_t row_id = 0;  // assigned by Insert (ignored there)
+  std::string name_space;
+  kv::ChunkId chunk_id = 0;
+  kv::ChunkId parent_id = kv::kRootChunkId;
+  kv::ContentHash content_hash = 0;
+  bool exact = false;
+  int32_t num_tokens = 0;       // set by lookups; Insert stores tokens.size()
+  std::vector<int32_t> tokens;  // empty in ListRows results
+  // Indexed for SearchText by Insert; never returned by lookups (the KV file has it).
+  std::string text;
+  uint64_t model_fingerprint = 0;
+  KvCodec codec = KvCodec::kF16;
+  std::string file_name;  // relative to the store folder
+  uint64_t file_bytes = 0;
+  uint64_t payload_checksum = 0;
+  bool pinned = false;
+  int64_t created_us = 0;
+  int64_t last_access_us = 0;
+  int64_t access_count = 0;
+  int64_t pool_hits = 0;
+  int64_t flash_hits = 0;
+};
+
+struct CatalogStats {
+  int64_t num_chunks = 0;
+  int64_t file_bytes = 0;
+  int64_t num_namespaces = 0;
+  int64_t num_pinned = 0;
+};
+
+struct CoAccessPartner {
+  kv::ChunkId chunk_id = 0;
+  int64_t count = 0;
+};
+
+struct CatalogOptions {
+  // Open without writing: mutations fail with Unavailable; the schema must be current.
+  bool read_only = false;
+  int busy_timeout_ms = 5000;
+  // SQLite page cache of the lookup connection.
+  int reader_cache_bytes = 64 << 20;
+  // SearchText uses at most this many query words, the rarest, and reads at most
+  // max_term_postings rows per word (keyword_index.h).
+  int max_search_terms = 8;
+  int max_term_postings = 1024;
+  // AddCoAccess counts pairs among at most this many chunks of one prompt.
+  int max_co_access_chunks = 64;
+};
+
+class Catalog {
+ public:
+  // Opens or creates the database at `path` and migrates it to kCatalogSchemaVersion.
+  // Errors: NotFound (read-only and missing), Corrupt (not a database), Unimplemented (schema
+  // newer than this build), Unavailable (read-only and needing migration), IoError.
+  static Result<std::unique_ptr<Catalog>> Open(const std::string& path,
+                                               const CatalogOptions& options = {});
+  ~Catalog();
+  Catalog(const Catalog&) = delete;
+  Catalog& operator=(const Catalog&) = delete;
+
+  // Inserts one row and indexes its text; returns the row id.
+  // Errors: InvalidArgument (conflict under kFail), Unavailable (read-only or busy),
+  // ResourceExhausted (disk full), IoError.
+  Result<int64_t> Insert(const CatalogRow& row, OnConflict on_conflict = OnConflict::kFail);
+  // Inserts all rows in ONE transaction — all or nothing — and returns their row ids in order.
+  Result<std::vector<int64_t>> InsertBatch(std::span<const CatalogRow> rows,
+                                           OnConflict on_conflict = OnConflict::kFail);
+
+  // The row of chunk `chunk_id`, or nullopt.
+  Result<std::optional<CatalogRow>> Find(std::string_view name_space, kv::ChunkId chunk_id);
+  Result<std::optional<CatalogRow>> FindByRowId(int64_t row_id);
+  // A row with this content hash — exact ones first, then the most recently used — or nullopt.
+  Result<std::optional<CatalogRow>> FindByContent(std::string_view name_space,
+                                                  kv::ContentHash content);
+  // The rows whose parent is `parent`, most recently used first, at most `max_rows`.
+  Result<std::vector<CatalogRow>> Children(std::string_view name_space, kv::ChunkId parent,
+                                           int max_rows = 256);
+
+  // Removes rows (and their text and co-access pairs) in one transaction; unknown ids are
+  // skipped. The caller removes the files afterwards.
+  Status Delete(std::span<const int64_t> row_ids);
+
+  // For each row: last access = time_us, access_count + 1, and one hit for `tier`.
+  Status RecordAccess(std::span<const int64_t> row_ids, int64_t time_us, AccessTier tier);
+
+  // Counts one co-access for every pair of distinct chunks among `chunk_ids` (the chunks one
+  // prompt used), at most options.max_co_access_chunks of them (the first ones).
+  Status AddCoAccess(std::string_view name_space, std::span<const kv::ChunkId> chunk_ids);
+  Result<int64_t> CoAccessCount(std::string_view name_space, kv::ChunkId a, kv::ChunkId b);
+  // The chunks most often used together with `chunk_id`, highest count first.
+  Result<std::vector<CoAccessPartner>> CoAccessPartners(std::string_view name_space,
+                                                        kv::ChunkId chunk_id, int limit);
+
+  // Pins or unpins one chunk, or every chunk of the namespace when `chunk_id` is nullopt.
+  // Errors: NotFound when the given chunk has no row.
+  Status SetPinned(std::string_view name_space, std::optional<kv::ChunkId> chunk_id, bool pinned);
+
+  // Row ids of the namespace's chunks whose text shares words with `query_text`, best first,
+  // at most `limit`: each of the options.max_search_terms rarest distinct words of the query
+  // runs a quoted FTS5 MATCH (no FTS5 syntax reaches the parser) and rows are ranked by the
+  // summed BM25 IDF of the words they hold (BM25 with k1 = 0; keyword_index.h says why).
+  Result<std::vector<int64_t>> SearchText(std::string_view name_space, std::string_view query_text,
+                                          int limit);
+
+  // Every row of the namespace, or of all namespaces when nullopt, in row id order, without
+  // tokens.
+  Result<std::vector<CatalogRow>> ListRows(std::optional<std::string_view> name_space);
+  Result<std::vector<std::string>> ListNamespaces();
+  Result<CatalogStats> Stats();
+
+  // Merges the keyword index's segments and refreshes SQLite's statistics: for idle time
+  // (seconds at 100,000 chunks); lookups work without it.
+  Status Optimize();
+
+ private:
+  struct Connections;
+  explicit Catalog(std::unique_ptr<Connections> connections, const CatalogOptions& options);
+
+  Result<int64_t> InsertLocked(const CatalogRow& row, OnConflict on_conflict);
+  Result<std::vector<int64_t>> SearchTextLocked(std::string_view name_space,
+                                                std::string_view query_text, int limit);
+
+  std::unique_ptr<Connections> connections_;
+  const CatalogOptions options_;
+};
+
+}  // namespace reprise::store

@@ -1,0 +1,437 @@
+// Catalog: lookups by id, content and parent; conflicts and batches; access statistics,
+// co-access and pins; keyword search (including FTS5 syntax in queries); persistence across
+// reopen; migration from a version-1 database; read-only use.
+#include "store/catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "store/catalog_schema.h"
+#include "store/sqlite_db.h"
+#include "support/temp_dir.h"
+
+namespace reprise::store {
+namespace {
+
+CatalogRow MakeRow(std::string name_space, kv::ChunkId id, kv::ChunkId parent,
+                   kv::ContentHash content, std::string text = "") {
+  CatalogRow row;
+  row.name_space = std::move(name_space);
+  row.chunk_id = id;
+  row.parent_id = parent;
+  row.content_hash = content;
+  row.exact = true;
+  row.tokens = {static_cast<int32_t>(id), -1, 7};
+  row.text = std::move(text);
+  row.model_fingerprint = 42;
+  row.codec = KvCodec::kInt8Hadamard;
+  row.file_name = "f" + std::to_string(id) + ".rpkv";
+  row.file_bytes = 1000 + id;
+  row.payload_checksum = 0xfeedfacecafebeefull;  // needs all 64 bits
+  row.created_us = 10;
+  row.last_access_us = 10;
+  return row;
+}
+
+class CatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = temp_.path() + "/" + std::string(kCatalogFileName);
+    auto catalog = Catalog::Open(path_);
+    ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+    catalog_ = std::move(catalog).value();
+  }
+
+  int64_t InsertOrDie(const CatalogRow& row) {
+    auto id = catalog_->Insert(row);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.value_or(-1);
+  }
+
+  testing_support::TempDir temp_;
+  std::string path_;
+  std::unique_ptr<Catalog> catalog_;
+};
+
+TEST_F(CatalogTest, FindsByIdContentAndParent) {
+  const CatalogRow a = MakeRow("ns", 1, kv::kRootChunkId, 100);
+  const int64_t a_id = InsertOrDie(a);
+  const int64_t b_id = InsertOrDie(MakeRow("ns", UINT64_MAX - 3, 1, 200));
+  InsertOrDie(MakeRow("ns", 3, 1, 300));
+  InsertOrDie(MakeRow("other", 1, kv::kRootChunkId, 100));
+
+  auto found = catalog_->Find("ns", 1);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  const CatalogRow& row = **found;
+  EXPECT_EQ(row.row_id, a_id);
+  EXPECT_EQ(row.name_space, "ns");
+  EXPECT_EQ(row.content_hash, 100u);
+  EXPECT_EQ(row.tokens, a.tokens);
+  EXPECT_EQ(row.num_tokens, 3);
+  EXPECT_EQ(row.codec, KvCodec::kInt8Hadamard);
+  EXPECT_EQ(row.payload_checksum, a.payload_checksum);
+  EXPECT_EQ(row.file_name, a.file_name);
+  EXPECT_TRUE(row.exact);
+  EXPECT_TRUE(row.text.empty());  // text is indexed, not returned
+
+  auto big = catalog_->Find("ns", UINT64_MAX - 3);
+  ASSERT_TRUE(big.ok() && big->has_value());
+  EXPECT_EQ((*big)->row_id, b_id);
+  EXPECT_FALSE(catalog_->Find("ns", 99)->has_value());
+  EXPECT_FALSE(catalog_->Find("nope", 1)->has_value());
+  EXPECT_EQ((*catalog_->FindByRowId(b_id))->chunk_id, UINT64_MAX - 3);
+
+  auto by_content = catalog_->FindByContent("ns", 300);
+  ASSERT_TRUE(by_content.ok() && by_content->has_value());
+  EXPECT_EQ((*by_content)->chunk_id, 3u);
+  EXPECT_FALSE(catalog_->FindByContent("ns", 999)->has_value());
+
+  auto children = catalog_->Children("ns", 1);
+  ASSERT_TRUE(children.ok());
+  ASSERT_EQ(children->size(), 2u);
+  EXPECT_EQ(catalog_->Children("ns", 1, 1)->size(), 1u);
+  EXPECT_EQ(catalog_->Children("other", 1)->size(), 0u);
+}
+
+TEST_F(CatalogTest, FindByContentPrefersExactThenRecent) {
+  CatalogRow old_exact = MakeRow("ns", 1, 0, 500);
+  old_exact.last_access_us = 1;
+  CatalogRow new_inexact = MakeRow("ns", 2, 9, 500);
+  new_inexact.exact = false;
+  new_inexact.last_access_us = 100;
+  CatalogRow newer_exact = MakeRow("ns", 3, 8, 500);
+  newer_exact.last_access_us = 50;
+  InsertOrDie(old_exact);
+  InsertOrDie(new_inexact);
+  EXPECT_EQ((*catalog_->FindByContent("ns", 500))->chunk_id, 1u);
+  InsertOrDie(newer_exact);
+  EXPECT_EQ((*catalog_->FindByContent("ns", 500))->chunk_id, 3u);
+}
+
+TEST_F(CatalogTest, ConflictsFailKeepOrReplace) {
+  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 100, "first words"));
+  EXPECT_EQ(catalog_->Insert(MakeRow("ns", 1, 0, 100)).status().code(),
+            StatusCode::kInvalidArgument);
+  auto kept = catalog_->Insert(MakeRow("ns", 1, 0, 777), OnConflict::kKeep);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, id);
+  EXPECT_EQ((*catalog_->Find("ns", 1))->content_hash, 100u);
+
+  CatalogRow replacement = MakeRow("ns", 1, 0, 888, "second words");
+  replacement.file_bytes = 5;
+  auto replaced = catalog_->Insert(replacement, OnConflict::kReplace);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_EQ(*replaced, id);
+  EXPECT_EQ((*catalog_->Find("ns", 1))->content_hash, 888u);
+  EXPECT_EQ((*catalog_->Find("ns", 1))->file_bytes, 5u);
+  EXPECT_TRUE(catalog_->SearchText("ns", "first", 10)->empty());
+  EXPECT_EQ(*catalog_->SearchText("ns", "second", 10), std::vector<int64_t>{id});
+  EXPECT_EQ(catalog_->Stats()->num_chunks, 1);
+}
+
+TEST_F(CatalogTest, BatchIsAllOrNothing) {
+  std::vector<CatalogRow> rows;
+  for (kv::ChunkId id = 1; id <= 5; ++id) rows.push_back(MakeRow("ns", id, 0, id * 10));
+  auto ids = catalog_->InsertBatch(rows);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(ids->size(), 5u);
+  EXPECT_TRUE(std::is_sorted(ids->begin(), ids->end()));
+
+  std::vector<CatalogRow> second = {MakeRow("ns", 6, 0, 60), MakeRow("ns", 3, 0, 30),
+                                    MakeRow("ns", 7, 0, 70)};
+  EXPECT_EQ(catalog_->InsertBatch(second).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(catalog_->Find("ns", 6)->has_value());  // rolled back
+  EXPECT_EQ(catalog_->Stats()->num_chunks, 5);
+  auto kept = catalog_->InsertBatch(second, OnConflict::kKeep);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ((*kept)[1], (*ids)[2]);
+  EXPECT_EQ(catalog_->Stats()->num_chunks, 7);
+}
+
+TEST_F(CatalogTest, DeleteRemovesRowsTextAndCoAccess) {
+  const int64_t a = InsertOrDie(MakeRow("ns", 1, 0, 10, "zebra"));
+  const int64_t b = InsertOrDie(MakeRow("ns", 2, 0, 20, "zebra giraffe"));
+  const kv::ChunkId pair[] = {1, 2};
+  ASSERT_TRUE(catalog_->AddCoAccess("ns", pair).ok());
+  EXPECT_EQ(*catalog_->CoAccessCount("ns", 1, 2), 1);
+  const int64_t to_delete[] = {a, 12345};
+  ASSERT_TRUE(catalog_->Delete(to_delete).ok());
+  EXPECT_FALSE(catalog_->Find("ns", 1)->has_value());
+  EXPECT_EQ(*catalog_->SearchText("ns", "zebra", 10), std::vector<int64_t>{b});
+  EXPECT_EQ(*catalog_->CoAccessCount("ns", 1, 2), 0);
+  ASSERT_TRUE(catalog_->Delete({}).ok());
+}
+
+TEST_F(CatalogTest, RecordsAccessPerTier) {
+  const int64_t a = InsertOrDie(MakeRow("ns", 1, 0, 10));
+  const int64_t ids[] = {a};
+  ASSERT_TRUE(catalog_->RecordAccess(ids, 500, AccessTier::kPool).ok());
+  ASSERT_TRUE(catalog_->RecordAccess(ids, 300, AccessTier::kFlash).ok());  // older: time kept
+  ASSERT_TRUE(catalog_->RecordAccess(ids, 900, AccessTier::kFlash).ok());
+  const CatalogRow row = **catalog_->Find("ns", 1);
+  EXPECT_EQ(row.last_access_us, 900);
+  EXPECT_EQ(row.access_count, 3);
+  EXPECT_EQ(row.pool_hits, 1);
+  EXPECT_EQ(row.flash_hits, 2);
+  EXPECT_EQ(row.created_us, 10);
+}
+
+TEST_F(CatalogTest, CountsCoAccessPairs) {
+  const kv::ChunkId prompt1[] = {5, 1, 3, 1};  // duplicates and order do not matter
+  const kv::ChunkId prompt2[] = {3, 5};
+  ASSERT_TRUE(catalog_->AddCoAccess("ns", prompt1).ok());
+  ASSERT_TRUE(catalog_->AddCoAccess("ns", prompt2).ok());
+  ASSERT_TRUE(catalog_->AddCoAccess("other", prompt2).ok());
+  EXPECT_EQ(*catalog_->CoAccessCount("ns", 3, 5), 2);
+  EXPECT_EQ(*catalog_->CoAccessCount("ns", 5, 3), 2);
+  EXPECT_EQ(*catalog_->CoAccessCount("ns", 1, 5), 1);
+  EXPECT_EQ(*catalog_->CoAccessCount("ns", 1, 1), 0);
+  auto partners = catalog_->CoAccessPartners("ns", 5, 10);
+  ASSERT_TRUE(partners.ok());
+  ASSERT_EQ(partners->size(), 2u);
+  EXPECT_EQ((*partners)[0].chunk_id, 3u);
+  EXPECT_EQ((*partners)[0].count, 2);
+  EXPECT_EQ((*partners)[1].chunk_id, 1u);
+  // Huge ids (stored as negative int64) order consistently.
+  const kv::ChunkId big[] = {UINT64_MAX, 2};
+  ASSERT_TRUE(catalog_->AddCoAccess("ns", big).ok());
+  EXPECT_EQ(*catalog_->CoAccessCount("ns", 2, UINT64_MAX), 1);
+  EXPECT_EQ(catalog_->CoAccessPartners("ns", UINT64_MAX, 10)->at(0).chunk_id, 2u);
+}
+
+TEST_F(CatalogTest, PinsOneChunkOrANamespace) {
+  InsertOrDie(MakeRow("ns", 1, 0, 10));
+  InsertOrDie(MakeRow("ns", 2, 0, 20));
+  InsertOrDie(MakeRow("other", 1, 0, 10));
+  ASSERT_TRUE(catalog_->SetPinned("ns", 1, true).ok());
+  EXPECT_TRUE((*catalog_->Find("ns", 1))->pinned);
+  EXPECT_FALSE((*catalog_->Find("ns", 2))->pinned);
+  EXPECT_EQ(catalog_->SetPinned("ns", 99, true).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(catalog_->SetPinned("ns", std::nullopt, true).ok());
+  EXPECT_EQ(catalog_->Stats()->num_pinned, 2);
+  ASSERT_TRUE(catalog_->SetPinned("ns", std::nullopt, false).ok());
+  EXPECT_EQ(catalog_->Stats()->num_pinned, 0);
+}
+
+TEST_F(CatalogTest, SearchFindsARareWordAndRanksIt) {
+  const int64_t rare = InsertOrDie(MakeRow("ns", 1, 0, 10, "The quokka lives on Rottnest Island."));
+  for (kv::ChunkId id = 2; id < 30; ++id) {
+    InsertOrDie(
+        MakeRow("ns", id, 0, id * 10, "the island has the sea and the sun " + std::to_string(id)));
+  }
+  InsertOrDie(MakeRow("other", 1, 0, 10, "another quokka elsewhere"));
+  auto hits = catalog_->SearchText("ns", "Where does the QUOKKA live, on which island?", 5);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  ASSERT_FALSE(hits->empty());
+  EXPECT_EQ(hits->front(), rare);
+  EXPECT_LE(hits->size(), 5u);
+  EXPECT_TRUE(catalog_->SearchText("ns", "", 5)->empty());
+  EXPECT_TRUE(catalog_->SearchText("ns", "platypus", 5)->empty());
+  EXPECT_TRUE(catalog_->SearchText("ns", "quokka", 0)->empty());
+  EXPECT_TRUE(catalog_->SearchText("none", "quokka", 5)->empty());
+  // Non-ASCII words are searched too (the tokenizer folds the diacritic).
+  const int64_t cafe = InsertOrDie(MakeRow("ns", 99, 0, 990, "un café crème"));
+  EXPECT_EQ(catalog_->SearchText("ns", "Café", 5)->front(), cafe);
+}
+
+TEST_F(CatalogTest, SearchIgnoresFtsSyntaxInTheQuery) {
+  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 10, "alpha beta gamma and or not"));
+  for (const char* query : {"AND",
+                            "OR alpha",
+                            "NOT",
+                            "alpha AND",
+                            "\"alpha",
+                            "alpha\"",
+                            "al*",
+                            "alpha*",
+                            "text:alpha",
+                            "^alpha",
+                            "(alpha",
+                            "alpha)",
+                            "NEAR(alpha beta)",
+                            "alpha + beta",
+                            "{text}: alpha",
+                            "\"\"\"",
+                            "'",
+                            "-alpha",
+                            "*",
+                            ":",
+                            "alpha:beta"}) {
+    auto hits = catalog_->SearchText("ns", query, 5);
+    ASSERT_TRUE(hits.ok()) << query << ": " << hits.status().ToString();
+    const bool has_alpha = std::string_view(query).find("alpha") != std::string_view::npos;
+    if (has_alpha) {
+      EXPECT_EQ(*hits, std::vector<int64_t>{id}) << query;
+    }
+  }
+  // The words "and", "or", "not" are ordinary words here.
+  EXPECT_EQ(*catalog_->SearchText("ns", "AND", 5), std::vector<int64_t>{id});
+}
+
+TEST_F(CatalogTest, SearchUsesTheRarestTerms) {
+  CatalogOptions options;
+  options.max_search_terms = 1;
+  catalog_.reset();
+  auto catalog = Catalog::Open(path_, options);
+  ASSERT_TRUE(catalog.ok());
+  catalog_ = std::move(catalog).value();
+  for (kv::ChunkId id = 1; id < 10; ++id) {
+    InsertOrDie(MakeRow("ns", id, 0, id, "common commonplace words everywhere"));
+  }
+  const int64_t rare = InsertOrDie(MakeRow("ns", 10, 0, 10, "common rare"));
+  // With one term allowed, the rarest ("rare", 1 document) wins over the longer common ones.
+  EXPECT_EQ(*catalog_->SearchText("ns", "commonplace everywhere rare", 10),
+            std::vector<int64_t>{rare});
+}
+
+TEST_F(CatalogTest, WordCountsFollowDeletesReplacesAndOptimize) {
+  CatalogOptions options;
+  options.max_search_terms = 1;
+  catalog_.reset();
+  auto catalog = Catalog::Open(path_, options);
+  ASSERT_TRUE(catalog.ok());
+  catalog_ = std::move(catalog).value();
+  std::vector<int64_t> zebras;
+  for (kv::ChunkId id = 1; id <= 3; ++id) {
+    zebras.push_back(InsertOrDie(MakeRow("ns", id, 0, id, "zebra stripes")));
+  }
+  const int64_t okapi = InsertOrDie(MakeRow("ns", 4, 0, 4, "zebra okapi"));
+  EXPECT_EQ(*catalog_->SearchText("ns", "zebra okapi", 10), std::vector<int64_t>{okapi});
+  // Once the okapi text is gone its word is known absent, so the one term left is "zebra".
+  const int64_t gone[] = {okapi};
+  ASSERT_TRUE(catalog_->Delete(gone).ok());
+  auto hits = catalog_->SearchText("ns", "zebra okapi", 10);
+  ASSERT_TRUE(hits.ok());
+  std::sort(hits->begin(), hits->end());
+  EXPECT_EQ(*hits, zebras);
+  // Replacing a text moves its counts: "stripes" leaves row 1, "quagga" arrives.
+  ASSERT_TRUE(catalog_->Insert(MakeRow("ns", 1, 0, 1, "quagga"), OnConflict::kReplace).ok());
+  EXPECT_EQ(*catalog_->SearchText("ns", "quagga stripes", 10), std::vector<int64_t>{zebras[0]});
+  ASSERT_TRUE(catalog_->Optimize().ok());
+  EXPECT_EQ(*catalog_->SearchText("ns", "quagga stripes", 10), std::vector<int64_t>{zebras[0]});
+  EXPECT_EQ(catalog_->SearchText("ns", "stripes", 10)->size(), 2u);
+}
+
+TEST_F(CatalogTest, ListsAndCounts) {
+  InsertOrDie(MakeRow("b", 1, 0, 10));
+  InsertOrDie(MakeRow("a", 2, 0, 20));
+  InsertOrDie(MakeRow("a", 3, 0, 30));
+  auto all = catalog_->ListRows(std::nullopt);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_TRUE(all->front().tokens.empty());
+  EXPECT_EQ(all->front().num_tokens, 3);
+  EXPECT_EQ(catalog_->ListRows("a")->size(), 2u);
+  EXPECT_EQ(*catalog_->ListNamespaces(), (std::vector<std::string>{"a", "b"}));
+  const CatalogStats stats = *catalog_->Stats();
+  EXPECT_EQ(stats.num_chunks, 3);
+  EXPECT_EQ(stats.file_bytes, 1001 + 1002 + 1003);
+  EXPECT_EQ(stats.num_namespaces, 2);
+}
+
+TEST_F(CatalogTest, SurvivesCloseAndReopen) {
+  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 10, "persistent wombat"));
+  const kv::ChunkId pair[] = {1, 2};
+  ASSERT_TRUE(catalog_->AddCoAccess("ns", pair).ok());
+  catalog_.reset();
+  auto reopened = Catalog::Open(path_);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ((*reopened)->Find("ns", 1)->value().row_id, id);
+  EXPECT_EQ(*(*reopened)->SearchText("ns", "wombat", 5), std::vector<int64_t>{id});
+  EXPECT_EQ(*(*reopened)->CoAccessCount("ns", 1, 2), 1);
+  EXPECT_EQ((*reopened)->InsertBatch(std::vector<CatalogRow>{MakeRow("ns", 2, 0, 20)})->size(), 1u);
+}
+
+TEST_F(CatalogTest, ReadOnlyCatalogRefusesWritesAndChangesNothing) {
+  InsertOrDie(MakeRow("ns", 1, 0, 10, "kept"));
+  CatalogOptions read_only;
+  read_only.read_only = true;
+  auto reader = Catalog::Open(path_, read_only);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  Catalog& catalog = **reader;
+  const int64_t ids[] = {1};
+  const kv::ChunkId pair[] = {1, 2};
+  EXPECT_EQ(catalog.Insert(MakeRow("ns", 2, 0, 20)).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(catalog.Delete(ids).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(catalog.RecordAccess(ids, 5, AccessTier::kPool).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(catalog.AddCoAccess("ns", pair).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(catalog.SetPinned("ns", 1, true).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(catalog.Stats()->num_chunks, 1);
+  EXPECT_EQ(catalog.Find("ns", 1)->value().access_count, 0);
+  EXPECT_EQ(*catalog.SearchText("ns", "kept", 5), std::vector<int64_t>{1});
+  CatalogOptions missing_options = read_only;
+  EXPECT_EQ(Catalog::Open(temp_.path() + "/none.db", missing_options).status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST(CatalogMigrationTest, Version1DatabaseIsMigratedAndKeepsItsRows) {
+  testing_support::TempDir temp;
+  const std::string path = temp.path() + "/catalog.db";
+  {
+    auto db = SqliteDb::Open(path, {});
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateCatalog(*db, 1).ok());
+    EXPECT_EQ(*ReadCatalogSchemaVersion(*db), 1);
+    // A version-1 row, written with version-1 columns only.
+    ASSERT_TRUE(db->Exec("INSERT INTO chunks (row_id, namespace, chunk_id, parent_id, "
+                         "content_hash, exact, num_tokens, model_fingerprint, codec, file_name, "
+                         "file_bytes, payload_checksum, pinned, created_us, last_access_us, "
+                         "access_count, tokens) VALUES (7, 'ns', 11, 5, 99, 1, 1, 42, 0, "
+                         "'a.rpkv', 123, 0, 1, 1, 2, 3, x'01000000'); "
+                         "INSERT INTO chunk_text (rowid, text) VALUES (7, 'old echidna');")
+                    .ok());
+    EXPECT_EQ(*db->QueryInt64("SELECT COUNT(*) FROM sqlite_master WHERE name = "
+                              "'chunks_by_parent'"),
+              0);
+  }
+  auto catalog = Catalog::Open(path);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+  auto row = (*catalog)->Find("ns", 11);
+  ASSERT_TRUE(row.ok() && row->has_value()) << row.status().ToString();
+  EXPECT_EQ((*row)->row_id, 7);
+  EXPECT_EQ((*row)->tokens, std::vector<int32_t>{1});
+  EXPECT_EQ((*row)->access_count, 3);
+  EXPECT_EQ((*row)->pool_hits, 0);  // new column, default
+  EXPECT_TRUE((*row)->pinned);
+  EXPECT_EQ((*catalog)->Children("ns", 5)->size(), 1u);
+  EXPECT_EQ(*(*catalog)->SearchText("ns", "echidna", 5), std::vector<int64_t>{7});
+  catalog->reset();
+
+  auto db = SqliteDb::Open(path, {});
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*ReadCatalogSchemaVersion(*db), kCatalogSchemaVersion);
+  EXPECT_EQ(*db->QueryInt64("SELECT COUNT(*) FROM sqlite_master WHERE name = 'chunks_by_parent'"),
+            1);
+  // The plan for Children uses the new index.
+  auto plan = db->Prepare(
+      "EXPLAIN QUERY PLAN SELECT row_id FROM chunks WHERE namespace = 'ns' "
+      "AND parent_id = 5");
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(*plan->Step());
+  EXPECT_NE(plan->ColumnText(3).find("chunks_by_parent"), std::string::npos) << plan->ColumnText(3);
+}
+
+TEST(CatalogMigrationTest, NewerSchemaIsRefused) {
+  testing_support::TempDir temp;
+  const std::string path = temp.path() + "/catalog.db";
+  {
+    auto catalog = Catalog::Open(path);
+    ASSERT_TRUE(catalog.ok());
+  }
+  {
+    auto db = SqliteDb::Open(path, {});
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE meta SET value = 99 WHERE key = 'schema_version'").ok());
+  }
+  EXPECT_EQ(Catalog::Open(path).status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(CatalogMigrationTest, StepsAreNumberedInOrder) {
+  const auto steps = CatalogMigrations();
+  ASSERT_EQ(steps.size(), static_cast<size_t>(kCatalogSchemaVersion));
+  for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].to_version, static_cast<int>(i + 1));
+}
+
+}  // namespace
+}  // namespace reprise::store

@@ -1,0 +1,203 @@
+#include "store/kv_codec.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/checked_math.h"
+#include "base/float16.h"
+
+namespace reprise::store {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the KV codecs write the host's bytes; a big-endian host needs byte swaps");
+
+constexpr float kInt8Max = 127.0f;
+constexpr float kF16Max = 65504.0f;
+
+bool IsPowerOfTwo(int value) {
+  return value > 0 && std::has_single_bit(static_cast<unsigned>(value));
+}
+
+// f16 -> f32 with the non-finite values the int8 codec cannot carry replaced.
+float FiniteF16ToF32(uint16_t h) {
+  const float x = F16ToF32(h);
+  if (std::isnan(x)) return 0.0f;
+  if (std::isinf(x)) return x > 0 ? kF16Max : -kF16Max;
+  return x;
+}
+
+void EncodeInt8Hadamard(std::span<const uint16_t> values, int head_dim, std::vector<uint8_t>* out) {
+  const size_t d = static_cast<size_t>(head_dim);
+  const size_t num_rows = values.size() / d;
+  const size_t scales_at = out->size();
+  const size_t quants_at = scales_at + num_rows * sizeof(float);
+  out->resize(quants_at + num_rows * d);
+  uint8_t* scales = out->data() + scales_at;
+  int8_t* quants = reinterpret_cast<int8_t*>(out->data() + quants_at);
+  std::vector<float> row(d);
+  for (size_t r = 0; r < num_rows; ++r) {
+    const uint16_t* in = values.data() + r * d;
+    for (size_t i = 0; i < d; ++i) row[i] = FiniteF16ToF32(in[i]);
+    NormalizedHadamardTransform(row);
+    float amax = 0.0f;
+    for (float x : row) amax = std::max(amax, std::fabs(x));
+    const float scale = amax / kInt8Max;
+    const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+    int8_t* q = quants + r * d;
+    for (size_t i = 0; i < d; ++i) {
+      const float scaled = std::clamp(row[i] * inverse, -kInt8Max, kInt8Max);
+      q[i] = static_cast<int8_t>(std::lrint(scaled));
+    }
+    std::memcpy(scales + r * sizeof(float), &scale, sizeof(float));
+  }
+}
+
+Status DecodeInt8Hadamard(std::span<const uint8_t> encoded, int head_dim,
+                          std::span<uint16_t> values) {
+  const size_t d = static_cast<size_t>(head_dim);
+  const size_t num_rows = values.size() / d;
+  const uint8_t* scales = encoded.data();
+  const int8_t* quants = reinterpret_cast<const int8_t*>(encoded.data() + num_rows * sizeof(float));
+  std::vector<float> row(d);
+  for (size_t r = 0; r < num_rows; ++r) {
+    float scale;
+    std::memcpy(&scale, scales + r * sizeof(float), sizeof(float));
+    if (!std::isfinite(scale) || scale < 0.0f) {
+      return CorruptError("int8 KV row " + std::to_string(r) + " has a bad scale");
+    }
+    const int8_t* q = quants + r * d;
+    for (size_t i = 0; i < d; ++i) row[i] = static_cast<float>(q[i]) * scale;
+    NormalizedHadamardTransform(row);
+    uint16_t* out = values.data() + r * d;
+    for (size_t i = 0; i < d; ++i) out[i] = F32ToF16(row[i]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view KvCodecName(KvCodec codec) {
+  switch (codec) {
+    case KvCodec::kF16:
+      return "f16";
+    case KvCodec::kInt8Hadamard:
+      return "int8-hadamard";
+  }
+  return "unknown";
+}
+
+bool IsKnownKvCodec(uint8_t value) {
+  return value == static_cast<uint8_t>(KvCodec::kF16) ||
+         value == static_cast<uint8_t>(KvCodec::kInt8Hadamard);
+}
+
+KvCodec EffectiveKvCodec(KvCodec requested, int head_dim) {
+  if (requested == KvCodec::kInt8Hadamard && IsPowerOfTwo(head_dim)) return requested;
+  return KvCodec::kF16;
+}
+
+std::optional<uint64_t> EncodedTensorBytes(KvCodec codec, uint64_t num_rows, uint64_t head_dim) {
+  switch (codec) {
+    case KvCodec::kF16: {
+      const auto values = CheckedMul(num_rows, head_dim);
+      if (!values) return std::nullopt;
+      return CheckedMul(*values, sizeof(uint16_t));
+    }
+    case KvCodec::kInt8Hadamard: {
+      const auto per_row = CheckedAdd(head_dim, sizeof(float));
+      if (!per_row) return std::nullopt;
+      return CheckedMul(num_rows, *per_row);
+    }
+  }
+  return std::nullopt;
+}
+
+uint64_t EncodedKvBytesPerToken(KvCodec codec, int num_layers, int num_kv_heads, int head_dim) {
+  const uint64_t rows = static_cast<uint64_t>(num_layers) * static_cast<uint64_t>(num_kv_heads);
+  const auto bytes =
+      EncodedTensorBytes(EffectiveKvCodec(codec, head_dim), rows, static_cast<uint64_t>(head_dim));
+  REPRISE_CHECK(bytes.has_value());
+  return 2 * *bytes;
+}
+
+void NormalizedHadamardTransform(std::span<float> row) {
+  const size_t d = row.size();
+  REPRISE_DCHECK(d > 0 && std::has_single_bit(d));
+  for (size_t half = 1; half < d; half *= 2) {
+    for (size_t block = 0; block < d; block += 2 * half) {
+      for (size_t i = block; i < block + half; ++i) {
+        const float a = row[i];
+        const float b = row[i + half];
+        row[i] = a + b;
+        row[i + half] = a - b;
+      }
+    }
+  }
+  const float norm = 1.0f / std::sqrt(static_cast<float>(d));
+  for (float& x : row) x *= norm;
+}
+
+void AppendEncodedTensor(KvCodec codec, std::span<const uint16_t> values, int head_dim,
+                         std::vector<uint8_t>* out) {
+  REPRISE_CHECK(head_dim > 0 && values.size() % static_cast<size_t>(head_dim) == 0);
+  REPRISE_CHECK(codec == EffectiveKvCodec(codec, head_dim)) << KvCodecName(codec);
+  if (codec == KvCodec::kInt8Hadamard) {
+    EncodeInt8Hadamard(values, head_dim, out);
+    return;
+  }
+  if (values.empty()) return;  // memcpy may not take the null data() of an empty span
+  const size_t at = out->size();
+  out->resize(at + values.size_bytes());
+  std::memcpy(out->data() + at, values.data(), values.size_bytes());
+}
+
+Status DecodeTensor(KvCodec codec, std::span<const uint8_t> encoded, int head_dim,
+                    std::span<uint16_t> values) {
+  if (head_dim <= 0 || values.size() % static_cast<size_t>(head_dim) != 0) {
+    return CorruptError("KV tensor of " + std::to_string(values.size()) +
+                        " values is not made of rows of " + std::to_string(head_dim));
+  }
+  if (!IsKnownKvCodec(static_cast<uint8_t>(codec)) || EffectiveKvCodec(codec, head_dim) != codec) {
+    return CorruptError("KV codec " + std::to_string(static_cast<int>(codec)) +
+                        " cannot encode rows of " + std::to_string(head_dim));
+  }
+  const uint64_t num_rows = values.size() / static_cast<size_t>(head_dim);
+  const auto expected = EncodedTensorBytes(codec, num_rows, static_cast<uint64_t>(head_dim));
+  if (!expected || *expected != encoded.size()) {
+    return CorruptError("encoded KV tensor has " + std::to_string(encoded.size()) +
+                        " bytes, codec " + std::string(KvCodecName(codec)) + " needs " +
+                        (expected ? std::to_string(*expected) : std::string("too many")));
+  }
+  if (codec == KvCodec::kInt8Hadamard) return DecodeInt8Hadamard(encoded, head_dim, values);
+  if (!encoded.empty()) std::memcpy(values.data(), encoded.data(), encoded.size());
+  return Status::Ok();
+}
+
+EncodedKv EncodeKv(const kv::ChunkKv& kv, KvCodec requested) {
+  const size_t expected =
+      static_cast<size_t>(kv.num_layers) * kv.num_kv_heads * kv.num_tokens * kv.head_dim;
+  REPRISE_CHECK(kv.k.size() == expected && kv.v.size() == expected);
+  EncodedKv out;
+  out.codec = EffectiveKvCodec(requested, kv.head_dim);
+  AppendEncodedTensor(out.codec, kv.k, kv.head_dim, &out.k);
+  AppendEncodedTensor(out.codec, kv.v, kv.head_dim, &out.v);
+  return out;
+}
+
+Status DecodeKv(const EncodedKv& encoded, kv::ChunkKv* kv) {
+  if (kv->num_layers <= 0 || kv->num_kv_heads <= 0 || kv->head_dim <= 0 || kv->num_tokens < 0) {
+    return CorruptError("KV shape is not set");
+  }
+  const size_t n =
+      static_cast<size_t>(kv->num_layers) * kv->num_kv_heads * kv->num_tokens * kv->head_dim;
+  kv->k.assign(n, 0);
+  kv->v.assign(n, 0);
+  REPRISE_RETURN_IF_ERROR(DecodeTensor(encoded.codec, encoded.k, kv->head_dim, kv->k));
+  return DecodeTensor(encoded.codec, encoded.v, kv->head_dim, kv->v);
+}
+
+}  // namespace reprise::store

@@ -1,0 +1,273 @@
+#include "store/kv_file.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "base/checked_math.h"
+
+namespace reprise::store {
+namespace {
+
+constexpr uint8_t kMagic[4] = {'R', 'P', 'K', 'V'};
+constexpr size_t kHeaderChecksumAt = 72;
+constexpr uint8_t kExactFlag = 1;
+
+void PutU16(uint8_t* at, uint16_t value) {
+  for (int i = 0; i < 2; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
+}
+void PutU32(uint8_t* at, uint32_t value) {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
+}
+void PutU64(uint8_t* at, uint64_t value) {
+  for (int i = 0; i < 8; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
+}
+uint16_t GetU16(const uint8_t* at) { return static_cast<uint16_t>(at[0] | (at[1] << 8)); }
+uint32_t GetU32(const uint8_t* at) {
+  uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | at[i];
+  return value;
+}
+uint64_t GetU64(const uint8_t* at) {
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | at[i];
+  return value;
+}
+
+void AppendI32s(std::span<const int32_t> values, std::vector<uint8_t>* out) {
+  const size_t at = out->size();
+  out->resize(at + values.size() * 4);
+  for (size_t i = 0; i < values.size(); ++i) {
+    PutU32(out->data() + at + 4 * i, static_cast<uint32_t>(values[i]));
+  }
+}
+
+void ReadI32s(const uint8_t* at, std::span<int32_t> values) {
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(GetU32(at + 4 * i));
+}
+
+Status Corrupt(const std::string& what) { return CorruptError("KV file: " + what); }
+
+// Payload bytes for a header's shape, or nullopt on overflow: tokens and positions, the text
+// length, `text_bytes` of text, then K and V.
+std::optional<uint64_t> PayloadBytes(const KvFileHeader& header, uint64_t text_bytes) {
+  const auto rows =
+      CheckedMul(uint64_t{header.num_layers} * header.num_kv_heads, header.num_tokens);
+  if (!rows) return std::nullopt;
+  const auto tensor = EncodedTensorBytes(header.codec, *rows, header.head_dim);
+  if (!tensor) return std::nullopt;
+  const auto tensors = CheckedMul(*tensor, 2);
+  if (!tensors) return std::nullopt;
+  const auto fixed = CheckedAdd(uint64_t{header.num_tokens} * 8 + 4, text_bytes);
+  if (!fixed) return std::nullopt;
+  return CheckedAdd(*fixed, *tensors);
+}
+
+}  // namespace
+
+std::string KvFileName(std::string_view name_space, kv::ChunkId chunk_id) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%016llx-%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(name_space.data(), name_space.size())),
+                static_cast<unsigned long long>(chunk_id));
+  return std::string(buffer) + std::string(kKvFileSuffix);
+}
+
+Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCodec codec,
+                                             uint64_t model_fingerprint) {
+  if (entry.kv == nullptr) return InvalidArgumentError("KV file: entry has no KV");
+  const kv::ChunkKv& kv = *entry.kv;
+  if (kv.num_layers <= 0 || static_cast<uint32_t>(kv.num_layers) > kMaxKvFileLayers ||
+      kv.num_kv_heads <= 0 || static_cast<uint32_t>(kv.num_kv_heads) > kMaxKvFileKvHeads ||
+      kv.head_dim <= 0 || static_cast<uint32_t>(kv.head_dim) > kMaxKvFileHeadDim ||
+      kv.num_tokens < 0 || static_cast<uint32_t>(kv.num_tokens) > kMaxKvFileTokens) {
+    return InvalidArgumentError("KV file: KV shape out of range");
+  }
+  const size_t num_tokens = static_cast<size_t>(kv.num_tokens);
+  const size_t values =
+      static_cast<size_t>(kv.num_layers) * kv.num_kv_heads * num_tokens * kv.head_dim;
+  if (entry.tokens.size() != num_tokens || kv.positions.size() != num_tokens ||
+      kv.k.size() != values || kv.v.size() != values) {
+    return InvalidArgumentError(
+        "KV file: sizes of tokens, positions, K or V do not match the "
+        "KV shape");
+  }
+  if (entry.text.size() > UINT32_MAX) return InvalidArgumentError("KV file: text too long");
+
+  KvFileHeader header;
+  header.codec = EffectiveKvCodec(codec, kv.head_dim);
+  header.num_layers = static_cast<uint32_t>(kv.num_layers);
+  header.num_kv_heads = static_cast<uint32_t>(kv.num_kv_heads);
+  header.head_dim = static_cast<uint32_t>(kv.head_dim);
+  header.num_tokens = static_cast<uint32_t>(kv.num_tokens);
+  const auto payload_bytes = PayloadBytes(header, entry.text.size());
+  if (!payload_bytes || *payload_bytes > SIZE_MAX - kKvFileHeaderBytes) {
+    return InvalidArgumentError("KV file: too large");
+  }
+
+  std::vector<uint8_t> out(kKvFileHeaderBytes);
+  out.reserve(kKvFileHeaderBytes + *payload_bytes);
+  AppendI32s(entry.tokens, &out);
+  AppendI32s(kv.positions, &out);
+  const size_t text_at = out.size();
+  out.resize(text_at + 4 + entry.text.size());
+  PutU32(out.data() + text_at, static_cast<uint32_t>(entry.text.size()));
+  if (!entry.text.empty())
+    std::memcpy(out.data() + text_at + 4, entry.text.data(), entry.text.size());
+  AppendEncodedTensor(header.codec, kv.k, kv.head_dim, &out);
+  AppendEncodedTensor(header.codec, kv.v, kv.head_dim, &out);
+  const uint64_t payload_size = out.size() - kKvFileHeaderBytes;
+  if (payload_size != *payload_bytes) {
+    return InternalError("KV file: payload size " + std::to_string(payload_size) +
+                         " differs from the planned " + std::to_string(*payload_bytes));
+  }
+
+  uint8_t* h = out.data();
+  std::memcpy(h, kMagic, 4);
+  PutU16(h + 4, kKvFileVersion);
+  h[6] = static_cast<uint8_t>(header.codec);
+  h[7] = entry.exact ? kExactFlag : 0;
+  PutU64(h + 8, model_fingerprint);
+  PutU64(h + 16, entry.id);
+  PutU64(h + 24, entry.parent);
+  PutU64(h + 32, entry.content);
+  PutU32(h + 40, header.num_layers);
+  PutU32(h + 44, header.num_kv_heads);
+  PutU32(h + 48, header.head_dim);
+  PutU32(h + 52, header.num_tokens);
+  PutU64(h + 56, payload_size);
+  PutU64(h + 64, XXH3_64bits(out.data() + kKvFileHeaderBytes, payload_size));
+  PutU64(h + kHeaderChecksumAt, XXH3_64bits(h, kHeaderChecksumAt));
+  return out;
+}
+
+Result<KvFileInfo> WriteKvFile(FileSystem& fs, const std::string& dir, const std::string& name,
+                               const kv::ChunkEntry& entry, KvCodec codec,
+                               uint64_t model_fingerprint) {
+  REPRISE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                           SerializeKvFile(entry, codec, model_fingerprint));
+  REPRISE_ASSIGN_OR_RETURN(KvFileHeader header, ParseKvFileHeader(bytes));
+  const std::string path = dir + "/" + name;
+  const std::string temp = path + std::string(kTempFileSuffix);
+  Status status = fs.WriteFile(temp, bytes, /*sync=*/true);
+  if (status.ok()) status = fs.Rename(temp, path);
+  if (!status.ok()) {
+    // Best effort: a stray temporary is also removed by recovery.
+    fs.Remove(temp).IgnoreError();
+    return status;
+  }
+  // After the rename the file is complete under its name; only its durability is in question.
+  REPRISE_RETURN_IF_ERROR(fs.SyncDir(dir));
+  KvFileInfo info;
+  info.codec = header.codec;
+  info.file_bytes = bytes.size();
+  info.payload_checksum = header.payload_checksum;
+  return info;
+}
+
+Result<KvFileHeader> ParseKvFileHeader(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kKvFileHeaderBytes) {
+    return Corrupt("short file (" + std::to_string(bytes.size()) + " bytes)");
+  }
+  const uint8_t* h = bytes.data();
+  if (std::memcmp(h, kMagic, 4) != 0) return Corrupt("bad magic");
+  if (XXH3_64bits(h, kHeaderChecksumAt) != GetU64(h + kHeaderChecksumAt)) {
+    return Corrupt("header checksum mismatch");
+  }
+  KvFileHeader header;
+  header.version = GetU16(h + 4);
+  if (header.version != kKvFileVersion) {
+    return Corrupt("unsupported format version " + std::to_string(header.version));
+  }
+  if (!IsKnownKvCodec(h[6])) return Corrupt("unknown codec " + std::to_string(h[6]));
+  header.codec = static_cast<KvCodec>(h[6]);
+  if ((h[7] & ~kExactFlag) != 0) return Corrupt("unknown flags");
+  header.exact = (h[7] & kExactFlag) != 0;
+  header.model_fingerprint = GetU64(h + 8);
+  header.chunk_id = GetU64(h + 16);
+  header.parent_id = GetU64(h + 24);
+  header.content_hash = GetU64(h + 32);
+  header.num_layers = GetU32(h + 40);
+  header.num_kv_heads = GetU32(h + 44);
+  header.head_dim = GetU32(h + 48);
+  header.num_tokens = GetU32(h + 52);
+  header.payload_bytes = GetU64(h + 56);
+  header.payload_checksum = GetU64(h + 64);
+  if (header.num_layers == 0 || header.num_layers > kMaxKvFileLayers || header.num_kv_heads == 0 ||
+      header.num_kv_heads > kMaxKvFileKvHeads || header.head_dim == 0 ||
+      header.head_dim > kMaxKvFileHeadDim || header.num_tokens > kMaxKvFileTokens) {
+    return Corrupt("shape out of range");
+  }
+  if (EffectiveKvCodec(header.codec, static_cast<int>(header.head_dim)) != header.codec) {
+    return Corrupt("codec " + std::string(KvCodecName(header.codec)) + " with head_dim " +
+                   std::to_string(header.head_dim));
+  }
+  return header;
+}
+
+Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expected_fingerprint,
+                                   std::optional<kv::ChunkId> expected_id) {
+  REPRISE_ASSIGN_OR_RETURN(const KvFileHeader header, ParseKvFileHeader(bytes));
+  if (header.model_fingerprint != expected_fingerprint) return Corrupt("other model fingerprint");
+  if (expected_id && header.chunk_id != *expected_id) return Corrupt("other chunk id");
+  if (header.payload_bytes != bytes.size() - kKvFileHeaderBytes) {
+    return Corrupt("payload of " + std::to_string(bytes.size() - kKvFileHeaderBytes) +
+                   " bytes, header says " + std::to_string(header.payload_bytes));
+  }
+  const std::span<const uint8_t> payload = bytes.subspan(kKvFileHeaderBytes);
+  if (XXH3_64bits(payload.data(), payload.size()) != header.payload_checksum) {
+    return Corrupt("payload checksum mismatch");
+  }
+  const uint64_t text_length_at = uint64_t{header.num_tokens} * 8;
+  if (text_length_at + 4 > payload.size()) return Corrupt("payload too short for its tokens");
+  const uint32_t text_bytes = GetU32(payload.data() + text_length_at);
+  const auto expected_bytes = PayloadBytes(header, text_bytes);
+  if (!expected_bytes || *expected_bytes != payload.size()) {
+    return Corrupt("payload size does not match the shape");
+  }
+
+  kv::ChunkEntry entry;
+  entry.id = header.chunk_id;
+  entry.parent = header.parent_id;
+  entry.content = header.content_hash;
+  entry.exact = header.exact;
+  const size_t num_tokens = header.num_tokens;
+  entry.tokens.resize(num_tokens);
+  ReadI32s(payload.data(), entry.tokens);
+  auto kv = std::make_shared<kv::ChunkKv>();
+  kv->num_layers = static_cast<int>(header.num_layers);
+  kv->num_kv_heads = static_cast<int>(header.num_kv_heads);
+  kv->head_dim = static_cast<int>(header.head_dim);
+  kv->num_tokens = static_cast<int>(header.num_tokens);
+  kv->positions.resize(num_tokens);
+  ReadI32s(payload.data() + num_tokens * 4, kv->positions);
+  const size_t text_at = static_cast<size_t>(text_length_at) + 4;
+  entry.text.assign(reinterpret_cast<const char*>(payload.data() + text_at), text_bytes);
+  const size_t k_at = text_at + text_bytes;
+  const size_t tensor_bytes = (payload.size() - k_at) / 2;
+  const size_t num_values =
+      static_cast<size_t>(header.num_layers) * header.num_kv_heads * num_tokens * header.head_dim;
+  kv->k.resize(num_values);
+  kv->v.resize(num_values);
+  REPRISE_RETURN_IF_ERROR(
+      DecodeTensor(header.codec, payload.subspan(k_at, tensor_bytes), kv->head_dim, kv->k)
+          .WithContext("KV file K"));
+  REPRISE_RETURN_IF_ERROR(
+      DecodeTensor(header.codec, payload.subspan(k_at + tensor_bytes), kv->head_dim, kv->v)
+          .WithContext("KV file V"));
+  entry.kv = std::move(kv);
+  return entry;
+}
+
+Result<kv::ChunkEntry> ReadKvFile(FileSystem& fs, const std::string& path,
+                                  uint64_t expected_fingerprint,
+                                  std::optional<kv::ChunkId> expected_id) {
+  REPRISE_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, fs.ReadFile(path));
+  Result<kv::ChunkEntry> entry = ParseKvFile(bytes, expected_fingerprint, expected_id);
+  if (!entry.ok()) return entry.status().WithContext(path);
+  return entry;
+}
+
+}  // namespace reprise::store

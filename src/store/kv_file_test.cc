@@ -1,0 +1,232 @@
+// KV files: round trips for both codecs, and every way a file can be damaged — each
+// truncation length, each single-byte flip, wrong fingerprint or id, forged headers with
+// valid checksums — reads as Corrupt, never as a crash or wrong KV.
+#include "store/kv_file.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "base/float16.h"
+#include "store/store_test_util.h"
+#include "support/temp_dir.h"
+
+namespace reprise::store {
+namespace {
+
+using test_util::MakeTestChunk;
+using test_util::SameChunk;
+using test_util::TestShape;
+
+constexpr uint64_t kFingerprint = 0x1234567890abcdefull;
+
+std::vector<uint8_t> Serialize(const kv::ChunkEntry& entry, KvCodec codec) {
+  auto bytes = SerializeKvFile(entry, codec, kFingerprint);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+void PutU32(std::vector<uint8_t>& bytes, size_t at, uint32_t value) {
+  for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
+}
+void PutU64(std::vector<uint8_t>& bytes, size_t at, uint64_t value) {
+  for (int i = 0; i < 8; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
+}
+// Re-seals a forged header (and payload) so that only the semantic checks can catch it.
+void Reseal(std::vector<uint8_t>& bytes) {
+  PutU64(bytes, 56, bytes.size() - kKvFileHeaderBytes);
+  PutU64(bytes, 64,
+         XXH3_64bits(bytes.data() + kKvFileHeaderBytes, bytes.size() - kKvFileHeaderBytes));
+  PutU64(bytes, 72, XXH3_64bits(bytes.data(), 72));
+}
+
+TEST(KvFileTest, F16RoundTripIsExact) {
+  const kv::ChunkEntry entry = MakeTestChunk(2, TestShape{}, kFingerprint, 77, "héllo, wörld");
+  const auto bytes = Serialize(entry, KvCodec::kF16);
+  auto header = ParseKvFileHeader(bytes);
+  ASSERT_TRUE(header.ok());
+  EXPECT_EQ(header->codec, KvCodec::kF16);
+  EXPECT_EQ(header->chunk_id, entry.id);
+  EXPECT_EQ(header->parent_id, 77u);
+  EXPECT_EQ(header->payload_bytes, bytes.size() - kKvFileHeaderBytes);
+  auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(SameChunk(*parsed, entry));
+  // Without an expected id too; an empty chunk and odd exact flags round-trip as well.
+  EXPECT_TRUE(ParseKvFile(bytes, kFingerprint, std::nullopt).ok());
+  const kv::ChunkEntry empty = MakeTestChunk(3, TestShape{.num_tokens = 0}, kFingerprint);
+  auto parsed_empty = ParseKvFile(Serialize(empty, KvCodec::kF16), kFingerprint, empty.id);
+  ASSERT_TRUE(parsed_empty.ok()) << parsed_empty.status().ToString();
+  EXPECT_TRUE(SameChunk(*parsed_empty, empty));
+}
+
+TEST(KvFileTest, Int8RoundTripIsClose) {
+  const TestShape shape{.num_layers = 3, .num_kv_heads = 2, .head_dim = 64, .num_tokens = 17};
+  const kv::ChunkEntry entry = MakeTestChunk(4, shape, kFingerprint, kv::kRootChunkId, "text");
+  const auto bytes = Serialize(entry, KvCodec::kInt8Hadamard);
+  EXPECT_EQ(bytes.size(), kKvFileHeaderBytes + 17 * 8 + 4 + 4 +
+                              2 * *EncodedTensorBytes(KvCodec::kInt8Hadamard, 3 * 2 * 17, 64));
+  auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->tokens, entry.tokens);
+  EXPECT_EQ(parsed->kv->positions, entry.kv->positions);
+  EXPECT_EQ(parsed->text, "text");
+  double error = 0, norm = 0;
+  for (size_t i = 0; i < entry.kv->k.size(); ++i) {
+    for (const auto* pair : {&entry.kv->k, &entry.kv->v}) {
+      const double x = F16ToF32((*pair)[i]);
+      const double y = F16ToF32((pair == &entry.kv->k ? parsed->kv->k : parsed->kv->v)[i]);
+      error += (x - y) * (x - y);
+      norm += x * x;
+    }
+  }
+  EXPECT_LT(std::sqrt(error / norm), 0.01);
+}
+
+TEST(KvFileTest, Int8RequestWithOddHeadDimStoresF16) {
+  const kv::ChunkEntry entry = MakeTestChunk(5, TestShape{.head_dim = 12}, kFingerprint);
+  const auto bytes = Serialize(entry, KvCodec::kInt8Hadamard);
+  EXPECT_EQ(ParseKvFileHeader(bytes)->codec, KvCodec::kF16);
+  auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(SameChunk(*parsed, entry));
+}
+
+TEST(KvFileTest, EveryTruncationIsCorrupt) {
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+    const kv::ChunkEntry entry = MakeTestChunk(6, TestShape{}, kFingerprint, 0, "abc");
+    const auto bytes = Serialize(entry, codec);
+    for (size_t length = 0; length < bytes.size(); ++length) {
+      const auto result = ParseKvFile(std::span(bytes).first(length), kFingerprint, entry.id);
+      ASSERT_EQ(result.status().code(), StatusCode::kCorrupt) << "length " << length;
+    }
+    std::vector<uint8_t> longer = bytes;
+    longer.push_back(0);
+    EXPECT_EQ(ParseKvFile(longer, kFingerprint, entry.id).status().code(), StatusCode::kCorrupt);
+  }
+}
+
+TEST(KvFileTest, EverySingleByteFlipIsDetected) {
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+    const kv::ChunkEntry entry = MakeTestChunk(7, TestShape{}, kFingerprint, 0, "xyz");
+    const auto bytes = Serialize(entry, codec);
+    for (size_t at = 0; at < bytes.size(); ++at) {
+      for (const uint8_t mask : {0x01, 0x80, 0xff}) {
+        std::vector<uint8_t> damaged = bytes;
+        damaged[at] ^= mask;
+        const auto result = ParseKvFile(damaged, kFingerprint, entry.id);
+        ASSERT_EQ(result.status().code(), StatusCode::kCorrupt)
+            << "byte " << at << " mask " << int{mask};
+      }
+    }
+  }
+}
+
+TEST(KvFileTest, WrongFingerprintOrIdIsCorrupt) {
+  const kv::ChunkEntry entry = MakeTestChunk(8, TestShape{}, kFingerprint);
+  const auto bytes = Serialize(entry, KvCodec::kF16);
+  EXPECT_EQ(ParseKvFile(bytes, kFingerprint + 1, entry.id).status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(ParseKvFile(bytes, kFingerprint, entry.id + 1).status().code(), StatusCode::kCorrupt);
+}
+
+TEST(KvFileTest, ForgedHeadersWithValidChecksumsAreCorrupt) {
+  const kv::ChunkEntry entry = MakeTestChunk(9, TestShape{}, kFingerprint, 0, "t");
+  const auto good = Serialize(entry, KvCodec::kF16);
+  const auto expect_corrupt = [&](std::vector<uint8_t> bytes, const char* what) {
+    Reseal(bytes);
+    EXPECT_EQ(ParseKvFile(bytes, kFingerprint, std::nullopt).status().code(), StatusCode::kCorrupt)
+        << what;
+  };
+  {  // Dimensions whose product overflows 64 bits.
+    auto bytes = good;
+    PutU32(bytes, 40, kMaxKvFileLayers);
+    PutU32(bytes, 44, kMaxKvFileKvHeads);
+    PutU32(bytes, 48, kMaxKvFileHeadDim);
+    PutU32(bytes, 52, kMaxKvFileTokens);
+    expect_corrupt(bytes, "huge shape");
+  }
+  {  // Beyond the limits.
+    auto bytes = good;
+    PutU32(bytes, 48, kMaxKvFileHeadDim + 1);
+    expect_corrupt(bytes, "head_dim limit");
+    bytes = good;
+    PutU32(bytes, 40, 0);
+    expect_corrupt(bytes, "zero layers");
+  }
+  {  // A shape that does not add up to the payload.
+    auto bytes = good;
+    PutU32(bytes, 52, 5);
+    expect_corrupt(bytes, "tokens");
+  }
+  {  // Text length past the end; and unknown codec, flags and version.
+    auto bytes = good;
+    PutU32(bytes, kKvFileHeaderBytes + 4 * 8, 0xffffffffu);
+    expect_corrupt(bytes, "text length");
+    bytes = good;
+    bytes[6] = 9;
+    expect_corrupt(bytes, "codec");
+    bytes = good;
+    bytes[7] = 2;
+    expect_corrupt(bytes, "flags");
+    bytes = good;
+    bytes[4] = 2;
+    expect_corrupt(bytes, "version");
+  }
+  {  // int8 codec with a head_dim it cannot use (8 -> 6 keeps the total the same: 2*2*4 rows).
+    const kv::ChunkEntry int8_entry = MakeTestChunk(10, TestShape{}, kFingerprint);
+    auto bytes = Serialize(int8_entry, KvCodec::kInt8Hadamard);
+    PutU32(bytes, 48, 6);
+    expect_corrupt(bytes, "int8 head_dim");
+  }
+  {  // A NaN scale inside a resealed payload.
+    const kv::ChunkEntry int8_entry = MakeTestChunk(11, TestShape{}, kFingerprint);
+    auto bytes = Serialize(int8_entry, KvCodec::kInt8Hadamard);
+    const size_t k_at = kKvFileHeaderBytes + 4 * 8 + 4;
+    const float nan = std::nanf("");
+    std::memcpy(bytes.data() + k_at, &nan, 4);
+    expect_corrupt(bytes, "NaN scale");
+  }
+}
+
+TEST(KvFileTest, SerializeRejectsInconsistentEntries) {
+  kv::ChunkEntry entry = MakeTestChunk(12, TestShape{}, kFingerprint);
+  kv::ChunkEntry no_kv = entry;
+  no_kv.kv = nullptr;
+  EXPECT_EQ(SerializeKvFile(no_kv, KvCodec::kF16, 1).status().code(), StatusCode::kInvalidArgument);
+  kv::ChunkEntry short_tokens = entry;
+  short_tokens.tokens.pop_back();
+  EXPECT_EQ(SerializeKvFile(short_tokens, KvCodec::kF16, 1).status().code(),
+            StatusCode::kInvalidArgument);
+  auto bad_kv = std::make_shared<kv::ChunkKv>(*entry.kv);
+  bad_kv->v.pop_back();
+  kv::ChunkEntry bad = entry;
+  bad.kv = bad_kv;
+  EXPECT_EQ(SerializeKvFile(bad, KvCodec::kF16, 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(KvFileTest, WriteAndReadThroughTheFileSystem) {
+  testing_support::TempDir temp;
+  auto fs = NewPosixFileSystem();
+  const kv::ChunkEntry entry = MakeTestChunk(13, TestShape{}, kFingerprint, 0, "doc");
+  const std::string name = KvFileName("ns", entry.id);
+  EXPECT_EQ(name.size(), 16 + 1 + 16 + kKvFileSuffix.size());
+  EXPECT_NE(KvFileName("other", entry.id), name);
+  auto info = WriteKvFile(*fs, temp.path(), name, entry, KvCodec::kInt8Hadamard, kFingerprint);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->codec, KvCodec::kInt8Hadamard);
+  EXPECT_EQ(*fs->FileSize(temp.path() + "/" + name), info->file_bytes);
+  EXPECT_EQ(*fs->ListDir(temp.path()), std::vector<std::string>{name});  // no temporary left
+  auto read = ReadKvFile(*fs, temp.path() + "/" + name, kFingerprint, entry.id);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->tokens, entry.tokens);
+  EXPECT_EQ(ReadKvFile(*fs, temp.path() + "/none.rpkv", kFingerprint, std::nullopt).status().code(),
+            StatusCode::kNotFound);
+  const Status wrong = ReadKvFile(*fs, temp.path() + "/" + name, 5, std::nullopt).status();
+  EXPECT_EQ(wrong.code(), StatusCode::kCorrupt);
+  EXPECT_NE(wrong.message().find(name), std::string::npos) << wrong.message();
+}
+
+}  // namespace
+}  // namespace reprise::store
