@@ -277,6 +277,7 @@ Result<double> ReuseSession::StoreChunks() {
     Status status = cache_->Insert(std::move(entry));
     if (!status.ok() && status.code() != StatusCode::kResourceExhausted) return status;
   }
+  cache_->RecordUse(chunk_ids_);
   return MillisecondsSince(start);
 }
 

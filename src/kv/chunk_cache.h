@@ -44,7 +44,8 @@ class ChunkCache {
   virtual std::shared_ptr<const ChunkEntry> Find(ChunkId id) = 0;
 
   // The entries whose parent is `parent` (for the longest common token prefix inside the
-  // first chunk that misses the tree).
+  // first chunk that misses the tree). Their `kv` may be null (not loaded): Find() the one
+  // that is used.
   virtual std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) = 0;
 
   // An entry with this content (the most recently used one, exact ones first), or null.
@@ -58,6 +59,13 @@ class ChunkCache {
                                                      int max_candidates) = 0;
 
   virtual ChunkCacheStats stats() = 0;
+
+  // Tells the cache which chunks one prompt used, in order (locality statistics). Cheap; the
+  // default does nothing.
+  virtual void RecordUse(std::span<const ChunkId> /*chunk_ids*/) {}
+
+  // Work for idle moments (e.g. prefetching into memory); returns how many chunks it loaded.
+  virtual int RunIdleWork() { return 0; }
 };
 
 }  // namespace reprise::kv

@@ -119,7 +119,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       int best = 0;
       std::shared_ptr<const kv::ChunkEntry> best_child;
       for (const auto& child : cache.Children(parent)) {
-        if (!child->exact || !child->kv) continue;
+        if (!child->exact) continue;
         const size_t n = std::min(child->tokens.size(), tokens.size());
         size_t k = 0;
         while (k < n && child->tokens[k] == tokens[k]) ++k;
@@ -128,7 +128,10 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
           best_child = child;
         }
       }
-      if (best > 0) {
+      // Children may come without KV (a store lists them from its catalog): load the best.
+      if (best > 0 && !best_child->kv) best_child = cache.Find(best_child->id);
+      if (best > 0 && best_child && best_child->kv &&
+          best_child->kv->num_tokens == static_cast<int>(best_child->tokens.size())) {
         Label(plan, c.begin, best, TokenKind::kPrefix, AddSource(plan, best_child), 0);
         first_unmatched_token = c.begin + best;
       }

@@ -1,0 +1,789 @@
+#include "store/chunk_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "base/logging.h"
+#include "store/kv_file.h"
+#include "store/prefetch_policy.h"
+#include "store/recovery.h"
+
+namespace reprise::store {
+namespace {
+
+double MillisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// A namespace's view: a kv::ChunkCache that forwards to the store.
+class NamespaceCache : public kv::ChunkCache {
+ public:
+  NamespaceCache(ChunkStore* store, std::string ns) : store_(store), ns_(std::move(ns)) {}
+  Status Insert(std::shared_ptr<const kv::ChunkEntry> entry) override {
+    return store_->Insert(ns_, std::move(entry));
+  }
+  std::shared_ptr<const kv::ChunkEntry> Find(kv::ChunkId id) override {
+    return store_->Find(ns_, id);
+  }
+  std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(kv::ChunkId parent) override {
+    return store_->Children(ns_, parent);
+  }
+  std::shared_ptr<const kv::ChunkEntry> FindByContent(kv::ContentHash content) override {
+    return store_->FindByContent(ns_, content);
+  }
+  std::vector<kv::ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
+                                                 std::string_view text,
+                                                 int max_candidates) override {
+    return store_->FindCandidates(ns_, tokens, text, max_candidates);
+  }
+  kv::ChunkCacheStats stats() override { return store_->CacheStats(ns_); }
+  void RecordUse(std::span<const kv::ChunkId> chunk_ids) override {
+    store_->RecordRequest(ns_, chunk_ids);
+  }
+  int RunIdleWork() override { return store_->RunIdleWork(); }
+
+ private:
+  ChunkStore* store_;
+  std::string ns_;
+};
+
+// A catalog row as an entry without KV (for the prefix walk's token comparison).
+std::shared_ptr<const kv::ChunkEntry> Skeleton(const CatalogRow& row) {
+  auto e = std::make_shared<kv::ChunkEntry>();
+  e->id = row.chunk_id;
+  e->parent = row.parent_id;
+  e->content = row.content_hash;
+  e->exact = row.exact;
+  e->tokens = row.tokens;
+  return e;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options) {
+  if (options.dir.empty()) return InvalidArgumentError("no store folder given");
+  if (options.pool_bytes <= 0 || options.disk_bytes <= 0) {
+    return InvalidArgumentError("store budgets must be positive");
+  }
+  if (options.writeback_batch < 1) return InvalidArgumentError("write-back batch must be >= 1");
+  REPRISE_RETURN_IF_ERROR(ValidateCostModel(options.costs));
+  std::unique_ptr<ChunkStore> s(new ChunkStore(options));
+  if (options.file_system == nullptr) {
+    s->owned_fs_ = NewPosixFileSystem();
+    s->fs_ = s->owned_fs_.get();
+  } else {
+    s->fs_ = options.file_system;
+  }
+  bool writable = !options.read_only;
+  Status why_read_only;
+  if (writable) {
+    Status made = s->fs_->CreateDir(options.dir);
+    if (!made.ok()) {
+      writable = false;
+      why_read_only = made;
+    }
+  }
+  const std::string catalog_path = options.dir + "/" + std::string(kCatalogFileName);
+  if (writable) {
+    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path);
+    if (catalog.ok()) {
+      s->catalog_ = std::move(catalog).value();
+    } else if (catalog.error().code() == StatusCode::kUnavailable ||
+               catalog.error().code() == StatusCode::kIoError) {
+      writable = false;
+      why_read_only = catalog.error();
+    } else {
+      return catalog.error().WithContext(options.dir);
+    }
+  }
+  if (!s->catalog_) {
+    CatalogOptions read_only;
+    read_only.read_only = true;
+    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path, read_only);
+    if (catalog.ok()) s->catalog_ = std::move(catalog).value();
+    // No catalog at all: a memory-only store.
+  }
+  if (writable) {
+    Result<RecoveryReport> report = RecoverStore(*s->fs_, *s->catalog_, options.dir);
+    if (!report.ok()) return report.error().WithContext("recovering " + options.dir);
+    if (report->num_rows_missing_file + report->num_rows_size_mismatch +
+            report->num_orphan_files_removed + report->num_temp_files_removed > 0) {
+      REPRISE_LOG(kInfo) << "store " << options.dir << ": recovered (rows without files "
+                         << report->num_rows_missing_file << ", bad sizes "
+                         << report->num_rows_size_mismatch << ", orphan files "
+                         << report->num_orphan_files_removed << ", temporaries "
+                         << report->num_temp_files_removed << ")";
+    }
+  }
+  REPRISE_ASSIGN_OR_RETURN(LocalityModel locality, LocalityModel::Create({}));
+  std::lock_guard<std::mutex> lock(s->mutex_);
+  s->locality_ = std::make_unique<LocalityModel>(std::move(locality));
+  if (options.cost_aware) {
+    REPRISE_ASSIGN_OR_RETURN(CostAwareEvictionPolicy pool,
+                             CostAwareEvictionPolicy::Create(
+                                 s->locality_.get(), {StoreTier::kPool, options.costs, true}));
+    REPRISE_ASSIGN_OR_RETURN(CostAwareEvictionPolicy flash,
+                             CostAwareEvictionPolicy::Create(
+                                 s->locality_.get(), {StoreTier::kFlash, options.costs, true}));
+    s->pool_policy_ = std::make_unique<CostAwareEvictionPolicy>(std::move(pool));
+    s->flash_policy_ = std::make_unique<CostAwareEvictionPolicy>(std::move(flash));
+  } else {
+    s->pool_policy_ = std::make_unique<LruEvictionPolicy>();
+    s->flash_policy_ = std::make_unique<LruEvictionPolicy>();
+  }
+  if (!writable) {
+    s->persistence_.store(false, std::memory_order_relaxed);
+    s->stats_.persistence_enabled = false;
+    s->stats_.persistence_error =
+        options.read_only ? "opened read-only"
+                          : "store folder is not writable (" + why_read_only.ToString() +
+                                "); serving without persistence";
+    if (!options.read_only) REPRISE_LOG(kWarning) << "store " << options.dir << ": "
+                                                  << s->stats_.persistence_error;
+  }
+  s->writer_ = std::thread([p = s.get()] { p->WriterLoop(); });
+  return s;
+}
+
+ChunkStore::~ChunkStore() {
+  Flush().IgnoreError();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+double ChunkStore::Now() const {
+  if (options_.clock) return options_.clock();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::unique_ptr<kv::ChunkCache> ChunkStore::OpenNamespace(std::string name_space) {
+  return std::make_unique<NamespaceCache>(this, std::move(name_space));
+}
+
+ChunkInfo ChunkStore::InfoOf(const kv::ChunkEntry& e, bool pinned, bool in_pool) const {
+  ChunkInfo info;
+  info.id = e.id;
+  info.parent = e.parent;
+  info.content = e.content;
+  info.num_tokens = static_cast<int>(e.tokens.size());
+  info.bytes = static_cast<int64_t>(e.bytes());
+  info.exact = e.exact;
+  info.pinned = pinned;
+  info.in_pool = in_pool;
+  return info;
+}
+
+void ChunkStore::AddToPoolLocked(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
+                                 bool dirty, bool persisted) {
+  const Key key{ns, entry->id};
+  auto it = pool_.find(key);
+  if (it != pool_.end()) {
+    pool_bytes_ -= it->second.bytes;
+    dirty = dirty || it->second.dirty;
+  }
+  PoolEntry& slot = pool_[key];
+  slot.bytes = static_cast<int64_t>(entry->bytes());
+  slot.entry = std::move(entry);
+  slot.dirty = dirty;
+  slot.persisted = persisted;
+  pool_bytes_ += slot.bytes;
+  pool_policy_->Touch(key.id, Now());
+}
+
+void ChunkStore::RemoveFromPoolLocked(const Key& key) {
+  auto it = pool_.find(key);
+  if (it == pool_.end()) return;
+  pool_bytes_ -= it->second.bytes;
+  pool_policy_->Forget(key.id);
+  pool_.erase(it);
+}
+
+void ChunkStore::EvictPoolLocked() {
+  if (pool_bytes_ <= options_.pool_bytes) return;
+  std::vector<ChunkInfo> candidates;
+  std::vector<const Key*> keys;
+  for (const auto& [key, slot] : pool_) {
+    if (slot.dirty || slot.pinned) continue;  // dirty ones leave after write-back
+    candidates.push_back(InfoOf(*slot.entry, false, true));
+    keys.push_back(&key);
+  }
+  const VictimSelection victims =
+      pool_policy_->SelectVictims(candidates, pool_bytes_ - options_.pool_bytes, Now());
+  std::set<uint64_t> chosen(victims.ids.begin(), victims.ids.end());
+  std::vector<Key> remove;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (chosen.count(candidates[i].id)) remove.push_back(*keys[i]);
+  }
+  for (const Key& key : remove) {
+    RemoveFromPoolLocked(key);
+    ++stats_.pool_evictions;
+  }
+}
+
+Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry) {
+  if (!entry || !entry->kv) return InvalidArgumentError("a chunk needs its KV");
+  if (static_cast<int64_t>(entry->bytes()) > options_.pool_bytes) {
+    return ResourceExhaustedError("a chunk of " + std::to_string(entry->bytes()) +
+                                  " bytes exceeds the memory pool");
+  }
+  const bool persist = persistence_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    AddToPoolLocked(ns, entry, persist, false);
+    if (persist) write_queue_.push_back(WriteJob{ns, std::move(entry)});
+    ++ns_stats_[ns].inserts;
+    EvictPoolLocked();
+  }
+  work_cv_.notify_one();
+  return Status::Ok();
+}
+
+void ChunkStore::DropCorrupt(const CatalogRow& row, const Status& why) {
+  REPRISE_LOG(kWarning) << "store: chunk file " << row.file_name << " is unusable ("
+                        << why.ToString() << "); dropped";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.corrupt_dropped;
+  }
+  if (!persistence_.load(std::memory_order_relaxed)) return;  // read-only: leave it
+  {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    const int64_t ids[] = {row.row_id};
+    catalog_->Delete(ids).IgnoreError();
+  }
+  fs_->Remove(PathOf(row.file_name)).IgnoreError();
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadFromFlash(const CatalogRow& row) {
+  if (options_.model_fingerprint == 0 || row.model_fingerprint != options_.model_fingerprint) {
+    return nullptr;  // another model's chunk (or maintenance mode)
+  }
+  Result<kv::ChunkEntry> read =
+      ReadKvFile(*fs_, PathOf(row.file_name), options_.model_fingerprint, row.chunk_id);
+  if (!read.ok()) {
+    DropCorrupt(row, read.error());
+    return nullptr;
+  }
+  return std::make_shared<const kv::ChunkEntry>(std::move(read).value());
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv::ChunkId id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pool_.find(Key{ns, id});
+    if (it != pool_.end()) {
+      pool_policy_->Touch(id, Now());
+      ++stats_.hits_pool;
+      ++ns_stats_[ns].hits;
+      return it->second.entry;
+    }
+  }
+  std::optional<CatalogRow> row;
+  if (catalog_) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    Result<std::optional<CatalogRow>> found = catalog_->Find(ns, id);
+    if (found.ok()) row = std::move(found).value();
+  }
+  std::shared_ptr<const kv::ChunkEntry> entry = row ? LoadFromFlash(*row) : nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!entry) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  AddToPoolLocked(ns, entry, false, true);
+  ++stats_.hits_flash;
+  ++ns_stats_[ns].hits;
+  EvictPoolLocked();
+  return entry;
+}
+
+std::vector<std::shared_ptr<const kv::ChunkEntry>> ChunkStore::Children(const std::string& ns,
+                                                                         kv::ChunkId parent) {
+  std::vector<std::shared_ptr<const kv::ChunkEntry>> out;
+  std::set<kv::ChunkId> seen;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [key, slot] : pool_) {
+      if (key.ns == ns && slot.entry->parent == parent) {
+        out.push_back(slot.entry);
+        seen.insert(key.id);
+      }
+    }
+  }
+  if (catalog_) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    Result<std::vector<CatalogRow>> rows = catalog_->Children(ns, parent);
+    if (rows.ok()) {
+      for (const CatalogRow& row : *rows) {
+        if (seen.insert(row.chunk_id).second &&
+            row.model_fingerprint == options_.model_fingerprint) {
+          out.push_back(Skeleton(row));  // KV on Find()
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::string& ns,
+                                                                kv::ContentHash content) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const PoolEntry* best = nullptr;
+    for (const auto& [key, slot] : pool_) {
+      if (key.ns != ns || slot.entry->content != content) continue;
+      if (best == nullptr || (slot.entry->exact && !best->entry->exact)) best = &slot;
+    }
+    if (best != nullptr) {
+      pool_policy_->Touch(best->entry->id, Now());
+      ++stats_.hits_pool;
+      ++ns_stats_[ns].hits;
+      return best->entry;
+    }
+  }
+  std::optional<CatalogRow> row;
+  if (catalog_) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    Result<std::optional<CatalogRow>> found = catalog_->FindByContent(ns, content);
+    if (found.ok()) row = std::move(found).value();
+  }
+  std::shared_ptr<const kv::ChunkEntry> entry = row ? LoadFromFlash(*row) : nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!entry) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  AddToPoolLocked(ns, entry, false, true);
+  ++stats_.hits_flash;
+  ++ns_stats_[ns].hits;
+  EvictPoolLocked();
+  return entry;
+}
+
+std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns,
+                                                           std::span<const int32_t> /*tokens*/,
+                                                           std::string_view text,
+                                                           int max_candidates) {
+  std::vector<kv::ChunkCandidate> out;
+  if (!catalog_ || text.empty()) return out;
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  Result<std::vector<int64_t>> rows = catalog_->SearchText(ns, text, max_candidates);
+  if (!rows.ok()) return out;
+  double score = static_cast<double>(rows->size());
+  for (int64_t row_id : *rows) {
+    Result<std::optional<CatalogRow>> row = catalog_->FindByRowId(row_id);
+    if (row.ok() && *row && (*row)->model_fingerprint == options_.model_fingerprint) {
+      out.push_back(kv::ChunkCandidate{(*row)->chunk_id, score});
+    }
+    score -= 1.0;  // ranked best first
+  }
+  return out;
+}
+
+void ChunkStore::RecordRequest(const std::string& name_space,
+                               std::span<const kv::ChunkId> chunk_ids) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ChunkInfo> infos;
+  for (kv::ChunkId id : chunk_ids) {
+    auto it = pool_.find(Key{name_space, id});
+    if (it != pool_.end()) infos.push_back(InfoOf(*it->second.entry, it->second.pinned, true));
+  }
+  locality_->RecordRequest(infos, Now());
+  AccessJob job{name_space, std::vector<kv::ChunkId>(chunk_ids.begin(), chunk_ids.end())};
+  recent_requests_.push_back(job);
+  if (recent_requests_.size() > 4) recent_requests_.erase(recent_requests_.begin());
+  if (persistence_.load(std::memory_order_relaxed)) {
+    access_queue_.push_back(std::move(job));
+    work_cv_.notify_one();
+  }
+}
+
+int ChunkStore::RunIdleWork() {
+  if (!options_.prefetch || !catalog_ || options_.model_fingerprint == 0) return 0;
+  std::vector<AccessJob> recent;
+  int64_t budget;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    recent = recent_requests_;
+    budget = options_.pool_bytes - pool_bytes_;
+  }
+  if (budget <= 0 || recent.empty()) return 0;
+  // Candidates: chunks often used with the recent requests' chunks, not in the pool.
+  std::vector<std::pair<std::string, CatalogRow>> rows;
+  std::map<kv::ChunkId, int64_t> co_access;  // persisted evidence, survives restarts
+  {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    std::set<kv::ChunkId> seen;
+    for (const AccessJob& job : recent) {
+      for (size_t i = 0; i < job.ids.size() && i < 16; ++i) {
+        Result<std::vector<CoAccessPartner>> partners =
+            catalog_->CoAccessPartners(job.ns, job.ids[i], 8);
+        if (!partners.ok()) continue;
+        for (const CoAccessPartner& p : *partners) {
+          co_access[p.chunk_id] = std::max(co_access[p.chunk_id], p.count);
+          if (!seen.insert(p.chunk_id).second) continue;
+          Result<std::optional<CatalogRow>> row = catalog_->Find(job.ns, p.chunk_id);
+          if (row.ok() && *row) rows.emplace_back(job.ns, std::move(**row));
+        }
+      }
+    }
+  }
+  std::vector<ChunkInfo> candidates;
+  std::vector<size_t> index;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const CatalogRow& r = rows[i].second;
+      if (pool_.count(Key{rows[i].first, r.chunk_id})) continue;
+      ChunkInfo info;
+      info.id = r.chunk_id;
+      info.parent = r.parent_id;
+      info.content = r.content_hash;
+      info.num_tokens = r.num_tokens;
+      info.bytes = static_cast<int64_t>(r.file_bytes);
+      info.exact = r.exact;
+      candidates.push_back(info);
+      index.push_back(i);
+    }
+  }
+  PrefetchSelection chosen;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    chosen = SelectPrefetch(candidates, *locality_, Now(), budget,
+                            PrefetchOptions{options_.prefetch_threshold, true});
+  }
+  // The locality model only knows this process's requests; the catalog's co-access counts
+  // carry the semantic locality of earlier runs: c / (c + 1) against the same threshold.
+  for (const ChunkInfo& info : candidates) {
+    const int64_t count = co_access[info.id];
+    const double score = static_cast<double>(count) / static_cast<double>(count + 1);
+    if (!info.exact || score < options_.prefetch_threshold ||
+        std::find(chosen.ids.begin(), chosen.ids.end(), info.id) != chosen.ids.end() ||
+        chosen.bytes + info.bytes > budget) {
+      continue;
+    }
+    chosen.ids.push_back(info.id);
+    chosen.bytes += info.bytes;
+  }
+  int loaded = 0;
+  for (uint64_t id : chosen.ids) {
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (candidates[c].id != id) continue;
+      const auto& [ns, row] = rows[index[c]];
+      std::shared_ptr<const kv::ChunkEntry> entry = LoadFromFlash(row);
+      if (!entry) break;
+      std::lock_guard<std::mutex> lock(mutex_);
+      AddToPoolLocked(ns, std::move(entry), false, true);
+      ++stats_.prefetched;
+      ++loaded;
+      break;
+    }
+  }
+  return loaded;
+}
+
+void ChunkStore::DisablePersistence(const Status& why) {
+  if (!persistence_.exchange(false)) return;
+  REPRISE_LOG(kWarning) << "store " << options_.dir << ": cannot persist chunks ("
+                        << why.ToString() << "); serving from memory without persistence";
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.persistence_enabled = false;
+  stats_.persistence_error = why.ToString();
+  for (auto& [key, slot] : pool_) slot.dirty = false;  // now ordinary, evictable entries
+  write_queue_.clear();
+  access_queue_.clear();
+  idle_cv_.notify_all();
+}
+
+void ChunkStore::WriterLoop() {
+  while (true) {
+    std::vector<WriteJob> batch;
+    std::vector<AccessJob> accesses;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_cv_.wait(lock, [&] { return stopping_ || !write_queue_.empty() || !access_queue_.empty(); });
+      if (stopping_ && write_queue_.empty() && access_queue_.empty()) return;
+      while (!write_queue_.empty() && static_cast<int>(batch.size()) < options_.writeback_batch) {
+        batch.push_back(std::move(write_queue_.front()));
+        write_queue_.pop_front();
+      }
+      accesses.assign(std::make_move_iterator(access_queue_.begin()),
+                      std::make_move_iterator(access_queue_.end()));
+      access_queue_.clear();
+      in_flight_ = static_cast<int>(batch.size());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<CatalogRow> rows;
+    std::vector<size_t> written;
+    Status failure;
+    for (size_t i = 0; i < batch.size() && failure.ok(); ++i) {
+      const kv::ChunkEntry& e = *batch[i].entry;
+      const std::string name = KvFileName(batch[i].ns, e.id);
+      Result<KvFileInfo> info =
+          WriteKvFile(*fs_, options_.dir, name, e, options_.codec, options_.model_fingerprint);
+      if (!info.ok()) {
+        failure = info.error();
+        break;
+      }
+      CatalogRow row;
+      row.name_space = batch[i].ns;
+      row.chunk_id = e.id;
+      row.parent_id = e.parent;
+      row.content_hash = e.content;
+      row.exact = e.exact;
+      row.tokens = e.tokens;
+      row.text = e.text;
+      row.model_fingerprint = options_.model_fingerprint;
+      row.codec = info->codec;
+      row.file_name = name;
+      row.file_bytes = info->file_bytes;
+      row.payload_checksum = info->payload_checksum;
+      row.created_us = static_cast<int64_t>(Now() * 1e6);
+      row.last_access_us = row.created_us;
+      rows.push_back(std::move(row));
+      written.push_back(i);
+    }
+    if (!rows.empty() && catalog_) {
+      std::lock_guard<std::mutex> lock(catalog_mutex_);
+      Result<std::vector<int64_t>> ids = catalog_->InsertBatch(rows, OnConflict::kReplace);
+      if (!ids.ok()) {
+        if (failure.ok()) failure = ids.error();
+        written.clear();  // the files are orphans; the next open removes them
+      }
+    }
+    if (catalog_ && failure.ok()) {
+      std::lock_guard<std::mutex> lock(catalog_mutex_);
+      for (const AccessJob& job : accesses) {
+        catalog_->AddCoAccess(job.ns, job.ids).IgnoreError();
+        std::vector<int64_t> row_ids;
+        for (kv::ChunkId id : job.ids) {
+          Result<std::optional<CatalogRow>> row = catalog_->Find(job.ns, id);
+          if (row.ok() && *row) row_ids.push_back((*row)->row_id);
+        }
+        catalog_->RecordAccess(row_ids, static_cast<int64_t>(Now() * 1e6), AccessTier::kPool)
+            .IgnoreError();
+      }
+    }
+    const double ms = MillisecondsSince(start);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i : written) {
+        auto it = pool_.find(Key{batch[i].ns, batch[i].entry->id});
+        if (it != pool_.end() && it->second.entry == batch[i].entry) {
+          it->second.dirty = false;
+          it->second.persisted = true;
+        }
+      }
+      stats_.chunks_written += static_cast<int64_t>(written.size());
+      stats_.write_ms_total += ms;
+      in_flight_ = 0;
+      EvictPoolLocked();
+    }
+    if (!failure.ok()) DisablePersistence(failure);
+    if (!written.empty()) EvictFlash().IgnoreError();
+    idle_cv_.notify_all();
+  }
+}
+
+Status ChunkStore::EvictFlash() {
+  if (!catalog_ || !persistence_.load(std::memory_order_relaxed)) return Status::Ok();
+  std::vector<CatalogRow> rows;
+  {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    REPRISE_ASSIGN_OR_RETURN(CatalogStats stats, catalog_->Stats());
+    if (stats.file_bytes <= options_.disk_bytes) return Status::Ok();
+    REPRISE_ASSIGN_OR_RETURN(rows, catalog_->ListRows(std::nullopt));
+  }
+  int64_t total = 0;
+  std::vector<ChunkInfo> infos;
+  for (const CatalogRow& r : rows) {
+    ChunkInfo info;
+    info.id = r.chunk_id;
+    info.parent = r.parent_id;
+    info.content = r.content_hash;
+    info.num_tokens = r.num_tokens;
+    info.bytes = static_cast<int64_t>(r.file_bytes);
+    info.exact = r.exact;
+    info.pinned = r.pinned;
+    infos.push_back(info);
+    total += info.bytes;
+  }
+  VictimSelection victims;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    victims = flash_policy_->SelectVictims(infos, total - options_.disk_bytes, Now());
+  }
+  std::set<uint64_t> chosen(victims.ids.begin(), victims.ids.end());
+  std::vector<int64_t> row_ids;
+  std::vector<std::string> files;
+  for (const CatalogRow& r : rows) {
+    if (chosen.count(r.chunk_id)) {
+      row_ids.push_back(r.row_id);
+      files.push_back(r.file_name);
+    }
+  }
+  {
+    // Rows first, then files: a crash in between leaves orphan files, removed at open.
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    REPRISE_RETURN_IF_ERROR(catalog_->Delete(row_ids));
+  }
+  for (const std::string& f : files) fs_->Remove(PathOf(f)).IgnoreError();
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.flash_evictions += static_cast<int64_t>(row_ids.size());
+  for (auto& [key, slot] : pool_) {
+    if (chosen.count(key.id)) slot.persisted = false;
+  }
+  return Status::Ok();
+}
+
+Status ChunkStore::Flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_cv_.wait(lock, [&] {
+    return (write_queue_.empty() && access_queue_.empty() && in_flight_ == 0) ||
+           !persistence_.load(std::memory_order_relaxed);
+  });
+  return Status::Ok();
+}
+
+StoreStats ChunkStore::Stats() {
+  StoreStats s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    s = stats_;
+    s.bytes_in_pool = pool_bytes_;
+    s.chunks_in_pool = static_cast<int64_t>(pool_.size());
+    for (const auto& [key, slot] : pool_) s.dirty_chunks += slot.dirty;
+  }
+  if (catalog_) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    Result<CatalogStats> c = catalog_->Stats();
+    if (c.ok()) {
+      s.chunks = c->num_chunks;
+      s.bytes_on_disk = c->file_bytes;
+      s.namespaces = c->num_namespaces;
+    }
+  }
+  return s;
+}
+
+kv::ChunkCacheStats ChunkStore::CacheStats(const std::string& ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  kv::ChunkCacheStats s = ns_stats_[ns];
+  for (const auto& [key, slot] : pool_) {
+    if (key.ns != ns) continue;
+    ++s.num_chunks;
+    s.bytes += slot.bytes;
+  }
+  s.budget_bytes = options_.pool_bytes;
+  s.evictions = stats_.pool_evictions;
+  return s;
+}
+
+Status ChunkStore::SetPinned(const std::string& name_space, std::optional<kv::ChunkId> chunk_id,
+                             bool pinned) {
+  if (catalog_ && persistence_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    REPRISE_RETURN_IF_ERROR(catalog_->SetPinned(name_space, chunk_id, pinned));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [key, slot] : pool_) {
+    if (key.ns == name_space && (!chunk_id || key.id == *chunk_id)) slot.pinned = pinned;
+  }
+  return Status::Ok();
+}
+
+Result<GcReport> ChunkStore::Gc() {
+  if (!catalog_ || !persistence_.load(std::memory_order_relaxed)) {
+    return UnavailableError("the store is not writable");
+  }
+  REPRISE_RETURN_IF_ERROR(Flush());
+  GcReport report;
+  std::vector<CatalogRow> rows;
+  {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    REPRISE_ASSIGN_OR_RETURN(RecoveryReport recovery, RecoverStore(*fs_, *catalog_, options_.dir));
+    report.rows_missing_file = recovery.num_rows_missing_file + recovery.num_rows_size_mismatch;
+    report.orphan_files = recovery.num_orphan_files_removed + recovery.num_temp_files_removed;
+    report.bytes_freed = recovery.bytes_removed;
+    REPRISE_ASSIGN_OR_RETURN(rows, catalog_->ListRows(std::nullopt));
+  }
+  for (const CatalogRow& row : rows) {
+    Result<std::vector<uint8_t>> bytes = fs_->ReadFile(PathOf(row.file_name));
+    Status bad;
+    if (!bytes.ok()) {
+      bad = bytes.error();
+    } else {
+      Result<KvFileHeader> header = ParseKvFileHeader(*bytes);
+      if (!header.ok()) {
+        bad = header.error();
+      } else {
+        Result<kv::ChunkEntry> parsed = ParseKvFile(*bytes, header->model_fingerprint, row.chunk_id);
+        if (!parsed.ok()) bad = parsed.error();
+        else if (header->model_fingerprint != row.model_fingerprint) bad = CorruptError("fingerprint differs from the catalog");
+      }
+    }
+    if (!bad.ok()) {
+      DropCorrupt(row, bad);
+      ++report.corrupt;
+      report.bytes_freed += static_cast<int64_t>(row.file_bytes);
+    }
+  }
+  const int64_t before = Stats().flash_evictions;
+  REPRISE_RETURN_IF_ERROR(EvictFlash());
+  report.evicted = Stats().flash_evictions - before;
+  {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    catalog_->Optimize().IgnoreError();
+  }
+  return report;
+}
+
+Status ChunkStore::Clear(std::optional<std::string> name_space) {
+  REPRISE_RETURN_IF_ERROR(Flush());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<Key> remove;
+    for (const auto& [key, slot] : pool_) {
+      if (!name_space || key.ns == *name_space) remove.push_back(key);
+    }
+    for (const Key& key : remove) RemoveFromPoolLocked(key);
+  }
+  if (!catalog_) return Status::Ok();
+  if (!persistence_.load(std::memory_order_relaxed)) {
+    return UnavailableError("the store is not writable");
+  }
+  std::vector<CatalogRow> rows;
+  {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    REPRISE_ASSIGN_OR_RETURN(rows, catalog_->ListRows(
+                                       name_space ? std::optional<std::string_view>(*name_space)
+                                                  : std::nullopt));
+    std::vector<int64_t> ids;
+    for (const CatalogRow& r : rows) ids.push_back(r.row_id);
+    REPRISE_RETURN_IF_ERROR(catalog_->Delete(ids));
+  }
+  for (const CatalogRow& r : rows) fs_->Remove(PathOf(r.file_name)).IgnoreError();
+  return Status::Ok();
+}
+
+Result<std::vector<CatalogRow>> ChunkStore::List(std::optional<std::string> name_space) {
+  if (!catalog_) return std::vector<CatalogRow>();
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  if (name_space) return catalog_->ListRows(std::string_view(*name_space));
+  return catalog_->ListRows(std::nullopt);
+}
+
+Result<std::vector<std::string>> ChunkStore::Namespaces() {
+  if (!catalog_) return std::vector<std::string>();
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  return catalog_->ListNamespaces();
+}
+
+}  // namespace reprise::store

@@ -1,0 +1,206 @@
+// ChunkStore: the persistent, hierarchical KV store of DESIGN.md §6 — a memory pool over a
+// flash tier (one KV file per chunk, a SQLite catalog) — implementing kv::ChunkCache per
+// namespace.
+//
+//  - Memory pool: chunks just produced or loaded, under a byte budget; new chunks are
+//    "dirty" until the write-back thread persisted them.
+//  - Flash: KV files written to a temporary name, fsynced and renamed, then their catalog
+//    rows inserted in one transaction per batch. Opening the store removes rows without files
+//    and files without rows. A file that fails its checks is a cache miss: its row and file
+//    are dropped and counted, never used.
+//  - Lazy write-back: Insert only queues; a background thread writes in batches, so nothing
+//    is written on the request's path. Flush() (and the destructor) waits for the queue.
+//  - Eviction: the pool and the flash tier each evict by locality x cost (or LRU for
+//    ablations); pinned chunks are never evicted. Prefetch loads, in idle time, chunks whose
+//    locality passes a threshold.
+//  - Failures to persist (disk full, read-only folder) switch persistence off: the store
+//    keeps serving from memory (and, read-only, from flash), logs it once, and damages
+//    nothing already stored.
+//
+// Thread-safe. Namespace views borrow the store and must not outlive it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_annotations.h"
+#include "kv/chunk_cache.h"
+#include "store/catalog.h"
+#include "store/eviction_cost.h"
+#include "store/eviction_policy.h"
+#include "store/file_system.h"
+#include "store/kv_codec.h"
+#include "store/locality.h"
+
+namespace reprise::store {
+
+struct StoreOptions {
+  std::string dir;                         // created 0700 when missing
+  int64_t pool_bytes = int64_t{512} << 20;  // memory pool budget
+  int64_t disk_bytes = int64_t{8} << 30;    // flash budget (KV files)
+  KvCodec codec = KvCodec::kF16;
+  // Files of another model are never used; 0 opens the store for maintenance only (cache
+  // commands): chunks are listed but not loaded.
+  uint64_t model_fingerprint = 0;
+  CostModel costs{1000.0 * 1024, 10.0, 2.5};
+  bool cost_aware = true;   // false: LRU in both tiers (for ablations)
+  bool prefetch = true;
+  double prefetch_threshold = 0.25;
+  int writeback_batch = 16;
+  // Injected for tests: the file system (borrowed; null = POSIX) and the clock (seconds).
+  FileSystem* file_system = nullptr;
+  std::function<double()> clock;
+  bool read_only = false;  // open without writing (cache commands that only read)
+};
+
+struct StoreStats {
+  int64_t chunks = 0;          // rows in the catalog
+  int64_t bytes_on_disk = 0;
+  int64_t bytes_in_pool = 0;
+  int64_t chunks_in_pool = 0;
+  int64_t dirty_chunks = 0;    // waiting for write-back
+  int64_t namespaces = 0;
+  int64_t corrupt_dropped = 0;
+  int64_t hits_pool = 0;
+  int64_t hits_flash = 0;
+  int64_t misses = 0;
+  int64_t pool_evictions = 0;
+  int64_t flash_evictions = 0;
+  int64_t chunks_written = 0;
+  int64_t prefetched = 0;
+  double write_ms_total = 0;       // on the write-back thread
+  double write_ms_on_caller = 0;   // writes on request threads: 0 by design
+  bool persistence_enabled = true;
+  std::string persistence_error;   // why persistence is off
+};
+
+struct GcReport {
+  int64_t rows_missing_file = 0, orphan_files = 0, corrupt = 0, evicted = 0;
+  int64_t bytes_freed = 0;
+};
+
+class ChunkStore {
+ public:
+  // Opens (creating when missing) and recovers the store. Errors: InvalidArgument (options),
+  // IoError / Corrupt (the catalog cannot be opened at all).
+  static Result<std::unique_ptr<ChunkStore>> Open(const StoreOptions& options);
+  ~ChunkStore();
+  ChunkStore(const ChunkStore&) = delete;
+  ChunkStore& operator=(const ChunkStore&) = delete;
+
+  // A view of one namespace (one app or API key); lookups never cross namespaces.
+  std::unique_ptr<kv::ChunkCache> OpenNamespace(std::string name_space);
+
+  // Records that one prompt used these chunks (locality, co-access); cheap, queued.
+  void RecordRequest(const std::string& name_space, std::span<const kv::ChunkId> chunk_ids);
+
+  // Idle-time work: prefetch into the pool. Returns the chunks loaded.
+  int RunIdleWork();
+
+  // Waits until every queued chunk is persisted (or persistence is off).
+  Status Flush();
+
+  StoreStats Stats();
+  Status SetPinned(const std::string& name_space, std::optional<kv::ChunkId> chunk_id, bool pinned);
+  // Removes orphans, verifies every file's checksums (dropping bad ones), enforces the disk
+  // budget.
+  Result<GcReport> Gc();
+  // Removes every chunk of `name_space`, or of the whole store.
+  Status Clear(std::optional<std::string> name_space);
+  Result<std::vector<CatalogRow>> List(std::optional<std::string> name_space);
+  Result<std::vector<std::string>> Namespaces();
+
+  const StoreOptions& options() const { return options_; }
+
+  // kv::ChunkCache operations of a namespace (the views forward here).
+  Status Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry);
+  std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
+  std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(const std::string& ns,
+                                                               kv::ChunkId parent);
+  std::shared_ptr<const kv::ChunkEntry> FindByContent(const std::string& ns,
+                                                      kv::ContentHash content);
+  std::vector<kv::ChunkCandidate> FindCandidates(const std::string& ns,
+                                                 std::span<const int32_t> tokens,
+                                                 std::string_view text, int max_candidates);
+  kv::ChunkCacheStats CacheStats(const std::string& ns);
+
+ private:
+  struct Key {
+    std::string ns;
+    kv::ChunkId id;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string>()(k.ns) ^ (k.id * 0x9e3779b97f4a7c15ull);
+    }
+  };
+  struct PoolEntry {
+    std::shared_ptr<const kv::ChunkEntry> entry;
+    bool dirty = false;     // not yet persisted
+    bool persisted = false; // has a row and a file
+    bool pinned = false;
+    int64_t bytes = 0;
+  };
+  struct WriteJob {
+    std::string ns;
+    std::shared_ptr<const kv::ChunkEntry> entry;
+  };
+  struct AccessJob {
+    std::string ns;
+    std::vector<kv::ChunkId> ids;
+  };
+
+  explicit ChunkStore(const StoreOptions& options) : options_(options) {}
+  double Now() const;
+  void WriterLoop();
+  void DisablePersistence(const Status& why);
+  ChunkInfo InfoOf(const kv::ChunkEntry& e, bool pinned, bool in_pool) const;
+  void AddToPoolLocked(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
+                       bool dirty, bool persisted) REPRISE_REQUIRES(mutex_);
+  void EvictPoolLocked() REPRISE_REQUIRES(mutex_);
+  void RemoveFromPoolLocked(const Key& key) REPRISE_REQUIRES(mutex_);
+  // Loads a chunk's file; drops the row and file when they are bad.
+  std::shared_ptr<const kv::ChunkEntry> LoadFromFlash(const CatalogRow& row);
+  void DropCorrupt(const CatalogRow& row, const Status& why);
+  Status EvictFlash();  // enforces disk_bytes (writer thread or Gc)
+  std::string PathOf(const std::string& file_name) const { return options_.dir + "/" + file_name; }
+
+  StoreOptions options_;
+  std::unique_ptr<FileSystem> owned_fs_;
+  FileSystem* fs_ = nullptr;
+  std::unique_ptr<Catalog> catalog_;
+  std::mutex catalog_mutex_;  // the catalog is used by one thread at a time
+
+  std::mutex mutex_;  // pool, policies, queues
+  std::unordered_map<Key, PoolEntry, KeyHash> pool_ REPRISE_GUARDED_BY(mutex_);
+  int64_t pool_bytes_ REPRISE_GUARDED_BY(mutex_) = 0;
+  std::unique_ptr<LocalityModel> locality_ REPRISE_GUARDED_BY(mutex_);
+  std::unique_ptr<EvictionPolicy> pool_policy_ REPRISE_GUARDED_BY(mutex_);
+  std::unique_ptr<EvictionPolicy> flash_policy_ REPRISE_GUARDED_BY(mutex_);
+  std::deque<WriteJob> write_queue_ REPRISE_GUARDED_BY(mutex_);
+  std::deque<AccessJob> access_queue_ REPRISE_GUARDED_BY(mutex_);
+  std::vector<AccessJob> recent_requests_ REPRISE_GUARDED_BY(mutex_);  // for prefetch
+  int in_flight_ REPRISE_GUARDED_BY(mutex_) = 0;
+  bool stopping_ REPRISE_GUARDED_BY(mutex_) = false;
+  std::condition_variable work_cv_;
+  std::condition_variable idle_cv_;
+  StoreStats stats_ REPRISE_GUARDED_BY(mutex_);
+  std::map<std::string, kv::ChunkCacheStats> ns_stats_ REPRISE_GUARDED_BY(mutex_);
+  // Relaxed reads on the request path; set once by the writer thread under mutex_.
+  std::atomic<bool> persistence_{true};
+  std::thread writer_;
+};
+
+}  // namespace reprise::store
