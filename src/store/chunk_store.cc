@@ -49,6 +49,15 @@ class NamespaceCache : public kv::ChunkCache {
   std::string ns_;
 };
 
+// The id the policies know a chunk by: unique across namespaces (the same chunk can be
+// stored in two). 0 stays 0 (the root).
+uint64_t PolicyId(std::string_view ns, uint64_t id) {
+  if (id == 0) return 0;
+  const uint64_t h = std::hash<std::string_view>()(ns) * 0x9e3779b97f4a7c15ull;
+  const uint64_t out = id ^ h;
+  return out == 0 ? 1 : out;
+}
+
 // A catalog row as an entry without KV (for the prefix walk's token comparison).
 std::shared_ptr<const kv::ChunkEntry> Skeleton(const CatalogRow& row) {
   auto e = std::make_shared<kv::ChunkEntry>();
@@ -167,10 +176,11 @@ std::unique_ptr<kv::ChunkCache> ChunkStore::OpenNamespace(std::string name_space
   return std::make_unique<NamespaceCache>(this, std::move(name_space));
 }
 
-ChunkInfo ChunkStore::InfoOf(const kv::ChunkEntry& e, bool pinned, bool in_pool) const {
+ChunkInfo ChunkStore::InfoOf(const std::string& ns, const kv::ChunkEntry& e, bool pinned,
+                             bool in_pool) const {
   ChunkInfo info;
-  info.id = e.id;
-  info.parent = e.parent;
+  info.id = PolicyId(ns, e.id);
+  info.parent = PolicyId(ns, e.parent);
   info.content = e.content;
   info.num_tokens = static_cast<int>(e.tokens.size());
   info.bytes = static_cast<int64_t>(e.bytes());
@@ -194,14 +204,14 @@ void ChunkStore::AddToPoolLocked(const std::string& ns, std::shared_ptr<const kv
   slot.dirty = dirty;
   slot.persisted = persisted;
   pool_bytes_ += slot.bytes;
-  pool_policy_->Touch(key.id, Now());
+  pool_policy_->Touch(PolicyId(key.ns, key.id), Now());
 }
 
 void ChunkStore::RemoveFromPoolLocked(const Key& key) {
   auto it = pool_.find(key);
   if (it == pool_.end()) return;
   pool_bytes_ -= it->second.bytes;
-  pool_policy_->Forget(key.id);
+  pool_policy_->Forget(PolicyId(key.ns, key.id));
   pool_.erase(it);
 }
 
@@ -211,7 +221,7 @@ void ChunkStore::EvictPoolLocked() {
   std::vector<const Key*> keys;
   for (const auto& [key, slot] : pool_) {
     if (slot.dirty || slot.pinned) continue;  // dirty ones leave after write-back
-    candidates.push_back(InfoOf(*slot.entry, false, true));
+    candidates.push_back(InfoOf(key.ns, *slot.entry, false, true));
     keys.push_back(&key);
   }
   const VictimSelection victims =
@@ -279,7 +289,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pool_.find(Key{ns, id});
     if (it != pool_.end()) {
-      pool_policy_->Touch(id, Now());
+      pool_policy_->Touch(PolicyId(ns, id), Now());
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
       return it->second.entry;
@@ -342,7 +352,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
       if (best == nullptr || (slot.entry->exact && !best->entry->exact)) best = &slot;
     }
     if (best != nullptr) {
-      pool_policy_->Touch(best->entry->id, Now());
+      pool_policy_->Touch(PolicyId(ns, best->entry->id), Now());
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
       return best->entry;
@@ -393,7 +403,9 @@ void ChunkStore::RecordRequest(const std::string& name_space,
   std::vector<ChunkInfo> infos;
   for (kv::ChunkId id : chunk_ids) {
     auto it = pool_.find(Key{name_space, id});
-    if (it != pool_.end()) infos.push_back(InfoOf(*it->second.entry, it->second.pinned, true));
+    if (it != pool_.end()) {
+      infos.push_back(InfoOf(name_space, *it->second.entry, it->second.pinned, true));
+    }
   }
   locality_->RecordRequest(infos, Now());
   AccessJob job{name_space, std::vector<kv::ChunkId>(chunk_ids.begin(), chunk_ids.end())};
@@ -443,8 +455,8 @@ int ChunkStore::RunIdleWork() {
       const CatalogRow& r = rows[i].second;
       if (pool_.count(Key{rows[i].first, r.chunk_id})) continue;
       ChunkInfo info;
-      info.id = r.chunk_id;
-      info.parent = r.parent_id;
+      info.id = PolicyId(rows[i].first, r.chunk_id);
+      info.parent = PolicyId(rows[i].first, r.parent_id);
       info.content = r.content_hash;
       info.num_tokens = r.num_tokens;
       info.bytes = static_cast<int64_t>(r.file_bytes);
@@ -461,8 +473,9 @@ int ChunkStore::RunIdleWork() {
   }
   // The locality model only knows this process's requests; the catalog's co-access counts
   // carry the semantic locality of earlier runs: c / (c + 1) against the same threshold.
-  for (const ChunkInfo& info : candidates) {
-    const int64_t count = co_access[info.id];
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const ChunkInfo& info = candidates[c];
+    const int64_t count = co_access[rows[index[c]].second.chunk_id];
     const double score = static_cast<double>(count) / static_cast<double>(count + 1);
     if (!info.exact || score < options_.prefetch_threshold ||
         std::find(chosen.ids.begin(), chosen.ids.end(), info.id) != chosen.ids.end() ||
@@ -605,8 +618,8 @@ Status ChunkStore::EvictFlash() {
   std::vector<ChunkInfo> infos;
   for (const CatalogRow& r : rows) {
     ChunkInfo info;
-    info.id = r.chunk_id;
-    info.parent = r.parent_id;
+    info.id = PolicyId(r.name_space, r.chunk_id);
+    info.parent = PolicyId(r.name_space, r.parent_id);
     info.content = r.content_hash;
     info.num_tokens = r.num_tokens;
     info.bytes = static_cast<int64_t>(r.file_bytes);
@@ -624,7 +637,7 @@ Status ChunkStore::EvictFlash() {
   std::vector<int64_t> row_ids;
   std::vector<std::string> files;
   for (const CatalogRow& r : rows) {
-    if (chosen.count(r.chunk_id)) {
+    if (chosen.count(PolicyId(r.name_space, r.chunk_id))) {
       row_ids.push_back(r.row_id);
       files.push_back(r.file_name);
     }
@@ -638,7 +651,7 @@ Status ChunkStore::EvictFlash() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.flash_evictions += static_cast<int64_t>(row_ids.size());
   for (auto& [key, slot] : pool_) {
-    if (chosen.count(key.id)) slot.persisted = false;
+    if (chosen.count(PolicyId(key.ns, key.id))) slot.persisted = false;
   }
   return Status::Ok();
 }

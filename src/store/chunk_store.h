@@ -166,7 +166,8 @@ class ChunkStore {
   double Now() const;
   void WriterLoop();
   void DisablePersistence(const Status& why);
-  ChunkInfo InfoOf(const kv::ChunkEntry& e, bool pinned, bool in_pool) const;
+  ChunkInfo InfoOf(const std::string& ns, const kv::ChunkEntry& e, bool pinned,
+                   bool in_pool) const;
   void AddToPoolLocked(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
                        bool dirty, bool persisted) REPRISE_REQUIRES(mutex_);
   void EvictPoolLocked() REPRISE_REQUIRES(mutex_);
