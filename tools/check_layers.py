@@ -25,7 +25,7 @@ ALLOWED = {
     "engine": {"base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store", "reuse",
                "workload"},
     "server": {"engine", "base"},
-    "cli": {"engine", "server", "base", "convert", "workload"},
+    "cli": {"engine", "server", "base", "convert", "workload", "store"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 

@@ -27,6 +27,9 @@ class ReuseSession;
 namespace kv {
 class ChunkCache;
 }  // namespace kv
+namespace store {
+class ChunkStore;
+}  // namespace store
 
 struct EngineOptions {
   std::string model_path;
@@ -43,8 +46,14 @@ struct EngineOptions {
   std::string reuse = "prefix";
   double recompute_ratio = 0.25;
   int recompute_capacity = 0;  // 0 = default (or calibrated)
-  // Memory for cached chunks, in MiB.
+  // Memory for cached chunks, in MiB (the store's memory pool when `store_dir` is set).
   int64_t cache_mb = 1024;
+  // A persistent KV store (memory pool + flash): cached chunks survive restarts. Empty = memory
+  // only. Chunks live in `name_space` (one per app or API key).
+  std::string store_dir;
+  std::string name_space = "default";
+  int64_t store_disk_mb = 8192;
+  std::string store_codec = "f16";  // or "int8" (INT8 + Hadamard, half the bytes)
   // Where `reprise calibrate` keeps its results; empty = do not look.
   std::string calibration_dir;
 };
@@ -109,13 +118,16 @@ class Engine {
 
   // One line describing the model and the backend.
   std::string Describe() const;
+  // One line about the KV store (chunks, bytes, hits), or "" without one.
+  std::string DescribeStore() const;
   int context_tokens() const;
 
  private:
   Engine();
   std::unique_ptr<engine::LoadedModel> model_;
   std::unique_ptr<engine::InferenceBackend> reference_;  // with use_reference
-  std::unique_ptr<kv::ChunkCache> cache_;
+  std::unique_ptr<store::ChunkStore> store_;
+  std::unique_ptr<kv::ChunkCache> cache_;  // a memory cache, or a namespace of store_
   std::unique_ptr<engine::ReuseSession> session_;        // otherwise
 };
 

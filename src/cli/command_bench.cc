@@ -176,6 +176,18 @@ class BenchCommand : public Command {
     s->add_flag("--warm-corpus", reuse_options_.warm_corpus,
                 "Pre-compute the workload's collection (a cached RAG corpus) before the queries");
     s->add_option("--data", reuse_options_.data_dir, "The shared data folder (holds workloads/)");
+    s->add_option("--store", reuse_options_.store_dir,
+                  "Use a persistent KV store in this folder (one namespace per method); a second "
+                  "run finds the chunks of the first");
+    s->add_option("--disk-mb", reuse_options_.store_disk_mb, "Flash budget of the store, MiB")
+        ->default_val(8192);
+    s->add_option("--codec", reuse_options_.store_codec, "Stored KV codec: f16 or int8")
+        ->default_val("f16")
+        ->check(CLI::IsMember({"f16", "int8"}));
+    s->add_option("--eviction", eviction_, "Store eviction: cost (locality x cost) or lru")
+        ->default_val("cost")
+        ->check(CLI::IsMember({"cost", "lru"}));
+    s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
     s->add_flag("--verbose", reuse_options_.verbose, "Print each query's plan and schedule");
     s->add_flag("--json", json_, "Print JSON");
   }
@@ -189,6 +201,8 @@ class BenchCommand : public Command {
       }
       reuse_options_.data_dir = *found;
     }
+    reuse_options_.store_cost_aware = eviction_ == "cost";
+    reuse_options_.store_prefetch = !no_prefetch_;
     reuse_options_.calibration_dir = CacheDir();
     reuse_options_.keep_capacities = lp_option_->count() > 0 || ls_option_->count() > 0;
     reuse_options_.methods.clear();
@@ -208,6 +222,8 @@ class BenchCommand : public Command {
   }
 
   CLI::App* reuse_ = nullptr;
+  std::string eviction_ = "cost";
+  bool no_prefetch_ = false;
   CLI::Option* lp_option_ = nullptr;
   CLI::Option* ls_option_ = nullptr;
   engine::ReuseBenchOptions reuse_options_;

@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/paths.h"
 #include "reprise/engine.h"
 
 namespace reprise::cli {
@@ -38,10 +39,34 @@ class RunCommand : public Command {
     sub->add_flag("--reference", options_.use_reference,
                   "Use the plain float reference forward pass (slow)");
     sub->add_flag("--stats", stats_, "Print timing to stderr at the end");
+    sub->add_option("--reuse", options_.reuse,
+                    "KV reuse across requests: none, prefix, full, blend")
+        ->default_val("prefix")
+        ->check(CLI::IsMember({"none", "prefix", "full", "blend"}));
+    sub->add_option("--ratio", options_.recompute_ratio, "Recompute ratio r for blend")
+        ->default_val(0.25)
+        ->check(CLI::Range(0.0001, 1.0));
+    sub->add_flag("--store", use_store_,
+                  "Keep KV caches on flash across runs, in the default store folder (" +
+                      CacheDir() + "/store)");
+    sub->add_option("--store-dir", options_.store_dir, "Keep KV caches in this folder");
+    sub->add_option("--namespace", options_.name_space, "Store namespace (one per app)")
+        ->default_val("default");
+    sub->add_option("--pool-mb", options_.cache_mb, "Memory for cached KV, MiB")
+        ->default_val(1024)
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--disk-mb", options_.store_disk_mb, "Flash budget of the store, MiB")
+        ->default_val(8192)
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--codec", options_.store_codec, "Stored KV codec: f16 or int8")
+        ->default_val("f16")
+        ->check(CLI::IsMember({"f16", "int8"}));
     return sub;
   }
 
   int Run() override {
+    if (use_store_ && options_.store_dir.empty()) options_.store_dir = CacheDir() + "/store";
+    if (options_.calibration_dir.empty()) options_.calibration_dir = CacheDir();
     Result<std::unique_ptr<Engine>> engine = Engine::Create(options_);
     if (!engine.ok()) return PrintError("run", engine.error());
     if (!request_.chat) {
@@ -63,6 +88,12 @@ class RunCommand : public Command {
                    (*engine)->Describe().c_str(), result->prompt_tokens.size(), result->ttft_ms,
                    result->generated_tokens.size(), result->decode_tokens_per_second,
                    result->stop_reason.c_str());
+      std::fprintf(stderr, "prompt KV: %d prefix-reused, %d reused at new positions, %d "
+                           "recomputed, %d new\n",
+                   result->tokens_prefix, result->tokens_reused, result->tokens_recomputed,
+                   result->tokens_new);
+      const std::string store = (*engine)->DescribeStore();
+      if (!store.empty()) std::fprintf(stderr, "%s\n", store.c_str());
     }
     return kExitOk;
   }
@@ -71,6 +102,7 @@ class RunCommand : public Command {
   EngineOptions options_;
   GenerateRequest request_;
   bool stats_ = false;
+  bool use_store_ = false;
 };
 
 }  // namespace

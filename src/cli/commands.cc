@@ -12,6 +12,7 @@ std::vector<std::unique_ptr<Command>> MakeCommands() {
   commands.push_back(NewMakeModelCommand());
   commands.push_back(NewBenchCommand());
   commands.push_back(NewCalibrateCommand());
+  commands.push_back(NewCacheCommand());
   return commands;
 }
 

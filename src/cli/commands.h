@@ -15,5 +15,6 @@ std::unique_ptr<Command> NewConvertCommand();
 std::unique_ptr<Command> NewDemoCommand();
 std::unique_ptr<Command> NewBenchCommand();
 std::unique_ptr<Command> NewCalibrateCommand();
+std::unique_ptr<Command> NewCacheCommand();
 
 }  // namespace reprise::cli

@@ -1,6 +1,7 @@
 #include "reprise/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "base/cpu_features.h"
 #include "engine/calibration.h"
@@ -9,6 +10,7 @@
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
 #include "engine/reuse_session.h"
+#include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
 #include "tokenizer/chat_template.h"
 
@@ -52,7 +54,21 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
   if (method != engine::ReuseMethod::kNone) {
     if (options.cache_mb <= 0) return InvalidArgumentError("cache size must be positive");
-    engine->cache_ = std::make_unique<kv::MemoryChunkCache>(options.cache_mb << 20);
+    if (!options.store_dir.empty()) {
+      engine::StoreSettings settings;
+      settings.dir = options.store_dir;
+      settings.pool_mb = options.cache_mb;
+      settings.disk_mb = options.store_disk_mb;
+      settings.codec = options.store_codec;
+      settings.recompute_ratio = options.recompute_ratio;
+      if (reuse.prefill_latency_ms > 0 && reuse.prefill_capacity > 0) {
+        settings.compute_ms_per_token = reuse.prefill_latency_ms / reuse.prefill_capacity;
+      }
+      REPRISE_ASSIGN_OR_RETURN(engine->store_, engine::OpenChunkStore(*engine->model_, settings));
+      engine->cache_ = engine->store_->OpenNamespace(options.name_space);
+    } else {
+      engine->cache_ = std::make_unique<kv::MemoryChunkCache>(options.cache_mb << 20);
+    }
   }
   REPRISE_ASSIGN_OR_RETURN(engine->session_, engine::ReuseSession::Create(*engine->model_, reuse,
                                                                           engine->cache_.get()));
@@ -137,8 +153,10 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
     REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(session_->backend(), tok, session_->logits(),
                                                  options, collect, &result.generated_tokens,
                                                  stats));
-    // After the reply: storing chunks is never on the time-to-first-token path.
+    // After the reply: storing chunks is never on the time-to-first-token path (a store
+    // only queues them for its write-back thread), then idle work (prefetch).
     REPRISE_RETURN_IF_ERROR(session_->StoreChunks());
+    if (cache_) cache_->RunIdleWork();
   }
   result.ttft_ms = stats.prefill_ms;
   result.decode_tokens_per_second =
@@ -157,6 +175,21 @@ std::string Engine::Describe() const {
   return model_->config().Summary() + "; backend " + session_->backend().name() + ", context " +
          std::to_string(session_->backend().capacity_tokens()) + " tokens, reuse " +
          engine::ReuseMethodName(session_->options().method);
+}
+
+std::string Engine::DescribeStore() const {
+  if (!store_) return "";
+  const store::StoreStats s = store_->Stats();
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "store %s: %lld chunks, %.1f MiB on disk, %.1f MiB in memory; hits %lld from "
+                "memory, %lld from flash; %lld corrupt dropped%s%s",
+                store_->options().dir.c_str(), static_cast<long long>(s.chunks),
+                s.bytes_on_disk / 1048576.0, s.bytes_in_pool / 1048576.0,
+                static_cast<long long>(s.hits_pool), static_cast<long long>(s.hits_flash),
+                static_cast<long long>(s.corrupt_dropped),
+                s.persistence_enabled ? "" : "; NOT PERSISTING: ", s.persistence_error.c_str());
+  return line;
 }
 
 int Engine::context_tokens() const {

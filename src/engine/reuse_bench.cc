@@ -9,6 +9,7 @@
 #include "base/cpu_features.h"
 #include "engine/calibration.h"
 #include "engine/sampler.h"
+#include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
 #include "workload/named_workload.h"
 
@@ -39,7 +40,7 @@ Result<std::vector<int32_t>> Continue(ReuseSession& session, int count) {
 
 struct MethodRun {
   ReuseMethod method;
-  std::unique_ptr<kv::MemoryChunkCache> cache;
+  std::unique_ptr<kv::ChunkCache> cache;
   std::unique_ptr<ReuseSession> session;
   MethodStats stats;
   double kl_sum = 0, top1_sum = 0, continuation_sum = 0;
@@ -113,6 +114,21 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   if (std::find(methods.begin(), methods.end(), ReuseMethod::kNone) == methods.end()) {
     methods.insert(methods.begin(), ReuseMethod::kNone);
   }
+  std::unique_ptr<store::ChunkStore> store;
+  if (!options.store_dir.empty()) {
+    StoreSettings settings;
+    settings.dir = options.store_dir;
+    settings.pool_mb = options.cache_budget_mb;
+    settings.disk_mb = options.store_disk_mb;
+    settings.codec = options.store_codec;
+    settings.cost_aware = options.store_cost_aware;
+    settings.prefetch = options.store_prefetch;
+    settings.recompute_ratio = tuned.recompute_ratio;
+    if (tuned.prefill_latency_ms > 0) {
+      settings.compute_ms_per_token = tuned.prefill_latency_ms / tuned.prefill_capacity;
+    }
+    REPRISE_ASSIGN_OR_RETURN(store, OpenChunkStore(*model, settings));
+  }
   std::vector<MethodRun> runs;
   std::shared_ptr<const model::PackedWeights> weights;
   std::shared_ptr<ThreadPool> pool;
@@ -127,7 +143,11 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     reuse.shared_weights = weights;
     reuse.shared_pool = pool;
     if (method != ReuseMethod::kNone) {
-      run.cache = std::make_unique<kv::MemoryChunkCache>(options.cache_budget_mb << 20);
+      if (store) {
+        run.cache = store->OpenNamespace(std::string("bench-") + ReuseMethodName(method));
+      } else {
+        run.cache = std::make_unique<kv::MemoryChunkCache>(options.cache_budget_mb << 20);
+      }
     }
     REPRISE_ASSIGN_OR_RETURN(run.session, ReuseSession::Create(*model, reuse, run.cache.get()));
     weights = run.session->backend().shared_weights();
@@ -173,7 +193,12 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     std::vector<float> oracle_logits;
     std::vector<int32_t> oracle_continuation;
     for (MethodRun& run : runs) {
+      const double caller_writes_before = store ? store->Stats().write_ms_on_caller : 0.0;
       REPRISE_ASSIGN_OR_RETURN(PrefillReport report, run.session->Prefill(segments));
+      if (store) {
+        run.stats.store_write_ms_on_ttft_path +=
+            store->Stats().write_ms_on_caller - caller_writes_before;
+      }
       const std::vector<float> logits(run.session->logits().begin(), run.session->logits().end());
       REPRISE_ASSIGN_OR_RETURN(double store_ms, run.session->StoreChunks());
       REPRISE_ASSIGN_OR_RETURN(std::vector<int32_t> continuation,
@@ -251,10 +276,29 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       st.cache_chunks = cs.num_chunks;
       st.cache_bytes = cs.bytes;
       st.cache_evictions = cs.evictions;
+      st.hits_pool = cs.hits_pool;
+      st.hits_flash = cs.hits_flash;
     }
     result.methods.push_back(st);
   }
   result.queries = static_cast<int>(work.requests.size());
+  if (store) {
+    REPRISE_RETURN_IF_ERROR(store->Flush());
+    const store::StoreStats ss = store->Stats();
+    char line[512];
+    std::snprintf(line, sizeof(line),
+                  "store %s: %lld chunks, %.1f MiB on disk, %.1f MiB in memory; %lld written by "
+                  "the write-back thread in %.0f ms (off the TTFT path); evictions: %lld memory, "
+                  "%lld flash; %lld prefetched; %lld corrupt dropped%s%s",
+                  options.store_dir.c_str(), static_cast<long long>(ss.chunks),
+                  ss.bytes_on_disk / 1048576.0, ss.bytes_in_pool / 1048576.0,
+                  static_cast<long long>(ss.chunks_written), ss.write_ms_total,
+                  static_cast<long long>(ss.pool_evictions),
+                  static_cast<long long>(ss.flash_evictions), static_cast<long long>(ss.prefetched),
+                  static_cast<long long>(ss.corrupt_dropped),
+                  ss.persistence_enabled ? "" : "; not persisting: ", ss.persistence_error.c_str());
+    result.store = line;
+  }
   result.prompt_tokens_mean = prompt_tokens / std::max<double>(1, result.queries);
   return result;
 }
@@ -285,9 +329,13 @@ std::string ReuseBenchResult::ToJson() const {
                    {"compute_ms_mean", s.compute_ms_mean},
                    {"store_ms_mean", s.store_ms_mean},
                    {"cache_chunks", s.cache_chunks},
+                   {"hits_pool", s.hits_pool},
+                   {"hits_flash", s.hits_flash},
+                   {"store_write_ms_on_ttft_path", s.store_write_ms_on_ttft_path},
                    {"cache_bytes", s.cache_bytes}};
   }
   j["methods"] = m;
+  if (!store.empty()) j["store"] = store;
   return j.dump(2);
 }
 
@@ -315,6 +363,15 @@ std::string ReuseBenchResult::ToText() const {
   }
   s += "\n(tokens are totals over the run; reused = non-prefix reused and not recomputed; "
        "overhead = matching + KV preparation as a share of TTFT)\n";
+  bool any_store = !store.empty();
+  if (any_store) {
+    s += "\nchunk hits (memory / flash):";
+    for (const MethodStats& m : methods) {
+      if (m.method == "none") continue;
+      s += " " + m.method + " " + std::to_string(m.hits_pool) + "/" + std::to_string(m.hits_flash);
+    }
+    s += "\n" + store + "\n";
+  }
   s += "\n" + workload_stats;
   return s;
 }

@@ -37,6 +37,13 @@ struct ReuseBenchOptions {
   bool warm_retrieved_only = false;
   bool verbose = false;      // per query: plan and schedule
   ReuseOptions reuse;        // capacities, ratio, check layer, ... (method is set per run)
+  // A persistent store (one namespace per method, "bench-<method>"): a second run finds the
+  // chunks of the first. Empty = an in-memory cache per method.
+  std::string store_dir;
+  int64_t store_disk_mb = 8192;
+  std::string store_codec = "f16";
+  bool store_cost_aware = true;  // false: LRU eviction (ablation)
+  bool store_prefetch = true;
   // Where calibrations are kept; when one exists for this model and machine, its Lp, Ls and
   // latencies replace those of `reuse` (unless `keep_capacities`).
   std::string calibration_dir;
@@ -54,6 +61,8 @@ struct MethodStats {
   double overhead_ms_mean = 0;  // matching + KV preparation (not hidden by compute)
   double store_ms_mean = 0;     // after the first token, off the TTFT path
   int64_t cache_chunks = 0, cache_bytes = 0, cache_evictions = 0;
+  int64_t hits_pool = 0, hits_flash = 0;  // chunks served from memory / loaded from flash
+  double store_write_ms_on_ttft_path = 0;  // total over the run; 0 by design
   std::vector<double> ttft_ms;  // per query
 };
 
@@ -64,6 +73,7 @@ struct ReuseBenchResult {
   int queries = 0;
   double prompt_tokens_mean = 0;
   std::string workload_stats;
+  std::string store;  // the store's final state, when one was used
   std::vector<MethodStats> methods;  // in the order asked
 
   std::string ToJson() const;

@@ -30,6 +30,8 @@ struct ChunkCacheStats {
   int64_t evictions = 0;
   int64_t inserts = 0;
   int64_t hits = 0;  // successful Find/FindByContent calls
+  int64_t hits_pool = 0;   // of which served from memory
+  int64_t hits_flash = 0;  // of which loaded from flash (persistent stores)
 };
 
 class ChunkCache {

@@ -110,7 +110,7 @@ std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int
 ChunkCacheStats MemoryChunkCache::stats() {
   std::lock_guard<std::mutex> lock(mutex_);
   return ChunkCacheStats{static_cast<int64_t>(slots_.size()), bytes_, budget_bytes_, evictions_,
-                         inserts_, hits_};
+                         inserts_, hits_, hits_, 0};
 }
 
 }  // namespace reprise::kv

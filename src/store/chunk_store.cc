@@ -292,6 +292,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
       pool_policy_->Touch(PolicyId(ns, id), Now());
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
+      ++ns_stats_[ns].hits_pool;
       return it->second.entry;
     }
   }
@@ -310,6 +311,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
   AddToPoolLocked(ns, entry, false, true);
   ++stats_.hits_flash;
   ++ns_stats_[ns].hits;
+  ++ns_stats_[ns].hits_flash;
   EvictPoolLocked();
   return entry;
 }
@@ -355,6 +357,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
       pool_policy_->Touch(PolicyId(ns, best->entry->id), Now());
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
+      ++ns_stats_[ns].hits_pool;
       return best->entry;
     }
   }
@@ -373,6 +376,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
   AddToPoolLocked(ns, entry, false, true);
   ++stats_.hits_flash;
   ++ns_stats_[ns].hits;
+  ++ns_stats_[ns].hits_flash;
   EvictPoolLocked();
   return entry;
 }
