@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -161,6 +162,73 @@ TEST_F(CliTest, DemoRunsWithAndWithoutSharedData) {
   EXPECT_NE(trained.out.find("stories260K"), std::string::npos);
   EXPECT_NE(trained.out.find("TinyStories-656K"), std::string::npos);
   EXPECT_NE(trained.out.find("Once upon a time, there was a little girl"), std::string::npos);
+}
+
+TEST_F(CliTest, StoreKeepsKvAcrossRunsAndCacheCommandsWork) {
+  testing_support::TempDir store;
+  const std::string prompt =
+      "'The old lighthouse keeper climbed the stairs every evening to light the lamp for ships.'";
+  const std::string run = "run -m " + model_ + " -p " + prompt + " -n 4 --stats --store-dir " +
+                          store.path() + " --namespace e2e";
+  Outcome first = Reprise(run);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find(" 0 prefix-reused"), std::string::npos) << first.err;
+  Outcome second = Reprise(run);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.err.find(" 0 prefix-reused"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("from flash"), std::string::npos) << second.err;
+
+  Outcome stats = Reprise("cache stats --json --store " + store.path());
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  nlohmann::json j = nlohmann::json::parse(stats.out);
+  for (const char* key : {"chunks", "bytes_on_disk", "bytes_in_pool", "namespaces",
+                          "corrupt_dropped"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_GE(j["chunks"].get<int>(), 1);
+  Outcome ls = Reprise("cache ls --store " + store.path() + " --namespace e2e");
+  EXPECT_NE(ls.out.find("e2e"), std::string::npos);
+  EXPECT_EQ(Reprise("cache pin --store " + store.path() + " --namespace e2e").exit_code, 0);
+  EXPECT_EQ(Reprise("cache gc --store " + store.path()).exit_code, 0);
+
+  // A corrupted KV file is a miss, never a crash: the run still answers.
+  for (const auto& e : std::filesystem::directory_iterator(store.path())) {
+    if (e.path().extension() != ".rpkv") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x7f');
+  }
+  Outcome after = Reprise(run);
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_NE(after.err.find("1 corrupt dropped"), std::string::npos) << after.err;
+  EXPECT_EQ(Reprise("cache clear --store " + store.path() + " --all").exit_code, 0);
+  Outcome empty = Reprise("cache stats --json --store " + store.path());
+  EXPECT_EQ(nlohmann::json::parse(empty.out)["chunks"].get<int>(), 0);
+  EXPECT_EQ(Reprise("cache stats --store /nonexistent/store").exit_code, 1);
+}
+
+TEST_F(CliTest, BenchReuseReportsEveryMethod) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  REPRISE_REQUIRE_SHARED_FILE(locomo, "workloads/locomo/locomo10.json");
+  testing_support::TempDir store;
+  const std::string data = locomo.substr(0, locomo.find("/workloads/"));
+  Outcome o = Reprise("bench reuse -m " + stories + " --workload chat --queries 4 --top-chunks 3 "
+                      "--chunk-tokens 64 --json --data " + data + " --store " + store.path());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["queries"], 4);
+  for (const char* method : {"none", "prefix", "full", "blend"}) {
+    ASSERT_TRUE(j["methods"].contains(method)) << method;
+    for (const char* key : {"ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p90", "speedup_vs_none",
+                            "kl_mean", "top1_agreement", "continuation_agreement", "tokens_prefix",
+                            "tokens_nonprefix", "tokens_recomputed", "tokens_new",
+                            "overhead_ms_mean", "hits_pool", "hits_flash",
+                            "store_write_ms_on_ttft_path"}) {
+      EXPECT_TRUE(j["methods"][method].contains(key)) << method << " " << key;
+    }
+    EXPECT_EQ(j["methods"][method]["store_write_ms_on_ttft_path"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(j["methods"]["none"]["kl_mean"].get<double>(), 0.0);
 }
 
 }  // namespace
