@@ -167,12 +167,23 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       }
     }
     say("warming the caches with " + std::to_string(warm.size()) + " collection segments");
+    // Each segment is computed once, alone (as an offline indexer would), and the same entries
+    // go into every method's cache.
+    MethodRun* first = nullptr;
     for (MethodRun& run : runs) {
-      if (!run.cache) continue;
-      for (const workload::Segment& segment : warm) {
-        const PromptSegment one[] = {{segment.role, segment.text}};
-        REPRISE_RETURN_IF_ERROR(run.session->Prefill(one));
-        REPRISE_RETURN_IF_ERROR(run.session->StoreChunks());
+      if (run.cache && !first) first = &run;
+    }
+    for (const workload::Segment& segment : warm) {
+      if (!first) break;
+      const PromptSegment one[] = {{segment.role, segment.text}};
+      REPRISE_RETURN_IF_ERROR(first->session->Prefill(one));
+      REPRISE_RETURN_IF_ERROR(first->session->StoreChunks());
+      for (kv::ChunkId id : first->session->chunk_ids()) {
+        std::shared_ptr<const kv::ChunkEntry> entry = first->cache->Find(id);
+        if (!entry) continue;
+        for (MethodRun& run : runs) {
+          if (run.cache && &run != first) REPRISE_RETURN_IF_ERROR(run.cache->Insert(entry));
+        }
       }
     }
   }

@@ -94,6 +94,8 @@ class ReuseSession {
 
   // Tokens of the last prompt.
   const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
+  // The prefix-tree ids of the last prompt's chunks.
+  const std::vector<kv::ChunkId>& chunk_ids() const { return chunk_ids_; }
   const ReuseOptions& options() const { return options_; }
   GraphBackend& backend() { return *backend_; }
 

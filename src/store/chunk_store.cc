@@ -302,6 +302,11 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
     Result<std::optional<CatalogRow>> found = catalog_->Find(ns, id);
     if (found.ok()) row = std::move(found).value();
   }
+  return LoadIntoPool(ns, row);
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadIntoPool(
+    const std::string& ns, const std::optional<CatalogRow>& row) {
   std::shared_ptr<const kv::ChunkEntry> entry = row ? LoadFromFlash(*row) : nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!entry) {
@@ -367,18 +372,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
     Result<std::optional<CatalogRow>> found = catalog_->FindByContent(ns, content);
     if (found.ok()) row = std::move(found).value();
   }
-  std::shared_ptr<const kv::ChunkEntry> entry = row ? LoadFromFlash(*row) : nullptr;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!entry) {
-    ++stats_.misses;
-    return nullptr;
-  }
-  AddToPoolLocked(ns, entry, false, true);
-  ++stats_.hits_flash;
-  ++ns_stats_[ns].hits;
-  ++ns_stats_[ns].hits_flash;
-  EvictPoolLocked();
-  return entry;
+  return LoadIntoPool(ns, row);
 }
 
 std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns,

@@ -175,6 +175,9 @@ class ChunkStore {
   // Loads a chunk's file; drops the row and file when they are bad.
   std::shared_ptr<const kv::ChunkEntry> LoadFromFlash(const CatalogRow& row);
   void DropCorrupt(const CatalogRow& row, const Status& why);
+  // A flash lookup's end: loads the row's chunk into the pool and counts the hit (or miss).
+  std::shared_ptr<const kv::ChunkEntry> LoadIntoPool(const std::string& ns,
+                                                     const std::optional<CatalogRow>& row);
   Status EvictFlash();  // enforces disk_bytes (writer thread or Gc)
   std::string PathOf(const std::string& file_name) const { return options_.dir + "/" + file_name; }
 

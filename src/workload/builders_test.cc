@@ -1,6 +1,8 @@
 // The three builders on the real workload texts of ../shared/data (skipped when absent).
 #include <gtest/gtest.h>
 
+#include "workload/test_word_count.h"
+
 #include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,16 +19,7 @@
 namespace reprise::workload {
 namespace {
 
-int CountWords(std::string_view text) {
-  int count = 0;
-  bool in_word = false;
-  for (char c : text) {
-    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
-    if (!space && !in_word) ++count;
-    in_word = !space;
-  }
-  return count;
-}
+using test_util::CountWords;
 
 // The data folder that holds `file` (a path under it).
 std::string DataDirOf(const std::string& file, std::string_view relative) {

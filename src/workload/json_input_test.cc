@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "workload/test_word_count.h"
+
 #include <cctype>
 
 #include "base/file_util.h"
@@ -15,16 +17,7 @@
 namespace reprise::workload {
 namespace {
 
-int CountWords(std::string_view text) {
-  int count = 0;
-  bool in_word = false;
-  for (char c : text) {
-    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
-    if (!space && !in_word) ++count;
-    in_word = !space;
-  }
-  return count;
-}
+using test_util::CountWords;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

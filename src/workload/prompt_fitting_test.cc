@@ -2,21 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "workload/test_word_count.h"
+
 #include <cctype>
 
 namespace reprise::workload {
 namespace {
 
-int CountWords(std::string_view text) {
-  int count = 0;
-  bool in_word = false;
-  for (char c : text) {
-    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
-    if (!space && !in_word) ++count;
-    in_word = !space;
-  }
-  return count;
-}
+using test_util::CountWords;
 
 PromptParts Parts() {
   PromptParts parts;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "workload/test_word_count.h"
+
 #include <cctype>
 #include <string>
 #include <vector>
@@ -9,16 +11,7 @@
 namespace reprise::workload {
 namespace {
 
-int CountWords(std::string_view text) {
-  int count = 0;
-  bool in_word = false;
-  for (char c : text) {
-    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
-    if (!space && !in_word) ++count;
-    in_word = !space;
-  }
-  return count;
-}
+using test_util::CountWords;
 
 // Not additive: a joined text costs more than its parts (one extra token per 4 words), so
 // the packer's summed estimate is too low and its exact re-check must move units on.
