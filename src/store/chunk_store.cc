@@ -500,17 +500,14 @@ int ChunkStore::RunIdleWork() {
   return loaded;
 }
 
-void ChunkStore::DisablePersistence(const Status& why) {
-  if (!persistence_.exchange(false)) return;
-  REPRISE_LOG(kWarning) << "store " << options_.dir << ": cannot persist chunks ("
-                        << why.ToString() << "); serving from memory without persistence";
-  std::lock_guard<std::mutex> lock(mutex_);
+bool ChunkStore::DisablePersistenceLocked(const Status& why) {
+  if (!persistence_.exchange(false)) return false;
   stats_.persistence_enabled = false;
   stats_.persistence_error = why.ToString();
   for (auto& [key, slot] : pool_) slot.dirty = false;  // now ordinary, evictable entries
   write_queue_.clear();
   access_queue_.clear();
-  idle_cv_.notify_all();
+  return true;
 }
 
 void ChunkStore::WriterLoop() {
@@ -583,6 +580,7 @@ void ChunkStore::WriterLoop() {
       }
     }
     const double ms = MillisecondsSince(start);
+    bool disabled_now = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (size_t i : written) {
@@ -594,10 +592,17 @@ void ChunkStore::WriterLoop() {
       }
       stats_.chunks_written += static_cast<int64_t>(written.size());
       stats_.write_ms_total += ms;
+      // Persistence is switched off in the same critical section that ends the batch, so a
+      // Flush() that returns sees either the batch pending or its failure recorded.
+      if (!failure.ok()) disabled_now = DisablePersistenceLocked(failure);
       in_flight_ = 0;
       EvictPoolLocked();
     }
-    if (!failure.ok()) DisablePersistence(failure);
+    if (disabled_now) {
+      REPRISE_LOG(kWarning) << "store " << options_.dir << ": cannot persist chunks ("
+                            << failure.ToString()
+                            << "); serving from memory without persistence";
+    }
     if (!written.empty()) EvictFlash().IgnoreError();
     idle_cv_.notify_all();
   }

@@ -165,7 +165,9 @@ class ChunkStore {
   explicit ChunkStore(const StoreOptions& options) : options_(options) {}
   double Now() const;
   void WriterLoop();
-  void DisablePersistence(const Status& why);
+  // Switches persistence off and drops pending writes; true the first time (the caller then
+  // says so once in the log).
+  bool DisablePersistenceLocked(const Status& why) REPRISE_REQUIRES(mutex_);
   ChunkInfo InfoOf(const std::string& ns, const kv::ChunkEntry& e, bool pinned,
                    bool in_pool) const;
   void AddToPoolLocked(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
