@@ -188,6 +188,8 @@ class BenchCommand : public Command {
         ->default_val("cost")
         ->check(CLI::IsMember({"cost", "lru"}));
     s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
+    s->add_flag("--no-quality", no_quality_,
+                "Skip the comparison with full prefill (faster; quality columns empty)");
     s->add_flag("--verbose", reuse_options_.verbose, "Print each query's plan and schedule");
     s->add_flag("--json", json_, "Print JSON");
   }
@@ -203,6 +205,7 @@ class BenchCommand : public Command {
     }
     reuse_options_.store_cost_aware = eviction_ == "cost";
     reuse_options_.store_prefetch = !no_prefetch_;
+    reuse_options_.measure_quality = !no_quality_;
     reuse_options_.calibration_dir = CacheDir();
     reuse_options_.keep_capacities = lp_option_->count() > 0 || ls_option_->count() > 0;
     reuse_options_.methods.clear();
@@ -224,6 +227,7 @@ class BenchCommand : public Command {
   CLI::App* reuse_ = nullptr;
   std::string eviction_ = "cost";
   bool no_prefetch_ = false;
+  bool no_quality_ = false;
   CLI::Option* lp_option_ = nullptr;
   CLI::Option* ls_option_ = nullptr;
   engine::ReuseBenchOptions reuse_options_;

@@ -111,7 +111,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
 
   // The oracle (full prefill) always runs, for quality; it is also the `none` method.
   std::vector<ReuseMethod> methods = options.methods;
-  if (std::find(methods.begin(), methods.end(), ReuseMethod::kNone) == methods.end()) {
+  if (options.measure_quality &&
+      std::find(methods.begin(), methods.end(), ReuseMethod::kNone) == methods.end()) {
     methods.insert(methods.begin(), ReuseMethod::kNone);
   }
   std::unique_ptr<store::ChunkStore> store;
@@ -212,8 +213,11 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       }
       const std::vector<float> logits(run.session->logits().begin(), run.session->logits().end());
       REPRISE_ASSIGN_OR_RETURN(double store_ms, run.session->StoreChunks());
-      REPRISE_ASSIGN_OR_RETURN(std::vector<int32_t> continuation,
-                               Continue(*run.session, options.continuation_tokens));
+      if (run.cache) run.cache->RunIdleWork();
+      std::vector<int32_t> continuation;
+      if (options.measure_quality) {
+        REPRISE_ASSIGN_OR_RETURN(continuation, Continue(*run.session, options.continuation_tokens));
+      }
       if (run.method == ReuseMethod::kNone) {
         oracle_logits = logits;
         oracle_continuation = continuation;
@@ -230,14 +234,17 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       run.prep_sum += report.kv_prep_ms;
       run.compute_sum += report.compute_ms;
       run.store_sum += store_ms;
-      run.kl_sum += SoftmaxKl(oracle_logits, logits);
-      run.top1_sum += Argmax(oracle_logits) == Argmax(logits);
-      int agree = 0;
-      while (agree < options.continuation_tokens &&
-             continuation[static_cast<size_t>(agree)] == oracle_continuation[static_cast<size_t>(agree)]) {
-        ++agree;
+      if (options.measure_quality) {
+        run.kl_sum += SoftmaxKl(oracle_logits, logits);
+        run.top1_sum += Argmax(oracle_logits) == Argmax(logits);
+        int agree = 0;
+        while (agree < options.continuation_tokens &&
+               continuation[static_cast<size_t>(agree)] ==
+                   oracle_continuation[static_cast<size_t>(agree)]) {
+          ++agree;
+        }
+        run.continuation_sum += static_cast<double>(agree) / options.continuation_tokens;
       }
-      run.continuation_sum += static_cast<double>(agree) / options.continuation_tokens;
       if (options.verbose) {
         char line[256];
         std::snprintf(line, sizeof(line), "query %zu %-6s TTFT %8.1f ms  %s", q,

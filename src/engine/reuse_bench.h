@@ -36,6 +36,9 @@ struct ReuseBenchOptions {
   // library; for demos — it knows the future, so it is reported as such).
   bool warm_retrieved_only = false;
   bool verbose = false;      // per query: plan and schedule
+  // Compare with a full prefill of every prompt (KL, top-1, continuation). Off, no oracle
+  // runs unless `none` is among the methods, and the quality columns are empty.
+  bool measure_quality = true;
   ReuseOptions reuse;        // capacities, ratio, check layer, ... (method is set per run)
   // A persistent store (one namespace per method, "bench-<method>"): a second run finds the
   // chunks of the first. Empty = an in-memory cache per method.
