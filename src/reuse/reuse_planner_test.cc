@@ -1,0 +1,243 @@
+#include "reuse/reuse_planner.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "kv/memory_chunk_cache.h"
+
+namespace reprise::reuse {
+namespace {
+
+constexpr uint64_t kFingerprint = 11;
+using Tokens = std::vector<int32_t>;
+
+Tokens Range(int32_t first, int count) {
+  Tokens v(static_cast<size_t>(count));
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+Tokens Concat(std::initializer_list<Tokens> parts) {
+  Tokens out;
+  for (const Tokens& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+// Chunks of a prompt made of `parts`, one chunk per part.
+struct Prompt {
+  Tokens tokens;
+  std::vector<PromptChunk> chunks;
+};
+
+Prompt MakePrompt(std::initializer_list<Tokens> parts) {
+  Prompt p;
+  for (const Tokens& part : parts) {
+    PromptChunk c;
+    c.begin = static_cast<int>(p.tokens.size());
+    p.tokens.insert(p.tokens.end(), part.begin(), part.end());
+    c.end = static_cast<int>(p.tokens.size());
+    c.content = kv::HashTokens(kFingerprint, part);
+    p.chunks.push_back(c);
+  }
+  return p;
+}
+
+std::shared_ptr<kv::ChunkEntry> Entry(kv::ChunkId parent, const Tokens& tokens, bool exact) {
+  auto e = std::make_shared<kv::ChunkEntry>();
+  e->parent = parent;
+  e->content = kv::HashTokens(kFingerprint, tokens);
+  e->id = kv::ChainId(parent, e->content);
+  e->exact = exact;
+  e->tokens = tokens;
+  auto kv = std::make_shared<kv::ChunkKv>();
+  kv->num_layers = 1;
+  kv->num_kv_heads = 1;
+  kv->head_dim = 2;
+  kv->num_tokens = static_cast<int>(tokens.size());
+  kv->Allocate();
+  e->kv = std::move(kv);
+  return e;
+}
+
+// Caches a prompt as a previous request would have: every chunk on its prefix-tree path,
+// exact (each computed after the ones before it).
+void CachePath(kv::ChunkCache& cache, std::initializer_list<Tokens> parts) {
+  kv::ChunkId parent = kv::kRootChunkId;
+  for (const Tokens& part : parts) {
+    auto e = Entry(parent, part, /*exact=*/true);
+    parent = e->id;
+    ASSERT_TRUE(cache.Insert(e).ok());
+  }
+}
+
+int Count(const ReusePlan& plan, TokenKind kind, int begin, int end) {
+  int n = 0;
+  for (int i = begin; i < end; ++i) n += plan.tokens[static_cast<size_t>(i)].kind == kind;
+  return n;
+}
+
+const Tokens kSystem = Range(1, 40);
+const Tokens kDocA = Range(1000, 64);
+const Tokens kDocB = Range(2000, 64);
+const Tokens kQuestion = Range(9000, 10);
+
+TEST(ReusePlannerTest, AnEmptyCacheLeavesEveryTokenNew) {
+  kv::MemoryChunkCache cache(1 << 20);
+  const Prompt p = MakePrompt({kSystem, kDocA, kQuestion});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.error().ToString();
+  EXPECT_EQ(plan->num_new, static_cast<int>(p.tokens.size()));
+  EXPECT_EQ(plan->num_prefix + plan->num_nonprefix, 0);
+  ASSERT_EQ(plan->chunk_ids.size(), 3u);
+  // Chained ids: a chunk's node depends on everything before it.
+  EXPECT_EQ(plan->chunk_ids[0], kv::ChainId(kv::kRootChunkId, p.chunks[0].content));
+  EXPECT_EQ(plan->chunk_ids[1], kv::ChainId(plan->chunk_ids[0], p.chunks[1].content));
+}
+
+TEST(ReusePlannerTest, TheCachedPathIsPrefixAndAMovedDocumentIsNonPrefix) {
+  kv::MemoryChunkCache cache(1 << 20);
+  CachePath(cache, {kSystem, kDocA, kDocB, kQuestion});
+  // Same system prompt, the documents swapped, a new question.
+  const Tokens question2 = Range(9500, 10);
+  const Prompt p = MakePrompt({kSystem, kDocB, kDocA, question2});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  const int sys_end = p.chunks[0].end;
+  const int docs_end = p.chunks[2].end;
+  EXPECT_EQ(Count(*plan, TokenKind::kPrefix, 0, sys_end), sys_end);
+  EXPECT_EQ(Count(*plan, TokenKind::kNonPrefix, sys_end, docs_end), docs_end - sys_end);
+  EXPECT_EQ(Count(*plan, TokenKind::kNew, docs_end, static_cast<int>(p.tokens.size())),
+            static_cast<int>(question2.size()));
+  EXPECT_EQ(plan->num_whole_chunk_matches, 2);
+  // Each reused token names its source chunk and its index there.
+  for (int i = sys_end; i < docs_end; ++i) {
+    const TokenSource& t = plan->tokens[static_cast<size_t>(i)];
+    ASSERT_GE(t.source, 0);
+    const kv::ChunkEntry& src = *plan->sources[static_cast<size_t>(t.source)];
+    EXPECT_EQ(src.tokens[static_cast<size_t>(t.source_token)], p.tokens[static_cast<size_t>(i)]);
+  }
+}
+
+TEST(ReusePlannerTest, PrefixContinuesInsideTheFirstChunkThatMisses) {
+  kv::MemoryChunkCache cache(1 << 20);
+  CachePath(cache, {kSystem, kDocA});
+  // The second chunk starts like kDocA for 20 tokens, then differs.
+  const Tokens edited = Concat({Tokens(kDocA.begin(), kDocA.begin() + 20), Range(5000, 44)});
+  const Prompt p = MakePrompt({kSystem, edited, kQuestion});
+  PlannerOptions options;
+  options.use_nonprefix = false;
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_prefix, static_cast<int>(kSystem.size()) + 20);
+  EXPECT_EQ(plan->tokens[kSystem.size() + 20].kind, TokenKind::kNew);
+}
+
+TEST(ReusePlannerTest, InexactEntriesAreNeverPrefix) {
+  kv::MemoryChunkCache cache(1 << 20);
+  ASSERT_TRUE(cache.Insert(Entry(kv::kRootChunkId, kSystem, /*exact=*/false)).ok());
+  const Prompt p = MakePrompt({kSystem, kQuestion});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_prefix, 0);
+  // Still usable at its (same) position as a non-prefix chunk.
+  EXPECT_EQ(plan->num_nonprefix, static_cast<int>(kSystem.size()));
+}
+
+TEST(ReusePlannerTest, HashCollisionsAreCaughtByComparingTokens) {
+  kv::MemoryChunkCache cache(1 << 20);
+  // An entry claiming kDocA's content hash but holding other tokens.
+  auto liar = Entry(kv::kRootChunkId, kDocB, /*exact=*/true);
+  liar->content = kv::HashTokens(kFingerprint, kDocA);
+  liar->id = kv::ChainId(kv::kRootChunkId, liar->content);
+  ASSERT_TRUE(cache.Insert(liar).ok());
+  const Prompt p = MakePrompt({kDocA, kQuestion});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_prefix, 0);
+  EXPECT_EQ(plan->num_nonprefix, 0);
+}
+
+TEST(ReusePlannerTest, SubChunkSpansAreFoundAboveTheMinimumLength) {
+  kv::MemoryChunkCache cache(1 << 22);
+  // Filler chunks, so that the rare-token index has something to rank against.
+  for (int i = 0; i < 10; ++i) CachePath(cache, {Range(20000 + 100 * i, 64)});
+  const Tokens span = Range(40000, 48);
+  CachePath(cache, {Concat({Range(30000, 16), span})});
+  const Tokens short_span = Range(41000, 20);
+  CachePath(cache, {Concat({Range(31000, 16), short_span})});
+
+  // The prompt's document holds the long span between new text, and the short one.
+  const Prompt p =
+      MakePrompt({kSystem, Concat({Range(50000, 8), span, Range(51000, 8), short_span}), kQuestion});
+  PlannerOptions options;
+  options.min_match_tokens = 32;
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
+  ASSERT_TRUE(plan.ok());
+  const int span_begin = p.chunks[1].begin + 8;
+  EXPECT_EQ(Count(*plan, TokenKind::kNonPrefix, span_begin, span_begin + 48), 48);
+  EXPECT_EQ(plan->num_nonprefix, 48);  // the 20-token span is below the minimum
+  EXPECT_EQ(plan->num_substring_matches, 1);
+  const TokenSource& first = plan->tokens[static_cast<size_t>(span_begin)];
+  EXPECT_EQ(first.source_token, 16);  // where the span sits in the cached chunk
+
+  options.min_match_tokens = 16;
+  auto finer = PlanReuse(p.tokens, p.chunks, cache, options);
+  ASSERT_TRUE(finer.ok());
+  EXPECT_EQ(finer->num_nonprefix, 48 + 20);
+  EXPECT_EQ(finer->num_substring_matches, 2);
+
+  options.use_substrings = false;
+  auto none = PlanReuse(p.tokens, p.chunks, cache, options);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->num_nonprefix, 0);
+}
+
+TEST(ReusePlannerTest, TheLastTokenIsAlwaysNew) {
+  kv::MemoryChunkCache cache(1 << 20);
+  CachePath(cache, {kSystem, kDocA});
+  const Prompt p = MakePrompt({kSystem, kDocA});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_prefix, static_cast<int>(p.tokens.size()) - 1);
+  EXPECT_EQ(plan->tokens.back().kind, TokenKind::kNew);
+  const auto runs = plan->Runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].kind, RunKind::kPrefix);
+  EXPECT_EQ(runs[1].kind, RunKind::kNew);
+  EXPECT_EQ(runs[1].end - runs[1].begin, 1);
+}
+
+TEST(ReusePlannerTest, MethodSwitchesTurnReuseKindsOff) {
+  kv::MemoryChunkCache cache(1 << 20);
+  CachePath(cache, {kSystem, kDocA, kDocB});
+  const Prompt p = MakePrompt({kSystem, kDocB, kQuestion});
+  PlannerOptions prefix_only;
+  prefix_only.use_nonprefix = false;
+  auto a = PlanReuse(p.tokens, p.chunks, cache, prefix_only);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->num_prefix, static_cast<int>(kSystem.size()));
+  EXPECT_EQ(a->num_nonprefix, 0);
+
+  PlannerOptions nothing;
+  nothing.use_prefix = false;
+  nothing.use_nonprefix = false;
+  auto b = PlanReuse(p.tokens, p.chunks, cache, nothing);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->num_new, static_cast<int>(p.tokens.size()));
+}
+
+TEST(ReusePlannerTest, RejectsChunksThatDoNotTileThePrompt) {
+  kv::MemoryChunkCache cache(1 << 20);
+  Prompt p = MakePrompt({kSystem, kDocA});
+  p.chunks[1].begin += 1;  // a gap
+  EXPECT_FALSE(PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{}).ok());
+  Prompt q = MakePrompt({kSystem, kDocA});
+  q.tokens.push_back(5);  // uncovered tail
+  EXPECT_FALSE(PlanReuse(q.tokens, q.chunks, cache, PlannerOptions{}).ok());
+}
+
+}  // namespace
+}  // namespace reprise::reuse
