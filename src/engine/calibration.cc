@@ -108,6 +108,16 @@ Result<Calibration> Calibration::FromJson(std::string_view text) {
   if (c.prefill_capacity <= 0 || c.recompute_capacity <= 0) {
     return CorruptError("calibration: capacities must be positive");
   }
+  // Latency tables are divided by their capacities and summed: a zero capacity or a negative
+  // or non-finite latency would turn every later schedule into nonsense.
+  for (const auto* table : {&c.prefill_ms, &c.recompute_ms}) {
+    if (table->empty()) return CorruptError("calibration: empty latency table");
+    for (const auto& [capacity, ms] : *table) {
+      if (capacity <= 0 || !std::isfinite(ms) || ms < 0) {
+        return CorruptError("calibration: bad latency entry " + std::to_string(capacity));
+      }
+    }
+  }
   return c;
 }
 
