@@ -10,7 +10,7 @@ scripts/install-deps.sh
 jobs=$(nproc)
 
 echo "== Release build and tests"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREPRISE_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build build -j"$jobs"
 python3 tools/check_layers.py
 (cd build && ctest --output-on-failure -j"$jobs" -LE fuzz)
