@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "kv/kv_buffer.h"
+
 namespace reprise::kv {
 
 using ContentHash = uint64_t;
@@ -32,11 +34,11 @@ struct ChunkKv {
   int num_kv_heads = 0;
   int head_dim = 0;
   int num_tokens = 0;
-  std::vector<uint16_t> k;  // f16 [num_layers][num_kv_heads][num_tokens][head_dim], after RoPE
-  std::vector<uint16_t> v;  // f16 [num_layers][num_kv_heads][num_tokens][head_dim]
+  KvBuffer k;  // f16 [num_layers][num_kv_heads][num_tokens][head_dim], after RoPE
+  KvBuffer v;  // f16 [num_layers][num_kv_heads][num_tokens][head_dim]
   std::vector<int32_t> positions;  // [num_tokens] the positions K was rotated for
 
-  // Requires: shape set. Allocates k, v and positions.
+  // Requires: shape set. Allocates k, v and positions, zeroed.
   void Allocate();
   size_t bytes() const { return (k.size() + v.size()) * sizeof(uint16_t) + positions.size() * 4; }
   size_t row_offset(int layer, int head, int token) const {

@@ -144,6 +144,15 @@ Result<std::vector<uint8_t>> FaultInjectingFileSystem::ReadFile(const std::strin
   return base_->ReadFile(path);
 }
 
+Result<std::unique_ptr<ReadableFile>> FaultInjectingFileSystem::OpenForRead(
+    const std::string& path) {
+  {
+    std::lock_guard lock(mutex_);
+    if (crashed_) return CrashedError();
+  }
+  return base_->OpenForRead(path);
+}
+
 Result<std::vector<std::string>> FaultInjectingFileSystem::ListDir(const std::string& path) {
   {
     std::lock_guard lock(mutex_);

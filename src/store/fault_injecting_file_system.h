@@ -63,6 +63,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   Status SyncDir(const std::string& path) override;
   Status Remove(const std::string& path) override;
   Result<std::vector<uint8_t>> ReadFile(const std::string& path) override;
+  Result<std::unique_ptr<ReadableFile>> OpenForRead(const std::string& path) override;
   Result<std::vector<std::string>> ListDir(const std::string& path) override;
   Result<uint64_t> FileSize(const std::string& path) override;
 

@@ -14,6 +14,19 @@
 
 namespace reprise::store {
 
+// A file open for sequential reading. Confined to one thread.
+class ReadableFile {
+ public:
+  virtual ~ReadableFile() = default;
+
+  // The file's size when it was opened.
+  virtual uint64_t size() const = 0;
+
+  // Reads up to out.size() bytes at the current position and advances it; returns how many
+  // were read, 0 at the end of the file. Errors: IoError.
+  virtual Result<size_t> Read(std::span<uint8_t> out) = 0;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -36,6 +49,10 @@ class FileSystem {
 
   // The whole file. Errors: NotFound, IoError.
   virtual Result<std::vector<uint8_t>> ReadFile(const std::string& path) = 0;
+
+  // Opens `path` for reading in pieces (large KV files are read straight into their final
+  // buffers). Errors: NotFound, IoError. The default reads the whole file with ReadFile.
+  virtual Result<std::unique_ptr<ReadableFile>> OpenForRead(const std::string& path);
 
   // Names (not paths) of the regular files in a folder.
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;

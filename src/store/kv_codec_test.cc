@@ -111,6 +111,39 @@ TEST(KvCodecTest, HadamardIsOrthonormalAndItsOwnInverse) {
   for (float x : spike) EXPECT_FLOAT_EQ(std::fabs(x), 1.0f);
 }
 
+// Decoding follows the documented steps exactly (dequantize, transform, round to f16) for
+// every power-of-two head_dim, whichever implementation the CPU selects (vectorised for
+// multiples of 8, scalar otherwise).
+TEST(KvCodecTest, Int8DecodeEqualsTheDocumentedStepsBitForBit) {
+  Random random(3);
+  for (int d : {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
+    const size_t num_rows = 37;
+    std::vector<uint16_t> values(num_rows * static_cast<size_t>(d));
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = F32ToF16(static_cast<float>(random.NextGaussian() * (i % 7 == 0 ? 20 : 1)));
+    }
+    std::vector<uint8_t> encoded;
+    AppendEncodedTensor(KvCodec::kInt8Hadamard, values, d, &encoded);
+    std::vector<uint16_t> decoded(values.size());
+    ASSERT_TRUE(DecodeTensor(KvCodec::kInt8Hadamard, encoded, d, decoded).ok());
+
+    std::vector<float> row(static_cast<size_t>(d));
+    for (size_t r = 0; r < num_rows; ++r) {
+      float scale;
+      std::memcpy(&scale, encoded.data() + r * sizeof(float), sizeof(float));
+      const auto* q = reinterpret_cast<const int8_t*>(encoded.data() + num_rows * sizeof(float) +
+                                                      r * static_cast<size_t>(d));
+      for (int i = 0; i < d; ++i) row[static_cast<size_t>(i)] = static_cast<float>(q[i]) * scale;
+      NormalizedHadamardTransform(row);
+      for (int i = 0; i < d; ++i) {
+        ASSERT_EQ(decoded[r * static_cast<size_t>(d) + static_cast<size_t>(i)],
+                  F32ToF16(row[static_cast<size_t>(i)]))
+            << "head_dim " << d << " row " << r << " value " << i;
+      }
+    }
+  }
+}
+
 TEST(KvCodecTest, F16IsBitExactIncludingSpecialValues) {
   std::vector<uint16_t> values(64 * 16);
   Random random(3);

@@ -2,10 +2,13 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
+#include "base/check.h"
 #include "base/checked_math.h"
 
 namespace reprise::store {
@@ -207,24 +210,68 @@ Result<KvFileHeader> ParseKvFileHeader(std::span<const uint8_t> bytes) {
   return header;
 }
 
-Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expected_fingerprint,
-                                   std::optional<kv::ChunkId> expected_id) {
-  REPRISE_ASSIGN_OR_RETURN(const KvFileHeader header, ParseKvFileHeader(bytes));
+namespace {
+
+// Reads a KV file's payload in pieces, hashing what it reads, so that the hash is computed
+// while the bytes are still in cache.
+class PayloadReader {
+ public:
+  explicit PayloadReader(ReadableFile& file) : file_(file) {
+    REPRISE_CHECK(state_ != nullptr) << "out of memory";
+    XXH3_64bits_reset(state_.get());
+  }
+
+  // Reads exactly out.size() bytes. Errors: Corrupt when the file ends first, IoError.
+  Status Read(std::span<uint8_t> out) {
+    constexpr size_t kPieceBytes = size_t{4} << 20;
+    while (!out.empty()) {
+      REPRISE_ASSIGN_OR_RETURN(const size_t n,
+                               file_.Read(out.first(std::min(out.size(), kPieceBytes))));
+      if (n == 0) return Corrupt("short file");
+      XXH3_64bits_update(state_.get(), out.data(), n);
+      out = out.subspan(n);
+    }
+    return Status::Ok();
+  }
+
+  uint64_t digest() const { return XXH3_64bits_digest(state_.get()); }
+
+ private:
+  struct FreeState {
+    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+  };
+  ReadableFile& file_;
+  // The library keeps the state's layout private; it allocates it (once per file read).
+  std::unique_ptr<XXH3_state_t, FreeState> state_{XXH3_createState()};
+};
+
+Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fingerprint,
+                                      std::optional<kv::ChunkId> expected_id) {
+  uint8_t head[kKvFileHeaderBytes];
+  size_t got = 0;
+  while (got < sizeof(head)) {
+    REPRISE_ASSIGN_OR_RETURN(const size_t n, file.Read(std::span(head).subspan(got)));
+    if (n == 0) break;
+    got += n;
+  }
+  if (got < sizeof(head)) return Corrupt("short file (" + std::to_string(got) + " bytes)");
+  REPRISE_ASSIGN_OR_RETURN(const KvFileHeader header, ParseKvFileHeader(head));
   if (header.model_fingerprint != expected_fingerprint) return Corrupt("other model fingerprint");
   if (expected_id && header.chunk_id != *expected_id) return Corrupt("other chunk id");
-  if (header.payload_bytes != bytes.size() - kKvFileHeaderBytes) {
-    return Corrupt("payload of " + std::to_string(bytes.size() - kKvFileHeaderBytes) +
-                   " bytes, header says " + std::to_string(header.payload_bytes));
+  const uint64_t payload_bytes = file.size() - kKvFileHeaderBytes;
+  if (header.payload_bytes != payload_bytes) {
+    return Corrupt("payload of " + std::to_string(payload_bytes) + " bytes, header says " +
+                   std::to_string(header.payload_bytes));
   }
-  const std::span<const uint8_t> payload = bytes.subspan(kKvFileHeaderBytes);
-  if (XXH3_64bits(payload.data(), payload.size()) != header.payload_checksum) {
-    return Corrupt("payload checksum mismatch");
-  }
+  PayloadReader reader(file);
+  const size_t num_tokens = header.num_tokens;
   const uint64_t text_length_at = uint64_t{header.num_tokens} * 8;
-  if (text_length_at + 4 > payload.size()) return Corrupt("payload too short for its tokens");
-  const uint32_t text_bytes = GetU32(payload.data() + text_length_at);
+  if (text_length_at + 4 > payload_bytes) return Corrupt("payload too short for its tokens");
+  std::vector<uint8_t> token_part(static_cast<size_t>(text_length_at) + 4);
+  REPRISE_RETURN_IF_ERROR(reader.Read(token_part));
+  const uint32_t text_bytes = GetU32(token_part.data() + text_length_at);
   const auto expected_bytes = PayloadBytes(header, text_bytes);
-  if (!expected_bytes || *expected_bytes != payload.size()) {
+  if (!expected_bytes || *expected_bytes != payload_bytes) {
     return Corrupt("payload size does not match the shape");
   }
 
@@ -233,39 +280,78 @@ Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expe
   entry.parent = header.parent_id;
   entry.content = header.content_hash;
   entry.exact = header.exact;
-  const size_t num_tokens = header.num_tokens;
   entry.tokens.resize(num_tokens);
-  ReadI32s(payload.data(), entry.tokens);
+  ReadI32s(token_part.data(), entry.tokens);
   auto kv = std::make_shared<kv::ChunkKv>();
   kv->num_layers = static_cast<int>(header.num_layers);
   kv->num_kv_heads = static_cast<int>(header.num_kv_heads);
   kv->head_dim = static_cast<int>(header.head_dim);
   kv->num_tokens = static_cast<int>(header.num_tokens);
   kv->positions.resize(num_tokens);
-  ReadI32s(payload.data() + num_tokens * 4, kv->positions);
-  const size_t text_at = static_cast<size_t>(text_length_at) + 4;
-  entry.text.assign(reinterpret_cast<const char*>(payload.data() + text_at), text_bytes);
-  const size_t k_at = text_at + text_bytes;
-  const size_t tensor_bytes = (payload.size() - k_at) / 2;
+  ReadI32s(token_part.data() + num_tokens * 4, kv->positions);
+  entry.text.resize(text_bytes);
+  REPRISE_RETURN_IF_ERROR(
+      reader.Read(std::span(reinterpret_cast<uint8_t*>(entry.text.data()), entry.text.size())));
+  const uint64_t k_at = text_length_at + 4 + text_bytes;
+  const size_t tensor_bytes = static_cast<size_t>((payload_bytes - k_at) / 2);
   const size_t num_values =
       static_cast<size_t>(header.num_layers) * header.num_kv_heads * num_tokens * header.head_dim;
-  kv->k.resize(num_values);
+  kv->k.resize(num_values);  // left uninitialised: filled below, or the entry is dropped
   kv->v.resize(num_values);
-  REPRISE_RETURN_IF_ERROR(
-      DecodeTensor(header.codec, payload.subspan(k_at, tensor_bytes), kv->head_dim, kv->k)
-          .WithContext("KV file K"));
-  REPRISE_RETURN_IF_ERROR(
-      DecodeTensor(header.codec, payload.subspan(k_at + tensor_bytes), kv->head_dim, kv->v)
-          .WithContext("KV file V"));
+  if (header.codec == KvCodec::kF16) {
+    // The payload holds the f16 values as the buffers do (little-endian): read them in place.
+    static_assert(std::endian::native == std::endian::little);
+    if (tensor_bytes != num_values * sizeof(uint16_t)) return Corrupt("f16 tensor size");
+    REPRISE_RETURN_IF_ERROR(
+        reader.Read(std::span(reinterpret_cast<uint8_t*>(kv->k.data()), tensor_bytes)));
+    REPRISE_RETURN_IF_ERROR(
+        reader.Read(std::span(reinterpret_cast<uint8_t*>(kv->v.data()), tensor_bytes)));
+    if (reader.digest() != header.payload_checksum) return Corrupt("payload checksum mismatch");
+  } else {
+    std::vector<uint8_t> encoded_k(tensor_bytes), encoded_v(tensor_bytes);
+    REPRISE_RETURN_IF_ERROR(reader.Read(encoded_k));
+    REPRISE_RETURN_IF_ERROR(reader.Read(encoded_v));
+    // Verified before decoding: a flipped bit is a checksum mismatch, not a decoding error.
+    if (reader.digest() != header.payload_checksum) return Corrupt("payload checksum mismatch");
+    REPRISE_RETURN_IF_ERROR(
+        DecodeTensor(header.codec, encoded_k, kv->head_dim, kv->k).WithContext("KV file K"));
+    REPRISE_RETURN_IF_ERROR(
+        DecodeTensor(header.codec, encoded_v, kv->head_dim, kv->v).WithContext("KV file V"));
+  }
   entry.kv = std::move(kv);
   return entry;
+}
+
+// A file held in memory, for ParseKvFile.
+class SpanReadableFile final : public ReadableFile {
+ public:
+  explicit SpanReadableFile(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  Result<size_t> Read(std::span<uint8_t> out) override {
+    const size_t n = std::min(out.size(), bytes_.size() - at_);
+    if (n > 0) std::memcpy(out.data(), bytes_.data() + at_, n);
+    at_ += n;
+    return n;
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expected_fingerprint,
+                                   std::optional<kv::ChunkId> expected_id) {
+  SpanReadableFile file(bytes);
+  return ReadOpenKvFile(file, expected_fingerprint, expected_id);
 }
 
 Result<kv::ChunkEntry> ReadKvFile(FileSystem& fs, const std::string& path,
                                   uint64_t expected_fingerprint,
                                   std::optional<kv::ChunkId> expected_id) {
-  REPRISE_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, fs.ReadFile(path));
-  Result<kv::ChunkEntry> entry = ParseKvFile(bytes, expected_fingerprint, expected_id);
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, fs.OpenForRead(path));
+  Result<kv::ChunkEntry> entry = ReadOpenKvFile(*file, expected_fingerprint, expected_id);
   if (!entry.ok()) return entry.status().WithContext(path);
   return entry;
 }
