@@ -114,34 +114,45 @@ __attribute__((target("avx2,f16c"))) void DecodeInt8HadamardAvx2(const float* sc
 }
 #endif
 
-Status DecodeInt8Hadamard(std::span<const uint8_t> encoded, int head_dim,
-                          std::span<uint16_t> values) {
+}  // namespace
+
+Status DecodeInt8HadamardRows(std::span<const float> scales, std::span<const int8_t> quants,
+                              int head_dim, std::span<uint16_t> values) {
   const size_t d = static_cast<size_t>(head_dim);
-  const size_t num_rows = values.size() / d;
-  std::vector<float> scales(num_rows);
-  if (num_rows > 0) std::memcpy(scales.data(), encoded.data(), num_rows * sizeof(float));
+  const size_t num_rows = scales.size();
+  REPRISE_CHECK(head_dim > 0 && quants.size() == num_rows * d && values.size() == num_rows * d);
   for (size_t r = 0; r < num_rows; ++r) {
     if (!std::isfinite(scales[r]) || scales[r] < 0.0f) {
       return CorruptError("int8 KV row " + std::to_string(r) + " has a bad scale");
     }
   }
-  const int8_t* quants = reinterpret_cast<const int8_t*>(encoded.data() + num_rows * sizeof(float));
 #if defined(__x86_64__)
   const CpuFeatures& cpu = GetCpuFeatures();
   if (cpu.has_avx2 && cpu.has_f16c && d % 8 == 0 && d <= kMaxAvx2Dim) {
-    DecodeInt8HadamardAvx2(scales.data(), quants, num_rows, d, values.data());
+    DecodeInt8HadamardAvx2(scales.data(), quants.data(), num_rows, d, values.data());
     return Status::Ok();
   }
 #endif
   std::vector<float> row(d);
   for (size_t r = 0; r < num_rows; ++r) {
-    const int8_t* q = quants + r * d;
+    const int8_t* q = quants.data() + r * d;
     for (size_t i = 0; i < d; ++i) row[i] = static_cast<float>(q[i]) * scales[r];
     NormalizedHadamardTransform(row);
     uint16_t* out = values.data() + r * d;
     for (size_t i = 0; i < d; ++i) out[i] = F32ToF16(row[i]);
   }
   return Status::Ok();
+}
+
+namespace {
+
+Status DecodeInt8Hadamard(std::span<const uint8_t> encoded, int head_dim,
+                          std::span<uint16_t> values) {
+  const size_t num_rows = values.size() / static_cast<size_t>(head_dim);
+  std::vector<float> scales(num_rows);
+  if (num_rows > 0) std::memcpy(scales.data(), encoded.data(), num_rows * sizeof(float));
+  const auto* quants = reinterpret_cast<const int8_t*>(encoded.data() + num_rows * sizeof(float));
+  return DecodeInt8HadamardRows(scales, std::span(quants, values.size()), head_dim, values);
 }
 
 }  // namespace

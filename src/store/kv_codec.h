@@ -59,6 +59,13 @@ void AppendEncodedTensor(KvCodec codec, std::span<const uint16_t> values, int he
 Status DecodeTensor(KvCodec codec, std::span<const uint8_t> encoded, int head_dim,
                     std::span<uint16_t> values);
 
+// Decodes rows of a kInt8Hadamard tensor given apart: `scales` [num_rows], `quants`
+// [num_rows][head_dim], into `values` [num_rows][head_dim] (for readers that stream a tensor
+// in pieces). Requires: the sizes match, head_dim a power of two. Errors: Corrupt when a scale
+// is negative or not finite.
+Status DecodeInt8HadamardRows(std::span<const float> scales, std::span<const int8_t> quants,
+                              int head_dim, std::span<uint16_t> values);
+
 // A chunk's K and V encoded with the codec actually used.
 struct EncodedKv {
   KvCodec codec = KvCodec::kF16;

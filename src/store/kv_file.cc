@@ -308,15 +308,28 @@ Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fing
         reader.Read(std::span(reinterpret_cast<uint8_t*>(kv->v.data()), tensor_bytes)));
     if (reader.digest() != header.payload_checksum) return Corrupt("payload checksum mismatch");
   } else {
-    std::vector<uint8_t> encoded_k(tensor_bytes), encoded_v(tensor_bytes);
-    REPRISE_RETURN_IF_ERROR(reader.Read(encoded_k));
-    REPRISE_RETURN_IF_ERROR(reader.Read(encoded_v));
-    // Verified before decoding: a flipped bit is a checksum mismatch, not a decoding error.
+    // Each tensor: all its scales, then its int8 rows, decoded piece by piece as they arrive
+    // (the kernel reads ahead meanwhile). The entry is returned only once the checksum of
+    // everything read matches.
+    const size_t d = static_cast<size_t>(kv->head_dim);
+    const size_t num_rows = num_values / d;
+    const size_t rows_per_piece = std::max<size_t>(1, (size_t{1} << 20) / d);
+    std::vector<float> scales(num_rows);
+    std::vector<int8_t> piece(std::min(num_rows, rows_per_piece) * d);
+    for (kv::KvBuffer* values : {&kv->k, &kv->v}) {
+      REPRISE_RETURN_IF_ERROR(reader.Read(
+          std::span(reinterpret_cast<uint8_t*>(scales.data()), num_rows * sizeof(float))));
+      for (size_t row = 0; row < num_rows; row += rows_per_piece) {
+        const size_t rows = std::min(rows_per_piece, num_rows - row);
+        const std::span<int8_t> quants(piece.data(), rows * d);
+        REPRISE_RETURN_IF_ERROR(
+            reader.Read(std::span(reinterpret_cast<uint8_t*>(quants.data()), quants.size())));
+        REPRISE_RETURN_IF_ERROR(DecodeInt8HadamardRows(
+            std::span(scales).subspan(row, rows), quants, kv->head_dim,
+            std::span(values->data() + row * d, rows * d)));
+      }
+    }
     if (reader.digest() != header.payload_checksum) return Corrupt("payload checksum mismatch");
-    REPRISE_RETURN_IF_ERROR(
-        DecodeTensor(header.codec, encoded_k, kv->head_dim, kv->k).WithContext("KV file K"));
-    REPRISE_RETURN_IF_ERROR(
-        DecodeTensor(header.codec, encoded_v, kv->head_dim, kv->v).WithContext("KV file V"));
   }
   entry.kv = std::move(kv);
   return entry;

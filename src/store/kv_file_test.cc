@@ -124,6 +124,28 @@ TEST(KvFileTest, EverySingleByteFlipIsDetected) {
   }
 }
 
+// Large tensors are read and decoded in pieces; the result equals decoding the whole tensor
+// at once, and damage in a late piece is still caught.
+TEST(KvFileTest, LargeChunksAreReadInPiecesWithTheSameResult) {
+  const TestShape shape{.num_layers = 4, .num_kv_heads = 4, .head_dim = 128, .num_tokens = 600};
+  const kv::ChunkEntry entry = MakeTestChunk(9, shape, kFingerprint, 0, "large");
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+    auto bytes = Serialize(entry, codec);
+    auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    kv::ChunkKv whole;
+    whole.num_layers = shape.num_layers;
+    whole.num_kv_heads = shape.num_kv_heads;
+    whole.head_dim = shape.head_dim;
+    whole.num_tokens = shape.num_tokens;
+    ASSERT_TRUE(DecodeKv(EncodeKv(*entry.kv, codec), &whole).ok());
+    EXPECT_TRUE(parsed->kv->k == whole.k) << KvCodecName(codec);
+    EXPECT_TRUE(parsed->kv->v == whole.v) << KvCodecName(codec);
+    bytes[bytes.size() - 100] ^= 0x10;  // in the last rows of V
+    EXPECT_EQ(ParseKvFile(bytes, kFingerprint, entry.id).status().code(), StatusCode::kCorrupt);
+  }
+}
+
 TEST(KvFileTest, WrongFingerprintOrIdIsCorrupt) {
   const kv::ChunkEntry entry = MakeTestChunk(8, TestShape{}, kFingerprint);
   const auto bytes = Serialize(entry, KvCodec::kF16);
