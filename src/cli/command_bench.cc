@@ -159,6 +159,8 @@ class BenchCommand : public Command {
         ->default_val(0);
     s->add_flag("--deviation-v", reuse_options_.reuse.deviation_includes_v,
                 "Add V's deviation to K's when selecting tokens");
+    s->add_flag("--refresh-check-layer", reuse_options_.reuse.refresh_check_layer,
+                "Keep the check layer's fresh KV for every token, not only the selected ones");
     auto* lp = s->add_option("--prefill-capacity", reuse_options_.reuse.prefill_capacity,
                              "Lp (default: calibrated, else 128)")
                    ->default_val(128);

@@ -45,6 +45,7 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
     recompute_options.check_layer = options.check_layer;
     recompute_options.recompute_ratio = options.recompute_ratio;
     recompute_options.deviation_includes_v = options.deviation_includes_v;
+    recompute_options.refresh_check_layer = options.refresh_check_layer;
     REPRISE_ASSIGN_OR_RETURN(
         graph::CompiledGraph recompute,
         model::Compile(*b->weights_, graph::GraphKind::kRecompute,

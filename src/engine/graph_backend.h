@@ -28,6 +28,7 @@ struct GraphBackendOptions {
   double recompute_ratio = 0.25;
   int check_layer = 1;
   bool deviation_includes_v = false;
+  bool refresh_check_layer = false;  // see model::CompileOptions
   int num_threads = 0;         // 0 = every usable core
   bool scalar_kernels = false; // force the portable kernels (tests)
   bool strict_shapes = false;  // compute padding rows too, like a static NPU graph

@@ -57,6 +57,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.recompute_ratio = options.recompute_ratio;
     graph_options.check_layer = std::min(options.check_layer, model.config().num_layers - 1);
     graph_options.deviation_includes_v = options.deviation_includes_v;
+    graph_options.refresh_check_layer = options.refresh_check_layer;
   }
   REPRISE_ASSIGN_OR_RETURN(s->backend_, GraphBackend::Create(model, graph_options));
   reuse::ChunkMergeOptions merge;

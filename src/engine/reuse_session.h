@@ -36,6 +36,8 @@ struct ReuseOptions {
   double recompute_ratio = 0.25;  // r
   int check_layer = 1;
   bool deviation_includes_v = false;
+  // Keep the check layer's fresh K/V for every reused token (see model::CompileOptions).
+  bool refresh_check_layer = false;
   // Also recompute the first N tokens of every reused run (DESIGN.md §2 step 3: chunks cached
   // alone carry spurious attention sinks at their start).
   int force_first_tokens = 0;

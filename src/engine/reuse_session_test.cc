@@ -176,6 +176,15 @@ TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
   // The default ratio lands in between.
   const std::vector<float> blended = Run(*model, Options(ReuseMethod::kBlend), &cache_c, {earlier}, now);
   EXPECT_LT(RelativeError(blended, none), RelativeError(full, none));
+
+  // With the check layer's fresh K/V kept for every token (an option), layers 0..check hold
+  // exactly a full prefill's KV. `tiny` has two layers and checks at layer 1, so nothing
+  // reused is left approximate: even r -> 0 gives the full-prefill logits.
+  ASSERT_EQ(model->config().num_layers, 2);
+  kv::MemoryChunkCache cache_d(64 << 20);
+  blend_options.refresh_check_layer = true;
+  const std::vector<float> refreshed = Run(*model, blend_options, &cache_d, {earlier}, now);
+  EXPECT_LT(RelativeError(refreshed, none), 1e-4);
 }
 
 TEST_F(ReuseSessionTest, CountsAddUpAndRejectsOverlongPrompts) {

@@ -135,18 +135,22 @@ class LayerEmitter {
   // The check layer of a recompute graph (DESIGN.md §2): fresh Q|K|V for every row, the
   // deviation of K (and V) from the cache, the top-k selection, then the layer's attention
   // and MLP on the selected rows only. Returns the selected rows' residual buffer.
-  BufferId CheckLayer(int l, BufferId x, int64_t k, bool include_v) {
+  BufferId CheckLayer(int l, BufferId x, int64_t k, bool include_v, bool refresh_all) {
     const int64_t q_dim = c_.q_dim(), kv_dim = c_.kv_dim();
     const BufferId qkv = QkvPart(l, x, /*store_kv=*/false);
     const BufferId deviation = b_.NewBuffer("deviation", F(capacity_));
     b_.Add(graph::DeviationOp{l, qkv, deviation, c_.num_heads, c_.num_kv_heads, c_.head_dim,
                               include_v});
+    // After the deviation (which reads the cached rows), before the selection.
+    if (refresh_all) b_.Add(graph::StoreKvOp{l, qkv, c_.num_heads, c_.num_kv_heads, c_.head_dim});
     b_.Add(graph::SelectRowsOp{deviation, k});
     const BufferId xs = b_.NewBuffer("residual.selected", F(capacity_ * c_.embedding_dim));
     b_.Add(graph::GatherRowsOp{x, xs, F(c_.embedding_dim)});
     const BufferId qkvs = b_.NewBuffer("qkv.selected", F(capacity_ * (q_dim + 2 * kv_dim)));
     b_.Add(graph::GatherRowsOp{qkv, qkvs, F(q_dim + 2 * kv_dim)});
-    b_.Add(graph::StoreKvOp{l, qkvs, c_.num_heads, c_.num_kv_heads, c_.head_dim});
+    if (!refresh_all) {
+      b_.Add(graph::StoreKvOp{l, qkvs, c_.num_heads, c_.num_kv_heads, c_.head_dim});
+    }
     AttentionAndMlp(l, xs, qkvs);
     return xs;
   }
@@ -215,7 +219,8 @@ Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphK
     if (l > 0 && l % per_shard == 0) b.BeginShard(l);
     if (kind == graph::GraphKind::kRecompute && l == options.check_layer) {
       const int64_t k = static_cast<int64_t>(std::ceil(options.recompute_ratio * capacity));
-      residual = emit.CheckLayer(l, x, std::max<int64_t>(1, k), options.deviation_includes_v);
+      residual = emit.CheckLayer(l, x, std::max<int64_t>(1, k), options.deviation_includes_v,
+                                 options.refresh_check_layer);
     } else {
       emit.Layer(l, residual);
     }
