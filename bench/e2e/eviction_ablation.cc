@@ -22,7 +22,10 @@
 // Belady (evict the content used again last) bounds what any online policy could reach.
 //
 // A plain program (no Google Benchmark), built with -DREPRISE_BUILD_BENCHMARKS=ON:
-//   eviction_ablation [--data=DIR] [--workloads=docqa,chat] [--pool_fraction=0.333] ...
+//   eviction_ablation [--data=DIR] [--workloads=docqa,chat] [--pool_fraction=0.333]
+//                     [--interleave=1] ...
+// --interleave=1 replays chat as a user switching between conversations (round-robin):
+// in file order one conversation's chunks fit any budget and every policy ties.
 // (an unknown flag lists them all).
 #include <algorithm>
 #include <cstdio>
@@ -57,6 +60,9 @@ struct Flags {
   int num_queries = 0;
   int store_duplicates = 0;
   int content_keys = 1;  // pass content hashes to the locality model
+  // Interleave the requests of different sessions (chat: conversations) round-robin, as a
+  // user who switches between chats; 0 = the workload's order (one conversation after another).
+  int interleave = 0;
   double pool_fraction = 1.0 / 3;
   double flash_fraction = 2.0 / 3;
   double bytes_per_token = 114688;   // f16 K+V of Qwen3-0.6B: 28 layers x 8 heads x 128 x 2 x 2
@@ -100,7 +106,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
   std::map<std::string, int*> ints = {{"num_queries", &flags.num_queries},
                                       {"num_layers", &flags.num_layers},
                                       {"store_duplicates", &flags.store_duplicates},
-                                      {"content_keys", &flags.content_keys}};
+                                      {"content_keys", &flags.content_keys},
+                                      {"interleave", &flags.interleave}};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     const size_t eq = arg.find('=');
@@ -206,8 +213,27 @@ Result<std::vector<TraceRequest>> BuildTrace(std::string_view name, const Flags&
   options.num_queries = flags.num_queries;
   options.count_tokens = [](std::string_view text) { return CountWords(text); };
   REPRISE_ASSIGN_OR_RETURN(workload::Workload built, workload::BuildNamedWorkload(name, options));
+  std::vector<const workload::Request*> order;
+  for (const workload::Request& request : built.requests) order.push_back(&request);
+  if (flags.interleave) {
+    // Session = the request id up to its last ':' ("chat:<conversation>:q7").
+    std::vector<std::string> sessions;
+    std::map<std::string, std::vector<const workload::Request*>> by_session;
+    for (const workload::Request* r : order) {
+      const std::string session = r->id.substr(0, r->id.rfind(':'));
+      if (!by_session.count(session)) sessions.push_back(session);
+      by_session[session].push_back(r);
+    }
+    order.clear();
+    for (size_t round = 0; order.size() < built.requests.size(); ++round) {
+      for (const std::string& s : sessions) {
+        if (round < by_session[s].size()) order.push_back(by_session[s][round]);
+      }
+    }
+  }
   std::vector<TraceRequest> trace;
-  for (const workload::Request& request : built.requests) {
+  for (const workload::Request* request_ptr : order) {
+    const workload::Request& request = *request_ptr;
     TraceRequest r;
     for (const workload::Segment& segment : request.segments) {
       const int tokens = CountWords(segment.text);
