@@ -30,7 +30,8 @@ Result<Workload> FinishWorkload(std::string name, std::vector<Request> requests,
     return InvalidArgumentError(name + ": all " + std::to_string(counts.num_skipped_requests) +
                                 " requests exceed max_prompt_tokens " +
                                 std::to_string(options.max_prompt_tokens) +
-                                " even without context segments");
+                                " even without context segments (a larger context, or for "
+                                "skills a shorter catalogue, makes them fit)");
   }
   Workload workload;
   workload.name = std::move(name);
