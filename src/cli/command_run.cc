@@ -69,18 +69,24 @@ class RunCommand : public Command {
     if (options_.calibration_dir.empty()) options_.calibration_dir = CacheDir();
     Result<std::unique_ptr<Engine>> engine = Engine::Create(options_);
     if (!engine.ok()) return PrintError("run", engine.error());
-    if (!request_.chat) {
+    // The prompt is echoed once the model has taken it (with the first token), so that a
+    // rejected prompt leaves nothing on stdout.
+    bool echoed = request_.chat;
+    auto echo_prompt = [&] {
+      if (echoed) return;
+      echoed = true;
       std::fwrite(request_.prompt.data(), 1, request_.prompt.size(), stdout);
-      std::fflush(stdout);
-    }
-    Result<GenerateResult> result = (*engine)->Generate(request_, [](std::string_view text) {
+    };
+    Result<GenerateResult> result = (*engine)->Generate(request_, [&](std::string_view text) {
+      echo_prompt();
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
       return true;
     });
+    if (!result.ok()) return PrintError("run", result.error());
+    echo_prompt();
     std::printf("\n");
     std::fflush(stdout);
-    if (!result.ok()) return PrintError("run", result.error());
     if (stats_) {
       std::fprintf(stderr,
                    "[%s]\nprompt %zu tokens, TTFT %.1f ms; generated %zu tokens at %.1f tok/s; "
