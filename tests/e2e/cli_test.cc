@@ -108,6 +108,7 @@ TEST_F(CliTest, BadInputGetsClearErrors) {
   Outcome too_long = Reprise("run -m " + model_ + " -c 8 -p 'a b c d e f g h i j k l m n o p'");
   EXPECT_EQ(too_long.exit_code, 1);
   EXPECT_NE(too_long.err.find("fit in the context"), std::string::npos) << too_long.err;
+  EXPECT_EQ(too_long.out, "");  // nothing half-done on stdout
 
   Outcome bad_flag = Reprise("run -m " + model_ + " -p hi --temp -3");
   EXPECT_EQ(bad_flag.exit_code, 2) << bad_flag.err;
