@@ -82,11 +82,22 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   prompt_.clear();
   chunks_.clear();
+  // BOS is a chunk of its own: a segment's chunks then hold the same tokens (and content
+  // hash) whether the segment opens a prompt or comes later, so a document cached alone is
+  // found as a whole chunk in any prompt.
+  if (tok.vocab().add_bos && tok.bos_id()) {
+    const int32_t bos = *tok.bos_id();
+    reuse::PromptChunk chunk;
+    chunk.begin = 0;
+    chunk.end = 1;
+    chunk.content = kv::HashTokens(fingerprint_, std::span(&bos, 1));
+    chunks_.push_back(chunk);
+    prompt_.push_back(bos);
+  }
   for (size_t s = 0; s < segments.size(); ++s) {
     std::vector<int32_t> ids =
         tok.Encode(segments[s].text,
                    tokenizer::EncodeOptions{/*add_special=*/false, segments[s].parse_special});
-    if (s == 0 && tok.vocab().add_bos && tok.bos_id()) ids.insert(ids.begin(), *tok.bos_id());
     for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(options_.chunk_tokens)) {
       const size_t end = std::min(ids.size(), begin + static_cast<size_t>(options_.chunk_tokens));
       reuse::PromptChunk chunk;
@@ -99,7 +110,7 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
     }
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
   }
-  if (prompt_.empty()) return InvalidArgumentError("the prompt is empty");
+  if (prompt_.empty() || segments.empty()) return InvalidArgumentError("the prompt is empty");
   if (static_cast<int>(prompt_.size()) > backend_->capacity_tokens()) {
     return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
                                 " tokens but only " + std::to_string(backend_->capacity_tokens()) +

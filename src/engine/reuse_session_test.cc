@@ -187,6 +187,26 @@ TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
   EXPECT_LT(RelativeError(refreshed, none), 1e-4);
 }
 
+// A document cached alone, as the first segment of a prompt (BOS before it), is the same
+// chunk when it comes later in another prompt: found whole by its content hash.
+TEST_F(ReuseSessionTest, ADocumentCachedAloneIsFoundWholeLaterInAPrompt) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  ASSERT_TRUE(model->tokenizer().vocab().add_bos);
+  kv::MemoryChunkCache cache(64 << 20);
+  const std::vector<PromptSegment> alone = {{"document", Words(7, 40)}};
+  const std::vector<PromptSegment> later = {
+      {"system", Words(1, 20)}, {"document", Words(7, 40)}, {"question", Words(5, 8)}};
+  ReuseOptions options = Options(ReuseMethod::kFull);
+  options.min_match_tokens = 1000;  // no sub-chunk matches: whole chunks only
+  PrefillReport report;
+  Run(*model, options, &cache, {alone}, later, &report);
+  const int document_tokens = static_cast<int>(
+      model->tokenizer().Encode(Words(7, 40), tokenizer::EncodeOptions{false, false}).size());
+  EXPECT_EQ(report.tokens_nonprefix, document_tokens) << report.plan;
+  EXPECT_NE(report.plan.find("whole chunks, 0 substrings"), std::string::npos) << report.plan;
+  EXPECT_EQ(report.tokens_prefix, 1) << report.plan;  // BOS
+}
+
 TEST_F(ReuseSessionTest, CountsAddUpAndRejectsOverlongPrompts) {
   auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
   kv::MemoryChunkCache cache(64 << 20);
