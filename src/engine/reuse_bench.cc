@@ -221,8 +221,9 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       if (run.method == ReuseMethod::kNone) {
         oracle_logits = logits;
         oracle_continuation = continuation;
-        prompt_tokens += report.prompt_tokens;
       }
+      // Every method sees the same prompt: count it once, from the first.
+      if (&run == &runs.front()) prompt_tokens += report.prompt_tokens;
       MethodStats& st = run.stats;
       ++st.queries;
       st.ttft_ms.push_back(report.ttft_ms);
