@@ -177,6 +177,9 @@ class BenchCommand : public Command {
         ->default_val(2048);
     s->add_flag("--warm-corpus", reuse_options_.warm_corpus,
                 "Pre-compute the workload's collection (a cached RAG corpus) before the queries");
+    s->add_flag("--warm-retrieved-only", reuse_options_.warm_retrieved_only,
+                "Pre-compute only the collection segments the queries retrieve: the hits of "
+                "--warm-corpus (all but sub-chunk matches in unretrieved segments) at a fraction of its time and memory");
     s->add_option("--data", reuse_options_.data_dir, "The shared data folder (holds workloads/)");
     s->add_option("--store", reuse_options_.store_dir,
                   "Use a persistent KV store in this folder (one namespace per method); a second "

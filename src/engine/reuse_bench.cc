@@ -187,6 +187,18 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         }
       }
     }
+    if (first) {
+      const kv::ChunkCacheStats warmed = first->cache->stats();
+      char line[256];
+      std::snprintf(line, sizeof(line), "warm caches hold %lld chunks, %.1f MiB of a %.1f MiB budget",
+                    static_cast<long long>(warmed.num_chunks), warmed.bytes / 1048576.0,
+                    warmed.budget_bytes / 1048576.0);
+      say(line);
+      if (warmed.evictions > 0 && !store) {
+        say("warning: the cache budget evicted " + std::to_string(warmed.evictions) +
+            " chunks while warming; the corpus does not fit (raise --cache-mb)");
+      }
+    }
   }
 
   ReuseBenchResult result;
