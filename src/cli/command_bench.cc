@@ -21,8 +21,8 @@ Result<std::map<int, double>> RunLlamaBench(const std::string& binary, const std
   for (int l : lengths) p += (p.empty() ? "" : ",") + std::to_string(l);
   const std::string command = binary + " -m '" + model + "' -t " + std::to_string(threads) +
                               (p.empty() ? " -p 0" : " -p " + p) + " -n " +
-                              std::to_string(decode_tokens) + " -r " +
-                              std::to_string(repetitions) + " -o json 2>/dev/null";
+                              std::to_string(decode_tokens) + " -r " + std::to_string(repetitions) +
+                              " -o json 2>/dev/null";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return IoError("cannot run " + binary);
   std::string out;
@@ -68,8 +68,9 @@ class BenchCommand : public Command {
     prefill_->add_option("--lengths", options_.prefill_lengths, "Prompt lengths")
         ->delimiter(',')
         ->default_str("128,512,2048");
-    prefill_->add_option("--prefill-capacity", options_.prefill_capacity,
-                         "Prefill graph capacity (0 = min(length, 128))")
+    prefill_
+        ->add_option("--prefill-capacity", options_.prefill_capacity,
+                     "Prefill graph capacity (0 = min(length, 128))")
         ->default_val(0)
         ->check(CLI::NonNegativeNumber);
     decode_->add_option("-n,--tokens", options_.decode_tokens, "Tokens to generate")
@@ -87,10 +88,10 @@ class BenchCommand : public Command {
     if (!result.ok()) return PrintError(name, result.error());
     std::map<int, double> peer;
     if (!llama_bench_.empty()) {
-      auto measured = RunLlamaBench(
-          llama_bench_, options_.model_path, result->num_threads,
-          options_.run_prefill ? options_.prefill_lengths : std::vector<int>{},
-          options_.run_decode ? options_.decode_tokens : 0, options_.repetitions);
+      auto measured =
+          RunLlamaBench(llama_bench_, options_.model_path, result->num_threads,
+                        options_.run_prefill ? options_.prefill_lengths : std::vector<int>{},
+                        options_.run_decode ? options_.decode_tokens : 0, options_.repetitions);
       if (!measured.ok()) return PrintError(name, measured.error());
       peer = *measured;
     }
@@ -114,8 +115,8 @@ class BenchCommand : public Command {
       for (const auto& [length, tps] : result->prefill_tokens_per_second) {
         auto it = peer.find(length);
         if (it == peer.end()) continue;
-        std::printf("%-14s %12.1f %12.1f %7.2fx\n", ("pp" + std::to_string(length)).c_str(),
-                    tps, it->second, tps / it->second);
+        std::printf("%-14s %12.1f %12.1f %7.2fx\n", ("pp" + std::to_string(length)).c_str(), tps,
+                    it->second, tps / it->second);
       }
       if (options_.run_decode && peer.count(-1)) {
         std::printf("%-14s %12.1f %12.1f %7.2fx\n",
@@ -129,8 +130,8 @@ class BenchCommand : public Command {
 
  private:
   void RegisterReuse(CLI::App& bench) {
-    reuse_ = bench.add_subcommand(
-        "reuse", "TTFT and quality of the KV reuse methods on a real workload");
+    reuse_ = bench.add_subcommand("reuse",
+                                  "TTFT and quality of the KV reuse methods on a real workload");
     CLI::App* s = reuse_;
     s->add_option("-m,--model", reuse_options_.model_path, "GGUF model file")->required();
     s->add_option("--workload", reuse_options_.workload, "docqa, docqa-distractor, chat, skills")
@@ -179,7 +180,8 @@ class BenchCommand : public Command {
                 "Pre-compute the workload's collection (a cached RAG corpus) before the queries");
     s->add_flag("--warm-retrieved-only", reuse_options_.warm_retrieved_only,
                 "Pre-compute only the collection segments the queries retrieve: the hits of "
-                "--warm-corpus (all but sub-chunk matches in unretrieved segments) at a fraction of its time and memory");
+                "--warm-corpus (all but sub-chunk matches in unretrieved segments) at a fraction "
+                "of its time and memory");
     s->add_option("--data", reuse_options_.data_dir, "The shared data folder (holds workloads/)");
     s->add_option("--store", reuse_options_.store_dir,
                   "Use a persistent KV store in this folder (one namespace per method); a second "
@@ -203,8 +205,9 @@ class BenchCommand : public Command {
     if (reuse_options_.data_dir.empty()) {
       std::optional<std::string> found = FindSharedDataDir();
       if (!found) {
-        return PrintError("bench reuse",
-                          NotFoundError("no shared data folder (give --data or set REPRISE_DATA_DIR)"));
+        return PrintError(
+            "bench reuse",
+            NotFoundError("no shared data folder (give --data or set REPRISE_DATA_DIR)"));
       }
       reuse_options_.data_dir = *found;
     }

@@ -72,7 +72,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   };
   if (options.methods.empty()) return InvalidArgumentError("no methods to run");
   if (options.continuation_tokens < 1) return InvalidArgumentError("continuation must be >= 1");
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model, LoadedModel::Load(options.model_path));
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model,
+                           LoadedModel::Load(options.model_path));
   const tokenizer::Tokenizer& tok = model->tokenizer();
   const int context = std::min(options.reuse.context_tokens, model->config().context_length);
 
@@ -81,9 +82,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   wl.num_queries = options.num_queries;
   wl.top_chunks = options.top_chunks;
   wl.chunk_tokens = options.chunk_tokens;
-  wl.max_prompt_tokens = options.max_prompt_tokens > 0
-                             ? options.max_prompt_tokens
-                             : context - options.continuation_tokens - 8;
+  wl.max_prompt_tokens = options.max_prompt_tokens > 0 ? options.max_prompt_tokens
+                                                       : context - options.continuation_tokens - 8;
   wl.count_tokens = [&tok](std::string_view text) {
     return static_cast<int>(tok.Encode(text, tokenizer::EncodeOptions{false, false}).size());
   };
@@ -95,9 +95,10 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   ReuseOptions tuned = options.reuse;
   std::string calibration_note = "(given)";
   if (!options.calibration_dir.empty() && !options.keep_capacities) {
-    const int threads = tuned.num_threads > 0 ? tuned.num_threads : GetCpuFeatures().num_usable_cores;
-    Result<Calibration> calibration = LoadCalibration(
-        CalibrationPath(options.calibration_dir, model->fingerprint(), threads));
+    const int threads =
+        tuned.num_threads > 0 ? tuned.num_threads : GetCpuFeatures().num_usable_cores;
+    Result<Calibration> calibration =
+        LoadCalibration(CalibrationPath(options.calibration_dir, model->fingerprint(), threads));
     if (calibration.ok()) {
       tuned.prefill_capacity = calibration->prefill_capacity;
       tuned.recompute_capacity = calibration->recompute_capacity;
@@ -190,7 +191,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     if (first) {
       const kv::ChunkCacheStats warmed = first->cache->stats();
       char line[256];
-      std::snprintf(line, sizeof(line), "warm caches hold %lld chunks, %.1f MiB of a %.1f MiB budget",
+      std::snprintf(line, sizeof(line),
+                    "warm caches hold %lld chunks, %.1f MiB of a %.1f MiB budget",
                     static_cast<long long>(warmed.num_chunks), warmed.bytes / 1048576.0,
                     warmed.budget_bytes / 1048576.0);
       say(line);
@@ -213,7 +215,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   double prompt_tokens = 0;
   for (size_t q = 0; q < work.requests.size(); ++q) {
     std::vector<PromptSegment> segments;
-    for (const workload::Segment& s : work.requests[q].segments) segments.push_back({s.role, s.text});
+    for (const workload::Segment& s : work.requests[q].segments)
+      segments.push_back({s.role, s.text});
     std::vector<float> oracle_logits;
     std::vector<int32_t> oracle_continuation;
     for (MethodRun& run : runs) {
@@ -268,7 +271,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     }
     char line[160];
     std::snprintf(line, sizeof(line), "query %zu/%zu done (%d prompt tokens)", q + 1,
-                  work.requests.size(), static_cast<int>(prompt_tokens / static_cast<double>(q + 1)));
+                  work.requests.size(),
+                  static_cast<int>(prompt_tokens / static_cast<double>(q + 1)));
     say(line);
   }
   const double none_mean = [&] {
@@ -317,17 +321,16 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     REPRISE_RETURN_IF_ERROR(store->Flush());
     const store::StoreStats ss = store->Stats();
     char line[512];
-    std::snprintf(line, sizeof(line),
-                  "store %s: %lld chunks, %.1f MiB on disk, %.1f MiB in memory; %lld written by "
-                  "the write-back thread in %.0f ms (off the TTFT path); evictions: %lld memory, "
-                  "%lld flash; %lld prefetched; %lld corrupt dropped%s%s",
-                  options.store_dir.c_str(), static_cast<long long>(ss.chunks),
-                  ss.bytes_on_disk / 1048576.0, ss.bytes_in_pool / 1048576.0,
-                  static_cast<long long>(ss.chunks_written), ss.write_ms_total,
-                  static_cast<long long>(ss.pool_evictions),
-                  static_cast<long long>(ss.flash_evictions), static_cast<long long>(ss.prefetched),
-                  static_cast<long long>(ss.corrupt_dropped),
-                  ss.persistence_enabled ? "" : "; not persisting: ", ss.persistence_error.c_str());
+    std::snprintf(
+        line, sizeof(line),
+        "store %s: %lld chunks, %.1f MiB on disk, %.1f MiB in memory; %lld written by "
+        "the write-back thread in %.0f ms (off the TTFT path); evictions: %lld memory, "
+        "%lld flash; %lld prefetched; %lld corrupt dropped%s%s",
+        options.store_dir.c_str(), static_cast<long long>(ss.chunks), ss.bytes_on_disk / 1048576.0,
+        ss.bytes_in_pool / 1048576.0, static_cast<long long>(ss.chunks_written), ss.write_ms_total,
+        static_cast<long long>(ss.pool_evictions), static_cast<long long>(ss.flash_evictions),
+        static_cast<long long>(ss.prefetched), static_cast<long long>(ss.corrupt_dropped),
+        ss.persistence_enabled ? "" : "; not persisting: ", ss.persistence_error.c_str());
     result.store = line;
   }
   result.prompt_tokens_mean = prompt_tokens / std::max<double>(1, result.queries);
@@ -382,14 +385,14 @@ std::string ReuseBenchResult::ToText() const {
                 "reused", "recomp", "new", "overhd%", "compute");
   s += line;
   for (const MethodStats& m : methods) {
-    std::snprintf(line, sizeof(line),
-                  "%-7s %9.1f %9.1f %9.1f %7.2fx %9.5f %6.3f %6.3f %7lld %7lld %7lld %7lld %7.2f%% %8.1f\n",
-                  m.method.c_str(), m.ttft_ms_mean, m.ttft_ms_p50, m.ttft_ms_p90,
-                  m.speedup_vs_none, m.kl_mean, m.top1_agreement, m.continuation_agreement,
-                  static_cast<long long>(m.tokens_prefix), static_cast<long long>(m.tokens_nonprefix),
-                  static_cast<long long>(m.tokens_recomputed), static_cast<long long>(m.tokens_new),
-                  m.ttft_ms_mean > 0 ? 100.0 * m.overhead_ms_mean / m.ttft_ms_mean : 0.0,
-                  m.compute_ms_mean);
+    std::snprintf(
+        line, sizeof(line),
+        "%-7s %9.1f %9.1f %9.1f %7.2fx %9.5f %6.3f %6.3f %7lld %7lld %7lld %7lld %7.2f%% %8.1f\n",
+        m.method.c_str(), m.ttft_ms_mean, m.ttft_ms_p50, m.ttft_ms_p90, m.speedup_vs_none,
+        m.kl_mean, m.top1_agreement, m.continuation_agreement,
+        static_cast<long long>(m.tokens_prefix), static_cast<long long>(m.tokens_nonprefix),
+        static_cast<long long>(m.tokens_recomputed), static_cast<long long>(m.tokens_new),
+        m.ttft_ms_mean > 0 ? 100.0 * m.overhead_ms_mean / m.ttft_ms_mean : 0.0, m.compute_ms_mean);
     s += line;
   }
   s += "\n(tokens are totals over the run; reused = non-prefix reused and not recomputed; "
