@@ -158,6 +158,10 @@ class BenchCommand : public Command {
     s->add_option("--force-first", reuse_options_.reuse.force_first_tokens,
                   "Also recompute the first N tokens of each reused chunk")
         ->default_val(0);
+    s->add_option("--guard", reuse_options_.reuse.guard_deviation,
+                  "Quality guard: prefill a recompute call in full when the reused tokens it "
+                  "leaves deviate more than this (relative, at the check layer); 0 = off")
+        ->check(CLI::NonNegativeNumber);
     s->add_flag("--deviation-v", reuse_options_.reuse.deviation_includes_v,
                 "Add V's deviation to K's when selecting tokens");
     s->add_flag("--refresh-check-layer", reuse_options_.reuse.refresh_check_layer,

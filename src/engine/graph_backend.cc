@@ -30,9 +30,9 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
   REPRISE_LOG(kDebug) << "weights packed: " << b->weights_->packed_bytes() / 1048576.0
                       << " MiB; resident " << CurrentRssMb() << " MiB";
   const int prefill_capacity = std::min(options.prefill_capacity, options.context_tokens);
-  REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph prefill,
-                           model::Compile(*b->weights_, graph::GraphKind::kPrefill,
-                                          prefill_capacity));
+  REPRISE_ASSIGN_OR_RETURN(
+      graph::CompiledGraph prefill,
+      model::Compile(*b->weights_, graph::GraphKind::kPrefill, prefill_capacity));
   REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph decode,
                            model::Compile(*b->weights_, graph::GraphKind::kDecode, 1));
   b->prefill_ = std::make_unique<graph::CompiledGraph>(std::move(prefill));
@@ -57,9 +57,9 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
     b->recompute_context_->set_strict_shapes(options.strict_shapes);
   }
   const model::ModelConfig& c = model.config();
-  REPRISE_ASSIGN_OR_RETURN(b->kv_, kv::KvCache::Create(kv::KvShape{c.num_layers, c.num_kv_heads,
-                                                                   c.head_dim,
-                                                                   options.context_tokens}));
+  REPRISE_ASSIGN_OR_RETURN(
+      b->kv_, kv::KvCache::Create(
+                  kv::KvShape{c.num_layers, c.num_kv_heads, c.head_dim, options.context_tokens}));
   for (int l = 0; l < c.num_layers; ++l) {
     b->kv_layers_.push_back(graph::KvLayerView{b->kv_->k(l), b->kv_->v(l)});
   }
@@ -103,8 +103,7 @@ Status GraphBackend::CheckTokens(std::span<const int32_t> tokens) const {
   return Status::Ok();
 }
 
-Status GraphBackend::RunPrefill(std::span<const int32_t> tokens,
-                                std::span<const int32_t> positions,
+Status GraphBackend::RunPrefill(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                 std::span<const int32_t> slots, int num_tokens_after) {
   REPRISE_RETURN_IF_ERROR(CheckTokens(tokens));
   if (num_tokens_after > capacity_tokens()) return InvalidArgumentError("context overflow");
@@ -112,9 +111,8 @@ Status GraphBackend::RunPrefill(std::span<const int32_t> tokens,
   const size_t capacity = static_cast<size_t>(context.graph().capacity());
   for (size_t begin = 0; begin < tokens.size(); begin += capacity) {
     const size_t n = std::min(capacity, tokens.size() - begin);
-    REPRISE_RETURN_IF_ERROR(RunCall(context, tokens.subspan(begin, n),
-                                    positions.subspan(begin, n), slots.subspan(begin, n), {},
-                                    num_tokens_after));
+    REPRISE_RETURN_IF_ERROR(RunCall(context, tokens.subspan(begin, n), positions.subspan(begin, n),
+                                    slots.subspan(begin, n), {}, num_tokens_after));
   }
   num_tokens_ = num_tokens_after;
   return Status::Ok();
@@ -137,6 +135,10 @@ Result<std::span<const int32_t>> GraphBackend::RunRecompute(std::span<const int3
       RunCall(*recompute_context_, tokens, positions, slots, forced, num_tokens_after));
   num_tokens_ = num_tokens_after;
   return recompute_context_->selected_rows();
+}
+
+double GraphBackend::last_residual_deviation() const {
+  return recompute_context_ ? recompute_context_->residual_deviation() : 0.0;
 }
 
 void GraphBackend::SetNumTokens(int num_tokens) {

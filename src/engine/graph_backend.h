@@ -29,9 +29,9 @@ struct GraphBackendOptions {
   int check_layer = 1;
   bool deviation_includes_v = false;
   bool refresh_check_layer = false;  // see model::CompileOptions
-  int num_threads = 0;         // 0 = every usable core
-  bool scalar_kernels = false; // force the portable kernels (tests)
-  bool strict_shapes = false;  // compute padding rows too, like a static NPU graph
+  int num_threads = 0;               // 0 = every usable core
+  bool scalar_kernels = false;       // force the portable kernels (tests)
+  bool strict_shapes = false;        // compute padding rows too, like a static NPU graph
   model::PackOptions pack;
   // Weights already packed and a pool already running, shared by several backends of one
   // model (e.g. the sessions of a benchmark); both null = the backend makes its own.
@@ -70,6 +70,9 @@ class GraphBackend : public InferenceBackend {
                                                 std::span<const int32_t> slots,
                                                 std::span<const uint8_t> forced,
                                                 int num_tokens_after);
+  // The last RunRecompute's residual deviation (graph::ExecutionContext::residual_deviation):
+  // how far the reused rows it left alone deviate from fresh ones, relatively. 0 before any.
+  double last_residual_deviation() const;
 
   // Declares that the first `num_tokens` slots of the cache hold the sequence (after KV was
   // placed in them from outside, e.g. reused chunks). Requires: <= capacity_tokens().

@@ -45,6 +45,7 @@ struct MethodRun {
   MethodStats stats;
   double kl_sum = 0, top1_sum = 0, continuation_sum = 0;
   double match_sum = 0, prep_sum = 0, compute_sum = 0, store_sum = 0;
+  double residual_sum = 0;
 };
 
 }  // namespace
@@ -250,6 +251,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       run.prep_sum += report.kv_prep_ms;
       run.compute_sum += report.compute_ms;
       run.store_sum += store_ms;
+      st.guard_fallbacks += report.guard_fallbacks;
+      run.residual_sum += report.max_residual_deviation;
       if (options.measure_quality) {
         run.kl_sum += SoftmaxKl(oracle_logits, logits);
         run.top1_sum += Argmax(oracle_logits) == Argmax(logits);
@@ -262,9 +265,19 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         run.continuation_sum += static_cast<double>(agree) / options.continuation_tokens;
       }
       if (options.verbose) {
-        char line[256];
-        std::snprintf(line, sizeof(line), "query %zu %-6s TTFT %8.1f ms  %s", q,
-                      ReuseMethodName(run.method), report.ttft_ms, report.plan.c_str());
+        char line[384];
+        int used = std::snprintf(line, sizeof(line), "query %zu %-6s TTFT %8.1f ms  %s", q,
+                                 ReuseMethodName(run.method), report.ttft_ms, report.plan.c_str());
+        if (run.method == ReuseMethod::kBlend && used > 0 &&
+            used < static_cast<int>(sizeof(line))) {
+          used += std::snprintf(line + used, sizeof(line) - static_cast<size_t>(used),
+                                " | residual deviation %.3g%s", report.max_residual_deviation,
+                                report.guard_fallbacks > 0 ? " (guard fell back)" : "");
+        }
+        if (options.measure_quality && used > 0 && used < static_cast<int>(sizeof(line))) {
+          std::snprintf(line + used, sizeof(line) - static_cast<size_t>(used), " | KL %.5f",
+                        SoftmaxKl(oracle_logits, logits));
+        }
         say(line);
         if (!report.schedule.empty()) say(report.schedule);
       }
@@ -306,6 +319,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     st.compute_ms_mean = run.compute_sum / n;
     st.overhead_ms_mean = st.match_ms_mean + st.kv_prep_ms_mean;
     st.store_ms_mean = run.store_sum / n;
+    st.residual_deviation_mean = run.residual_sum / n;
     if (run.cache) {
       const kv::ChunkCacheStats cs = run.cache->stats();
       st.cache_chunks = cs.num_chunks;
@@ -317,6 +331,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     result.methods.push_back(st);
   }
   result.queries = static_cast<int>(work.requests.size());
+  result.guard_deviation = tuned.guard_deviation;
   if (store) {
     REPRISE_RETURN_IF_ERROR(store->Flush());
     const store::StoreStats ss = store->Stats();
@@ -366,6 +381,8 @@ std::string ReuseBenchResult::ToJson() const {
                    {"hits_pool", s.hits_pool},
                    {"hits_flash", s.hits_flash},
                    {"store_write_ms_on_ttft_path", s.store_write_ms_on_ttft_path},
+                   {"guard_fallbacks", s.guard_fallbacks},
+                   {"residual_deviation_mean", s.residual_deviation_mean},
                    {"cache_bytes", s.cache_bytes}};
   }
   j["methods"] = m;
@@ -397,6 +414,16 @@ std::string ReuseBenchResult::ToText() const {
   }
   s += "\n(tokens are totals over the run; reused = non-prefix reused and not recomputed; "
        "overhead = matching + KV preparation as a share of TTFT)\n";
+  for (const MethodStats& m : methods) {
+    if (m.method != "blend") continue;
+    char guard[64] = "off";
+    if (guard_deviation > 0) std::snprintf(guard, sizeof(guard), "at %g", guard_deviation);
+    std::snprintf(line, sizeof(line),
+                  "blend: residual deviation %.3g (mean of each query's largest); quality guard "
+                  "%s: %lld recompute calls fell back to prefill\n",
+                  m.residual_deviation_mean, guard, static_cast<long long>(m.guard_fallbacks));
+    s += line;
+  }
   bool any_store = !store.empty();
   if (any_store) {
     s += "\nchunk hits (memory / flash):";

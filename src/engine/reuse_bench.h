@@ -22,8 +22,8 @@ struct ReuseBenchOptions {
   std::string model_path;
   std::string data_dir;  // the shared data folder (holds workloads/)
   std::string workload = "docqa";
-  std::vector<ReuseMethod> methods = {ReuseMethod::kNone, ReuseMethod::kPrefix,
-                                      ReuseMethod::kFull, ReuseMethod::kBlend};
+  std::vector<ReuseMethod> methods = {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull,
+                                      ReuseMethod::kBlend};
   int num_queries = 20;
   int top_chunks = 6;
   int chunk_tokens = 512;
@@ -35,11 +35,11 @@ struct ReuseBenchOptions {
   // Pre-compute only the documents the queries will retrieve (a user's own, already cached
   // library; for demos — it knows the future, so it is reported as such).
   bool warm_retrieved_only = false;
-  bool verbose = false;      // per query: plan and schedule
+  bool verbose = false;  // per query: plan and schedule
   // Compare with a full prefill of every prompt (KL, top-1, continuation). Off, no oracle
   // runs unless `none` is among the methods, and the quality columns are empty.
   bool measure_quality = true;
-  ReuseOptions reuse;        // capacities, ratio, check layer, ... (method is set per run)
+  ReuseOptions reuse;  // capacities, ratio, check layer, ... (method is set per run)
   // A persistent store (one namespace per method, "bench-<method>"): a second run finds the
   // chunks of the first. Empty = an in-memory cache per method.
   std::string store_dir;
@@ -64,8 +64,12 @@ struct MethodStats {
   double overhead_ms_mean = 0;  // matching + KV preparation (not hidden by compute)
   double store_ms_mean = 0;     // after the first token, off the TTFT path
   int64_t cache_chunks = 0, cache_bytes = 0, cache_evictions = 0;
-  int64_t hits_pool = 0, hits_flash = 0;  // chunks served from memory / loaded from flash
+  int64_t hits_pool = 0, hits_flash = 0;   // chunks served from memory / loaded from flash
   double store_write_ms_on_ttft_path = 0;  // total over the run; 0 by design
+  // blend: recompute calls the quality guard sent back to the prefill graph (total), and the
+  // mean over queries of a query's largest residual deviation.
+  int64_t guard_fallbacks = 0;
+  double residual_deviation_mean = 0;
   std::vector<double> ttft_ms;  // per query
 };
 
@@ -76,7 +80,8 @@ struct ReuseBenchResult {
   int queries = 0;
   double prompt_tokens_mean = 0;
   std::string workload_stats;
-  std::string store;  // the store's final state, when one was used
+  std::string store;                 // the store's final state, when one was used
+  double guard_deviation = 0;        // the quality guard's threshold (0 = off)
   std::vector<MethodStats> methods;  // in the order asked
 
   std::string ToJson() const;

@@ -1,5 +1,6 @@
 #include "engine/reuse_session.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/check.h"
@@ -19,17 +20,21 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
 
 const char* ReuseMethodName(ReuseMethod method) {
   switch (method) {
-    case ReuseMethod::kNone: return "none";
-    case ReuseMethod::kPrefix: return "prefix";
-    case ReuseMethod::kFull: return "full";
-    case ReuseMethod::kBlend: return "blend";
+    case ReuseMethod::kNone:
+      return "none";
+    case ReuseMethod::kPrefix:
+      return "prefix";
+    case ReuseMethod::kFull:
+      return "full";
+    case ReuseMethod::kBlend:
+      return "blend";
   }
   return "?";
 }
 
 Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
-  for (ReuseMethod m : {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull,
-                        ReuseMethod::kBlend}) {
+  for (ReuseMethod m :
+       {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull, ReuseMethod::kBlend}) {
     if (name == ReuseMethodName(m)) return m;
   }
   return InvalidArgumentError("unknown reuse method '" + std::string(name) +
@@ -44,6 +49,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   }
   if (options.chunk_tokens < 1) return InvalidArgumentError("chunk size must be >= 1");
   if (options.force_first_tokens < 0) return InvalidArgumentError("force_first_tokens < 0");
+  if (!(options.guard_deviation >= 0)) return InvalidArgumentError("guard deviation < 0");
   std::unique_ptr<ReuseSession> s(new ReuseSession(model, options, cache));
   s->fingerprint_ = model.fingerprint();
   GraphBackendOptions graph_options;
@@ -98,7 +104,8 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
     std::vector<int32_t> ids =
         tok.Encode(segments[s].text,
                    tokenizer::EncodeOptions{/*add_special=*/false, segments[s].parse_special});
-    for (size_t begin = 0; begin < ids.size(); begin += static_cast<size_t>(options_.chunk_tokens)) {
+    for (size_t begin = 0; begin < ids.size();
+         begin += static_cast<size_t>(options_.chunk_tokens)) {
       const size_t end = std::min(ids.size(), begin + static_cast<size_t>(options_.chunk_tokens));
       reuse::PromptChunk chunk;
       chunk.begin = static_cast<int>(prompt_.size() + begin);
@@ -152,10 +159,10 @@ void ReuseSession::PrepareKv(const reuse::ReusePlan& plan) {
 
 Status ReuseSession::RunNew(int begin, int end) {
   const auto count = static_cast<size_t>(end - begin);
-  return backend_->RunPrefill(
-      std::span<const int32_t>(prompt_.data() + begin, count),
-      std::span<const int32_t>(positions_.data() + begin, count),
-      std::span<const int32_t>(positions_.data() + begin, count), static_cast<int>(prompt_.size()));
+  return backend_->RunPrefill(std::span<const int32_t>(prompt_.data() + begin, count),
+                              std::span<const int32_t>(positions_.data() + begin, count),
+                              std::span<const int32_t>(positions_.data() + begin, count),
+                              static_cast<int>(prompt_.size()));
 }
 
 Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report) {
@@ -209,8 +216,20 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
                                std::span<const int32_t>(positions_.data() + call.begin, count),
                                std::span<const int32_t>(positions_.data() + call.begin, count),
                                std::span<const uint8_t>(forced_.data(), count), n));
+    const double residual = backend_->last_residual_deviation();
+    report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
+    if (options_.guard_deviation > 0 && residual > options_.guard_deviation) {
+      // The reuse is poor: recompute every token of the call (later calls read its KV).
+      REPRISE_RETURN_IF_ERROR(RunNew(call.begin, call.end));
+      ++report.guard_fallbacks;
+      for (int i = call.begin; i < call.end; ++i) {
+        recomputed += plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix;
+      }
+      continue;
+    }
     for (int32_t row : selected) {
-      recomputed += plan.tokens[static_cast<size_t>(call.begin + row)].kind == TokenKind::kNonPrefix;
+      recomputed +=
+          plan.tokens[static_cast<size_t>(call.begin + row)].kind == TokenKind::kNonPrefix;
     }
   }
   report.tokens_recomputed = recomputed;
@@ -232,7 +251,8 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
     plan.tokens.assign(prompt_.size(), reuse::TokenSource{});
     plan.num_new = n;
     kv::ChunkId node = kv::kRootChunkId;
-    for (const reuse::PromptChunk& c : chunks_) plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
+    for (const reuse::PromptChunk& c : chunks_)
+      plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
   } else {
     reuse::PlannerOptions planner;
     planner.use_nonprefix = options_.method != ReuseMethod::kPrefix;

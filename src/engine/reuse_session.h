@@ -30,9 +30,9 @@ struct ReuseOptions {
   ReuseMethod method = ReuseMethod::kBlend;
   int context_tokens = 4096;
   int num_threads = 0;
-  int chunk_tokens = 512;       // longest chunk a segment is cut into
-  int prefill_capacity = 128;   // Lp
-  int recompute_capacity = 256; // Ls
+  int chunk_tokens = 512;         // longest chunk a segment is cut into
+  int prefill_capacity = 128;     // Lp
+  int recompute_capacity = 256;   // Ls
   double recompute_ratio = 0.25;  // r
   int check_layer = 1;
   bool deviation_includes_v = false;
@@ -41,6 +41,11 @@ struct ReuseOptions {
   // Also recompute the first N tokens of every reused run (DESIGN.md §2 step 3: chunks cached
   // alone carry spurious attention sinks at their start).
   int force_first_tokens = 0;
+  // Quality guard (DESIGN.md §2): when a recompute call leaves reused rows whose mean relative
+  // deviation at the check layer (|fresh - cached|^2 / |fresh|^2 of K, plus V with
+  // deviation_includes_v) is above this, the call's tokens are prefilled in full instead.
+  // 0 = off.
+  double guard_deviation = 0.0;
   int min_match_tokens = 32;
   int max_candidates = 8;
   // Graph latencies for the scheduler; 0 = proportional to capacity.
@@ -64,10 +69,14 @@ struct PrefillReport {
   int tokens_nonprefix = 0;   // reused at a new position and not recomputed
   int tokens_recomputed = 0;  // reused, then recomputed by selection
   int tokens_new = 0;
-  double ttft_ms = 0.0;       // prefill time: match + KV preparation + compute
+  double ttft_ms = 0.0;  // prefill time: match + KV preparation + compute
   double match_ms = 0.0;
   double kv_prep_ms = 0.0;
   double compute_ms = 0.0;
+  // blend: the largest residual deviation of a recompute call, and how many calls the quality
+  // guard sent back through the prefill graph.
+  double max_residual_deviation = 0.0;
+  int guard_fallbacks = 0;
   std::string plan;
   std::string schedule;
 };
@@ -118,7 +127,7 @@ class ReuseSession {
   std::vector<int32_t> prompt_;
   std::vector<reuse::PromptChunk> chunks_;
   std::vector<kv::ChunkId> chunk_ids_;
-  int first_inexact_token_ = 0;  // tokens from here on hold approximate KV
+  int first_inexact_token_ = 0;     // tokens from here on hold approximate KV
   std::vector<int32_t> positions_;  // [context] 0, 1, 2, ...
   std::vector<uint8_t> forced_;     // scratch, [recompute capacity]
 };

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
+#include "base/float16.h"
 #include "convert/model_maker.h"
 #include "engine/kv_transfer.h"
-#include "base/float16.h"
 #include "kv/memory_chunk_cache.h"
 #include "support/temp_dir.h"
 
@@ -23,9 +23,9 @@ double RelativeError(std::span<const float> a, std::span<const float> b) {
 }
 
 std::string Words(int seed, int count) {
-  static const char* kWords[] = {"river", "stone", "light", "cloud", "green", "table", "winter",
-                                 "paper", "music", "garden", "silver", "window", "forest",
-                                 "ocean", "yellow", "bridge", "candle", "mirror"};
+  static const char* kWords[] = {"river",  "stone", "light",  "cloud",  "green",  "table",
+                                 "winter", "paper", "music",  "garden", "silver", "window",
+                                 "forest", "ocean", "yellow", "bridge", "candle", "mirror"};
   std::string out;
   uint32_t x = static_cast<uint32_t>(seed) * 2654435761u + 7;
   for (int i = 0; i < count; ++i) {
@@ -92,8 +92,9 @@ TEST_F(ReuseSessionTest, RerotatedKeysEqualKeysComputedAtTheNewPosition) {
     auto backend = std::move(GraphBackend::Create(*model, options)).value();
     const model::ModelConfig& c = model->config();
     const RopeLayout rope{backend->weights().rope_inv_freq().data(), c.rope_dims,
-                          c.rope_style == model::RopeStyle::kNeox ? kernels::RopeStyle::kNeox
-                                                                  : kernels::RopeStyle::kInterleaved};
+                          c.rope_style == model::RopeStyle::kNeox
+                              ? kernels::RopeStyle::kNeox
+                              : kernels::RopeStyle::kInterleaved};
     for (auto [p, q] : {std::pair{3, 1200}, std::pair{900, 5}, std::pair{0, 7777}}) {
       const int32_t token[] = {42};
       const int32_t at_p[] = {p}, at_q[] = {q}, slot[] = {0};
@@ -106,7 +107,8 @@ TEST_F(ReuseSessionTest, RerotatedKeysEqualKeysComputedAtTheNewPosition) {
       EXPECT_EQ(moved.positions[0], q);
       double max_error = 0, max_value = 0;
       for (size_t i = 0; i < truth.k.size(); ++i) {
-        max_error = std::max<double>(max_error, std::abs(F16ToF32(moved.k[i]) - F16ToF32(truth.k[i])));
+        max_error =
+            std::max<double>(max_error, std::abs(F16ToF32(moved.k[i]) - F16ToF32(truth.k[i])));
         max_value = std::max<double>(max_value, std::abs(F16ToF32(truth.k[i])));
       }
       // Two f16 roundings and the rotation in float.
@@ -121,10 +123,10 @@ TEST_F(ReuseSessionTest, PrefixReuseIsBitExact) {
   for (const char* shape : {"tiny", "tiny-qwen2"}) {
     auto model = std::move(LoadedModel::Load(Path(shape))).value();
     kv::MemoryChunkCache cache(64 << 20);
-    const std::vector<PromptSegment> first = {{"system", Words(1, 40)}, {"document", Words(2, 90)},
-                                              {"question", Words(3, 10)}};
-    const std::vector<PromptSegment> second = {{"system", Words(1, 40)}, {"document", Words(2, 90)},
-                                               {"question", Words(4, 12)}};
+    const std::vector<PromptSegment> first = {
+        {"system", Words(1, 40)}, {"document", Words(2, 90)}, {"question", Words(3, 10)}};
+    const std::vector<PromptSegment> second = {
+        {"system", Words(1, 40)}, {"document", Words(2, 90)}, {"question", Words(4, 12)}};
     PrefillReport report;
     const std::vector<float> reused =
         Run(*model, Options(ReuseMethod::kPrefix), &cache, {first}, second, &report);
@@ -141,9 +143,12 @@ TEST_F(ReuseSessionTest, RatioOneRecomputesToFullPrefill) {
     kv::MemoryChunkCache cache(64 << 20);
     ReuseOptions options = Options(ReuseMethod::kBlend);
     options.recompute_ratio = 1.0;
-    const std::vector<PromptSegment> earlier = {{"system", Words(1, 30)}, {"document", Words(7, 50)}};
-    const std::vector<PromptSegment> now = {{"system", Words(1, 30)}, {"document", Words(9, 40)},
-                                            {"document", Words(7, 50)}, {"question", Words(5, 8)}};
+    const std::vector<PromptSegment> earlier = {{"system", Words(1, 30)},
+                                                {"document", Words(7, 50)}};
+    const std::vector<PromptSegment> now = {{"system", Words(1, 30)},
+                                            {"document", Words(9, 40)},
+                                            {"document", Words(7, 50)},
+                                            {"question", Words(5, 8)}};
     PrefillReport report;
     const std::vector<float> blend = Run(*model, options, &cache, {earlier}, now, &report);
     const std::vector<float> full = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
@@ -157,24 +162,29 @@ TEST_F(ReuseSessionTest, RatioOneRecomputesToFullPrefill) {
 TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
   auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
   const std::vector<PromptSegment> earlier = {{"system", Words(1, 30)}, {"document", Words(7, 50)}};
-  const std::vector<PromptSegment> now = {{"system", Words(1, 30)}, {"document", Words(9, 40)},
-                                          {"document", Words(7, 50)}, {"question", Words(5, 8)}};
+  const std::vector<PromptSegment> now = {{"system", Words(1, 30)},
+                                          {"document", Words(9, 40)},
+                                          {"document", Words(7, 50)},
+                                          {"question", Words(5, 8)}};
   kv::MemoryChunkCache cache_a(64 << 20), cache_b(64 << 20), cache_c(64 << 20);
   ReuseOptions blend_options = Options(ReuseMethod::kBlend);
   blend_options.recompute_ratio = 0.001;
   PrefillReport report;
   const std::vector<float> blend = Run(*model, blend_options, &cache_a, {earlier}, now, &report);
-  const std::vector<float> full = Run(*model, Options(ReuseMethod::kFull), &cache_b, {earlier}, now);
+  const std::vector<float> full =
+      Run(*model, Options(ReuseMethod::kFull), &cache_b, {earlier}, now);
   const std::vector<float> none = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
   // Recompute calls select only their forced rows; reused tokens are recomputed only where
   // the scheduler merged them into a prefill call next to new tokens.
   EXPECT_LE(report.tokens_recomputed, 32) << report.plan << "\n" << report.schedule;
-  std::printf("blend(r=0.001)-full %g, full-none %g\n", RelativeError(blend, full), RelativeError(full, none));
+  std::printf("blend(r=0.001)-full %g, full-none %g\n", RelativeError(blend, full),
+              RelativeError(full, none));
   EXPECT_LT(RelativeError(blend, full), 0.25 * RelativeError(full, none));
   // And reuse without recompute is measurably off the full prefill (so the test has teeth).
   EXPECT_GT(RelativeError(full, none), 1e-3);
   // The default ratio lands in between.
-  const std::vector<float> blended = Run(*model, Options(ReuseMethod::kBlend), &cache_c, {earlier}, now);
+  const std::vector<float> blended =
+      Run(*model, Options(ReuseMethod::kBlend), &cache_c, {earlier}, now);
   EXPECT_LT(RelativeError(blended, none), RelativeError(full, none));
 
   // With the check layer's fresh K/V kept for every token (an option), layers 0..check hold
@@ -207,6 +217,68 @@ TEST_F(ReuseSessionTest, ADocumentCachedAloneIsFoundWholeLaterInAPrompt) {
   EXPECT_EQ(report.tokens_prefix, 1) << report.plan;  // BOS
 }
 
+// The quality guard (DESIGN.md §2): a recompute call whose reused tokens deviate too much
+// from fresh ones at the check layer is prefilled in full. A cached chunk whose KV is wrong
+// (here: every K and V value negated, as a damaged file that passed no checksum would be)
+// trips it, and the result is the full prefill; ordinary reuse of the same chunk at a new
+// position stays far below the threshold and is left alone.
+TEST_F(ReuseSessionTest, QualityGuardPrefillsCallsWhoseReusedKvDeviatesTooMuch) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  const std::vector<PromptSegment> alone = {{"document", Words(7, 12)}};
+  const std::vector<PromptSegment> now = {
+      {"system", Words(1, 20)}, {"document", Words(7, 12)}, {"question", Words(5, 8)}};
+  const std::vector<int32_t> doc_tokens =
+      model->tokenizer().Encode(Words(7, 12), tokenizer::EncodeOptions{false, false});
+  ASSERT_LE(doc_tokens.size(), 64u);
+  const kv::ContentHash doc = kv::HashTokens(model->fingerprint(), doc_tokens);
+  const std::vector<float> truth = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
+
+  ReuseOptions options = Options(ReuseMethod::kBlend);
+  options.recompute_ratio = 0.05;  // few tokens repaired: the reused KV matters
+  // Ordinary reuse: a residual deviation well below 1, no fallback with the guard at 0.5.
+  kv::MemoryChunkCache honest(64 << 20);
+  PrefillReport plain;
+  const std::vector<float> unguarded = Run(*model, options, &honest, {alone}, now, &plain);
+  EXPECT_GT(plain.tokens_nonprefix, 0) << plain.plan;
+  EXPECT_GT(plain.max_residual_deviation, 0.0);
+  EXPECT_LT(plain.max_residual_deviation, 0.5);
+  EXPECT_EQ(plain.guard_fallbacks, 0);
+  ReuseOptions guarded = options;
+  guarded.guard_deviation = 0.5;
+  kv::MemoryChunkCache honest2(64 << 20);
+  PrefillReport kept;
+  EXPECT_EQ(Run(*model, guarded, &honest2, {alone}, now, &kept), unguarded);
+  EXPECT_EQ(kept.guard_fallbacks, 0);
+
+  // The same chunk with its KV negated.
+  auto poison = [&](kv::MemoryChunkCache& cache) {
+    auto session = std::move(ReuseSession::Create(*model, options, &cache)).value();
+    ASSERT_TRUE(session->Prefill(alone).ok());
+    ASSERT_TRUE(session->StoreChunks().ok());
+    std::shared_ptr<const kv::ChunkEntry> good = cache.FindByContent(doc);
+    ASSERT_NE(good, nullptr);
+    auto bad = std::make_shared<kv::ChunkEntry>(*good);
+    auto kv = std::make_shared<kv::ChunkKv>(*good->kv);
+    for (uint16_t& x : kv->k) x ^= 0x8000;
+    for (uint16_t& x : kv->v) x ^= 0x8000;
+    bad->kv = kv;
+    ASSERT_TRUE(cache.Insert(bad).ok());
+  };
+  kv::MemoryChunkCache damaged(64 << 20), damaged2(64 << 20);
+  poison(damaged);
+  poison(damaged2);
+  PrefillReport off, on;
+  const std::vector<float> wrong = Run(*model, options, &damaged, {}, now, &off);
+  EXPECT_GT(off.max_residual_deviation, 1.0);
+  EXPECT_GT(RelativeError(wrong, truth), 1e-2);
+  std::printf("residual deviation: honest reuse %g, negated KV %g\n", plain.max_residual_deviation,
+              off.max_residual_deviation);
+  const std::vector<float> caught = Run(*model, guarded, &damaged2, {}, now, &on);
+  EXPECT_GE(on.guard_fallbacks, 1) << on.schedule;
+  EXPECT_EQ(on.tokens_nonprefix, 0);
+  EXPECT_LT(RelativeError(caught, truth), 1e-4);
+}
+
 TEST_F(ReuseSessionTest, CountsAddUpAndRejectsOverlongPrompts) {
   auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
   kv::MemoryChunkCache cache(64 << 20);
@@ -215,8 +287,10 @@ TEST_F(ReuseSessionTest, CountsAddUpAndRejectsOverlongPrompts) {
   const std::vector<PromptSegment> a = {{"system", Words(1, 30)}, {"document", Words(7, 50)}};
   ASSERT_TRUE(session->Prefill(a).ok());
   ASSERT_TRUE(session->StoreChunks().ok());
-  const std::vector<PromptSegment> b = {{"system", Words(1, 30)}, {"document", Words(3, 20)},
-                                        {"document", Words(7, 50)}, {"question", Words(2, 5)}};
+  const std::vector<PromptSegment> b = {{"system", Words(1, 30)},
+                                        {"document", Words(3, 20)},
+                                        {"document", Words(7, 50)},
+                                        {"question", Words(2, 5)}};
   PrefillReport r = std::move(session->Prefill(b)).value();
   EXPECT_EQ(r.tokens_prefix + r.tokens_nonprefix + r.tokens_recomputed + r.tokens_new,
             r.prompt_tokens);

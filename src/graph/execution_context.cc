@@ -8,17 +8,16 @@ namespace reprise::graph {
 
 Result<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(const CompiledGraph& graph) {
   std::unique_ptr<ExecutionContext> context(new ExecutionContext(graph));
-  const size_t bytes = static_cast<size_t>(
-      (graph.arena_bytes() + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment);
+  const size_t bytes = static_cast<size_t>((graph.arena_bytes() + kArenaAlignment - 1) /
+                                           kArenaAlignment * kArenaAlignment);
   void* memory = std::aligned_alloc(kArenaAlignment, std::max<size_t>(bytes, kArenaAlignment));
   if (memory == nullptr) {
     return ResourceExhaustedError("cannot allocate a " + std::to_string(bytes) +
-                                  "-byte arena for the " + GraphKindName(graph.kind()) +
-                                  " graph");
+                                  "-byte arena for the " + GraphKindName(graph.kind()) + " graph");
   }
   std::memset(memory, 0, bytes);
-  context->arena_memory_ = std::unique_ptr<uint8_t, void (*)(void*)>(
-      static_cast<uint8_t*>(memory), std::free);
+  context->arena_memory_ =
+      std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(memory), std::free);
   context->arena_ = static_cast<uint8_t*>(memory);
   const size_t capacity = static_cast<size_t>(graph.capacity());
   context->tokens_.assign(capacity, 0);
@@ -31,6 +30,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(const Compile
   context->selected_rows_.assign(capacity, 0);
   context->selected_positions_.assign(capacity, 0);
   context->selected_slots_.assign(capacity, 0);
+  context->relative_deviation_.assign(capacity, 0.0f);
   return context;
 }
 
@@ -76,6 +76,7 @@ Status ExecutionContext::SetInputs(std::span<const int32_t> tokens,
   num_visible_slots_ = num_visible_slots;
   std::fill(forced_.begin(), forced_.end(), 0);
   num_selected_ = 0;
+  residual_deviation_ = 0.0;
   return Status::Ok();
 }
 
@@ -86,11 +87,15 @@ void ExecutionContext::SetForcedRows(std::span<const uint8_t> forced) {
 
 RowSet ExecutionContext::rows(int phase) const {
   if (phase == 0) {
-    return RowSet{num_rows(),           num_valid_,    positions_.data(), query_positions_.data(),
-                  slots_.data(),        identity_rows_.data()};
+    return RowSet{num_rows(),    num_valid_,           positions_.data(), query_positions_.data(),
+                  slots_.data(), identity_rows_.data()};
   }
-  return RowSet{num_selected_,          num_selected_, selected_positions_.data(),
-                selected_positions_.data(), selected_slots_.data(), selected_rows_.data()};
+  return RowSet{num_selected_,
+                num_selected_,
+                selected_positions_.data(),
+                selected_positions_.data(),
+                selected_slots_.data(),
+                selected_rows_.data()};
 }
 
 void ExecutionContext::SelectRows(std::span<const int32_t> rows) {

@@ -35,9 +35,9 @@ struct KvBinding {
 // The rows an op runs on and where each lives: the input rows, or after a SelectRowsOp the
 // selected ones (compacted).
 struct RowSet {
-  int num_rows = 0;    // rows to compute
-  int num_valid = 0;   // rows [0, num_valid) are real tokens; the rest padding
-  const int32_t* positions = nullptr;        // [num_rows]
+  int num_rows = 0;                    // rows to compute
+  int num_valid = 0;                   // rows [0, num_valid) are real tokens; the rest padding
+  const int32_t* positions = nullptr;  // [num_rows]
   const int32_t* query_positions = nullptr;  // [num_rows], -1 for padding
   const int32_t* slots = nullptr;            // [num_rows], -1 for padding
   const int32_t* input_rows = nullptr;       // [num_rows] index in the input rows
@@ -79,6 +79,12 @@ class ExecutionContext {
     return {selected_rows_.data(), static_cast<size_t>(num_selected_)};
   }
 
+  // What the last recompute run left unrepaired: the mean, over the reused rows it did not
+  // select, of each row's deviation at the check layer relative to the energy of its fresh
+  // K (and V), i.e. |fresh - cached|^2 / |fresh|^2. 0 when every reused row was selected or
+  // the graph has no check layer. The reuse quality guard (DESIGN.md §2) reads it.
+  double residual_deviation() const { return residual_deviation_; }
+
   // Access for the Executor.
   uint8_t* buffer(BufferId id) const { return arena_ + graph_->buffers()[id].offset; }
   int num_valid() const { return num_valid_; }
@@ -94,6 +100,9 @@ class ExecutionContext {
   void SelectRows(std::span<const int32_t> rows);
   // [capacity] room to compute a selection in without allocating.
   int32_t* selection_scratch() { return selected_rows_.data(); }
+  // [capacity] each row's relative deviation (see residual_deviation()), for the Executor.
+  float* relative_deviation() { return relative_deviation_.data(); }
+  void set_residual_deviation(double value) { residual_deviation_ = value; }
 
  private:
   explicit ExecutionContext(const CompiledGraph& graph) : graph_(&graph) {}
@@ -110,6 +119,8 @@ class ExecutionContext {
   std::vector<int32_t> selected_rows_;    // [capacity], the first num_selected_ in use
   std::vector<int32_t> selected_positions_;
   std::vector<int32_t> selected_slots_;
+  std::vector<float> relative_deviation_;  // [capacity]
+  double residual_deviation_ = 0.0;
   int num_selected_ = 0;
   int num_valid_ = 0;
   int64_t num_visible_slots_ = 0;

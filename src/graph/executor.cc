@@ -234,9 +234,11 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     const KvBinding& kv = ctx.kv();
     const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
     const uint8_t* forced = ctx.forced();
+    float* relative = ctx.relative_deviation();
     pool.ParallelFor(rows, 4, [&](int64_t m0, int64_t m1) {
       float cached[kernels::kMaxAttentionHeadDim];
       for (int64_t m = m0; m < m1; ++m) {
+        relative[m] = 0.0f;
         if (m >= set.num_valid) {
           out[m] = -std::numeric_limits<float>::infinity();
           continue;
@@ -248,20 +250,25 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
         const float* key = qkv + m * (q_dim + 2 * kv_dim) + q_dim;
         const int64_t slot = set.slots[m];
         double sum = 0.0;
+        double energy = 0.0;
         for (int part = 0; part < (op->include_v ? 2 : 1); ++part) {
           const float* fresh = key + part * kv_dim;
           const uint16_t* base = part == 0 ? layer.k : layer.v;
           for (int64_t h = 0; h < op->num_kv_heads; ++h) {
             k.f16_to_f32(base + (h * kv.capacity + slot) * op->head_dim, op->head_dim, cached);
             for (int64_t d = 0; d < op->head_dim; ++d) {
-              const double diff = fresh[h * op->head_dim + d] - cached[d];
+              const double f = fresh[h * op->head_dim + d];
+              const double diff = f - cached[d];
               sum += diff * diff;
+              energy += f * f;
             }
           }
         }
         const float d = static_cast<float>(sum / static_cast<double>(kv_dim));
         // A cached row that is not finite can only be fixed by recomputing it.
         out[m] = std::isfinite(d) ? d : std::numeric_limits<float>::infinity();
+        relative[m] = std::isfinite(d) ? static_cast<float>(sum / std::max(energy, 1e-30))
+                                       : std::numeric_limits<float>::infinity();
       }
     });
     return;
@@ -281,6 +288,19 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     };
     std::nth_element(order, order + k_eff, order + valid, larger);
     std::sort(order, order + k_eff);
+    // The guard's figure: the mean relative deviation of the reused rows left unselected.
+    const float* relative = ctx.relative_deviation();
+    double residual = 0.0;
+    int unselected = 0;
+    for (int m = 0, j = 0; m < valid; ++m) {
+      if (j < k_eff && order[j] == m) {
+        ++j;
+        continue;
+      }
+      residual += relative[m];
+      ++unselected;
+    }
+    ctx.set_residual_deviation(unselected > 0 ? residual / unselected : 0.0);
     ctx.SelectRows(std::span<const int32_t>(order, static_cast<size_t>(k_eff)));
     return;
   }
