@@ -55,6 +55,7 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
     REPRISE_ASSIGN_OR_RETURN(b->recompute_context_,
                              graph::ExecutionContext::Create(*b->recompute_));
     b->recompute_context_->set_strict_shapes(options.strict_shapes);
+    b->recompute_context_->set_abort_above(options.guard_deviation);
   }
   const model::ModelConfig& c = model.config();
   REPRISE_ASSIGN_OR_RETURN(
@@ -139,6 +140,10 @@ Result<std::span<const int32_t>> GraphBackend::RunRecompute(std::span<const int3
 
 double GraphBackend::last_residual_deviation() const {
   return recompute_context_ ? recompute_context_->residual_deviation() : 0.0;
+}
+
+bool GraphBackend::last_recompute_aborted() const {
+  return recompute_context_ && recompute_context_->aborted();
 }
 
 void GraphBackend::SetNumTokens(int num_tokens) {

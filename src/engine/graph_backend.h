@@ -29,9 +29,12 @@ struct GraphBackendOptions {
   int check_layer = 1;
   bool deviation_includes_v = false;
   bool refresh_check_layer = false;  // see model::CompileOptions
-  int num_threads = 0;               // 0 = every usable core
-  bool scalar_kernels = false;       // force the portable kernels (tests)
-  bool strict_shapes = false;        // compute padding rows too, like a static NPU graph
+  // Quality guard: a recompute call whose residual deviation is above this stops at the check
+  // layer (graph::ExecutionContext::set_abort_above); the caller then prefills it. 0 = off.
+  double guard_deviation = 0.0;
+  int num_threads = 0;          // 0 = every usable core
+  bool scalar_kernels = false;  // force the portable kernels (tests)
+  bool strict_shapes = false;   // compute padding rows too, like a static NPU graph
   model::PackOptions pack;
   // Weights already packed and a pool already running, shared by several backends of one
   // model (e.g. the sessions of a benchmark); both null = the backend makes its own.
@@ -73,6 +76,9 @@ class GraphBackend : public InferenceBackend {
   // The last RunRecompute's residual deviation (graph::ExecutionContext::residual_deviation):
   // how far the reused rows it left alone deviate from fresh ones, relatively. 0 before any.
   double last_residual_deviation() const;
+  // Whether the quality guard stopped the last RunRecompute at the check layer: its tokens'
+  // KV above that layer is stale and must be recomputed (by RunPrefill).
+  bool last_recompute_aborted() const;
 
   // Declares that the first `num_tokens` slots of the cache hold the sequence (after KV was
   // placed in them from outside, e.g. reused chunks). Requires: <= capacity_tokens().

@@ -64,6 +64,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.check_layer = std::min(options.check_layer, model.config().num_layers - 1);
     graph_options.deviation_includes_v = options.deviation_includes_v;
     graph_options.refresh_check_layer = options.refresh_check_layer;
+    graph_options.guard_deviation = options.guard_deviation;
   }
   REPRISE_ASSIGN_OR_RETURN(s->backend_, GraphBackend::Create(model, graph_options));
   reuse::ChunkMergeOptions merge;
@@ -218,8 +219,9 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
                                std::span<const uint8_t>(forced_.data(), count), n));
     const double residual = backend_->last_residual_deviation();
     report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
-    if (options_.guard_deviation > 0 && residual > options_.guard_deviation) {
-      // The reuse is poor: recompute every token of the call (later calls read its KV).
+    if (backend_->last_recompute_aborted()) {
+      // The reuse is poor: the guard stopped the call at the check layer; recompute every
+      // token of it in full (later calls read its KV).
       REPRISE_RETURN_IF_ERROR(RunNew(call.begin, call.end));
       ++report.guard_fallbacks;
       for (int i = call.begin; i < call.end; ++i) {

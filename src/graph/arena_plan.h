@@ -16,9 +16,9 @@ namespace reprise::graph {
 inline constexpr int64_t kArenaAlignment = 64;  // a cache line; enough for any SIMD load
 
 struct BufferRequest {
-  std::string name;     // for dumps and errors
+  std::string name;  // for dumps and errors
   int64_t size_bytes = 0;
-  int first_op = 0;     // lifetime [first_op, last_op], inclusive
+  int first_op = 0;  // lifetime [first_op, last_op], inclusive
   int last_op = 0;
 };
 

@@ -8,8 +8,7 @@ namespace reprise::graph {
 namespace {
 
 TEST(ArenaPlanTest, DisjointLifetimesShareMemory) {
-  std::vector<BufferRequest> buffers = {
-      {"a", 1000, 0, 1}, {"b", 1000, 2, 3}, {"c", 500, 1, 2}};
+  std::vector<BufferRequest> buffers = {{"a", 1000, 0, 1}, {"b", 1000, 2, 3}, {"c", 500, 1, 2}};
   ArenaPlan plan = PlanArena(buffers);
   ASSERT_TRUE(IsValidPlan(buffers, plan));
   // a and b never live together, so the arena holds two buffers' worth, not three.
@@ -24,8 +23,8 @@ TEST(ArenaPlanTest, OverlappingLifetimesNeverOverlapInMemory) {
     const int n = 1 + static_cast<int>(rng.NextBelow(40));
     for (int i = 0; i < n; ++i) {
       const int first = static_cast<int>(rng.NextBelow(50));
-      buffers.push_back({"b" + std::to_string(i), static_cast<int64_t>(rng.NextBelow(5000)),
-                         first, first + static_cast<int>(rng.NextBelow(20))});
+      buffers.push_back({"b" + std::to_string(i), static_cast<int64_t>(rng.NextBelow(5000)), first,
+                         first + static_cast<int>(rng.NextBelow(20))});
     }
     ArenaPlan plan = PlanArena(buffers);
     ASSERT_TRUE(IsValidPlan(buffers, plan)) << "trial " << trial;

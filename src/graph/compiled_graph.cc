@@ -8,9 +8,12 @@ namespace reprise::graph {
 
 const char* GraphKindName(GraphKind kind) {
   switch (kind) {
-    case GraphKind::kPrefill: return "prefill";
-    case GraphKind::kDecode: return "decode";
-    case GraphKind::kRecompute: return "recompute";
+    case GraphKind::kPrefill:
+      return "prefill";
+    case GraphKind::kDecode:
+      return "decode";
+    case GraphKind::kRecompute:
+      return "recompute";
   }
   return "?";
 }
@@ -44,8 +47,7 @@ void GraphBuilder::BeginShard(int first_layer) {
   Shard& current = graph_.shards_.back();
   current.end_op = static_cast<int>(graph_.ops_.size());
   current.end_layer = first_layer;
-  graph_.shards_.push_back(
-      Shard{current.end_op, current.end_op, first_layer, graph_.num_layers_});
+  graph_.shards_.push_back(Shard{current.end_op, current.end_op, first_layer, graph_.num_layers_});
 }
 
 void GraphBuilder::SetLogits(BufferId buffer, int rows, int64_t vocab) {

@@ -77,6 +77,7 @@ Status ExecutionContext::SetInputs(std::span<const int32_t> tokens,
   std::fill(forced_.begin(), forced_.end(), 0);
   num_selected_ = 0;
   residual_deviation_ = 0.0;
+  aborted_ = false;
   return Status::Ok();
 }
 

@@ -85,6 +85,15 @@ class ExecutionContext {
   // the graph has no check layer. The reuse quality guard (DESIGN.md §2) reads it.
   double residual_deviation() const { return residual_deviation_; }
 
+  // Quality guard: a recompute run whose residual deviation exceeds `threshold` stops right
+  // after the selection (the check layer), leaving the KV of layers below it fresh and the
+  // rest as it was, and reports aborted(); its logits are then not valid. 0 = never (default).
+  void set_abort_above(double threshold) { abort_above_ = threshold; }
+  double abort_above() const { return abort_above_; }
+  // Whether the last run stopped early (see set_abort_above). Reset by every SetInputs.
+  bool aborted() const { return aborted_; }
+  void set_aborted() { aborted_ = true; }
+
   // Access for the Executor.
   uint8_t* buffer(BufferId id) const { return arena_ + graph_->buffers()[id].offset; }
   int num_valid() const { return num_valid_; }
@@ -121,6 +130,8 @@ class ExecutionContext {
   std::vector<int32_t> selected_slots_;
   std::vector<float> relative_deviation_;  // [capacity]
   double residual_deviation_ = 0.0;
+  double abort_above_ = 0.0;
+  bool aborted_ = false;
   int num_selected_ = 0;
   int num_valid_ = 0;
   int64_t num_visible_slots_ = 0;

@@ -51,6 +51,7 @@ void Executor::Run(ExecutionContext& context, int shard_begin, int shard_end) {
     const RowSet rows = context.rows(phase);
     RunOp(graph.ops()[static_cast<size_t>(i)], context, rows,
           i >= graph.first_single_row_op() ? 1 : rows.num_rows);
+    if (context.aborted()) return;  // the quality guard stopped a recompute run
   }
 }
 
@@ -300,7 +301,12 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       residual += relative[m];
       ++unselected;
     }
-    ctx.set_residual_deviation(unselected > 0 ? residual / unselected : 0.0);
+    const double mean_residual = unselected > 0 ? residual / unselected : 0.0;
+    ctx.set_residual_deviation(mean_residual);
+    if (ctx.abort_above() > 0 && mean_residual > ctx.abort_above()) {
+      ctx.set_aborted();
+      return;
+    }
     ctx.SelectRows(std::span<const int32_t>(order, static_cast<size_t>(k_eff)));
     return;
   }

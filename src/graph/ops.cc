@@ -52,7 +52,9 @@ struct Namer {
   const char* operator()(const RmsNormOp& op) { return op.quantize_out ? "rmsnorm+q8" : "rmsnorm"; }
   const char* operator()(const QuantizeOp&) { return "quantize"; }
   const char* operator()(const MatMulOp& op) { return op.accumulate ? "matmul+=" : "matmul"; }
-  const char* operator()(const QkvPostOp& op) { return op.store_kv ? "qkv_post+store" : "qkv_post"; }
+  const char* operator()(const QkvPostOp& op) {
+    return op.store_kv ? "qkv_post+store" : "qkv_post";
+  }
   const char* operator()(const StoreKvOp&) { return "store_kv"; }
   const char* operator()(const DeviationOp&) { return "kv_deviation"; }
   const char* operator()(const SelectRowsOp&) { return "select_top_k"; }

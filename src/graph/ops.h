@@ -98,8 +98,8 @@ struct StoreKvOp {
 // difference, in float. Padding rows get -inf, forced rows +inf.
 struct DeviationOp {
   int layer = 0;
-  BufferId qkv = kNoBuffer;   // fresh Q|K|V rows, K after RoPE
-  BufferId out = kNoBuffer;   // float [rows]
+  BufferId qkv = kNoBuffer;  // fresh Q|K|V rows, K after RoPE
+  BufferId out = kNoBuffer;  // float [rows]
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   bool include_v = false;
 };
@@ -145,9 +145,8 @@ struct SelectRowOp {
   int64_t row_bytes = 0;
 };
 
-using Op = std::variant<EmbedOp, RmsNormOp, QuantizeOp, MatMulOp, QkvPostOp, StoreKvOp,
-                        AttentionOp, SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp,
-                        GatherRowsOp>;
+using Op = std::variant<EmbedOp, RmsNormOp, QuantizeOp, MatMulOp, QkvPostOp, StoreKvOp, AttentionOp,
+                        SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp, GatherRowsOp>;
 
 // The buffers an op reads and writes (for lifetime analysis).
 void OpBuffers(const Op& op, BufferId out_ids[4], int& count);
