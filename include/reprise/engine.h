@@ -46,6 +46,10 @@ struct EngineOptions {
   std::string reuse = "prefix";
   double recompute_ratio = 0.25;
   int recompute_capacity = 0;  // 0 = default (or calibrated)
+  // blend's quality guard: a recompute call whose reused tokens deviate more than this at the
+  // check layer (relative squared error of K) is prefilled in full. 0 = off; the scale
+  // depends on the model (docs/benchmarks.md).
+  double quality_guard = 0.0;
   // Memory for cached chunks, in MiB (the store's memory pool when `store_dir` is set).
   int64_t cache_mb = 1024;
   // A persistent KV store (memory pool + flash): cached chunks survive restarts. Empty = memory
@@ -127,8 +131,8 @@ class Engine {
   std::unique_ptr<engine::LoadedModel> model_;
   std::unique_ptr<engine::InferenceBackend> reference_;  // with use_reference
   std::unique_ptr<store::ChunkStore> store_;
-  std::unique_ptr<kv::ChunkCache> cache_;  // a memory cache, or a namespace of store_
-  std::unique_ptr<engine::ReuseSession> session_;        // otherwise
+  std::unique_ptr<kv::ChunkCache> cache_;          // a memory cache, or a namespace of store_
+  std::unique_ptr<engine::ReuseSession> session_;  // otherwise
 };
 
 }  // namespace reprise

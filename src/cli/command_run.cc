@@ -46,6 +46,11 @@ class RunCommand : public Command {
     sub->add_option("--ratio", options_.recompute_ratio, "Recompute ratio r for blend")
         ->default_val(0.25)
         ->check(CLI::Range(0.0001, 1.0));
+    sub->add_option("--guard", options_.quality_guard,
+                    "Quality guard for blend: prefill a recompute call in full when its reused "
+                    "tokens deviate more than this at the check layer; 0 = off")
+        ->default_val(0.0)
+        ->check(CLI::NonNegativeNumber);
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across runs, in the default store folder (" +
                       CacheDir() + "/store)");
@@ -94,8 +99,9 @@ class RunCommand : public Command {
                    (*engine)->Describe().c_str(), result->prompt_tokens.size(), result->ttft_ms,
                    result->generated_tokens.size(), result->decode_tokens_per_second,
                    result->stop_reason.c_str());
-      std::fprintf(stderr, "prompt KV: %d prefix-reused, %d reused at new positions, %d "
-                           "recomputed, %d new\n",
+      std::fprintf(stderr,
+                   "prompt KV: %d prefix-reused, %d reused at new positions, %d "
+                   "recomputed, %d new\n",
                    result->tokens_prefix, result->tokens_reused, result->tokens_recomputed,
                    result->tokens_new);
       const std::string store = (*engine)->DescribeStore();

@@ -38,11 +38,12 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   reuse.context_tokens = context;
   reuse.num_threads = options.num_threads;
   reuse.recompute_ratio = options.recompute_ratio;
+  reuse.guard_deviation = options.quality_guard;
   if (!options.calibration_dir.empty()) {
     const int threads =
         options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;
-    Result<engine::Calibration> calibration = engine::LoadCalibration(engine::CalibrationPath(
-        options.calibration_dir, engine->model_->fingerprint(), threads));
+    Result<engine::Calibration> calibration = engine::LoadCalibration(
+        engine::CalibrationPath(options.calibration_dir, engine->model_->fingerprint(), threads));
     if (calibration.ok()) {
       reuse.prefill_capacity = calibration->prefill_capacity;
       reuse.recompute_capacity = calibration->recompute_capacity;
@@ -70,8 +71,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
       engine->cache_ = std::make_unique<kv::MemoryChunkCache>(options.cache_mb << 20);
     }
   }
-  REPRISE_ASSIGN_OR_RETURN(engine->session_, engine::ReuseSession::Create(*engine->model_, reuse,
-                                                                          engine->cache_.get()));
+  REPRISE_ASSIGN_OR_RETURN(
+      engine->session_, engine::ReuseSession::Create(*engine->model_, reuse, engine->cache_.get()));
   return engine;
 }
 
@@ -118,8 +119,8 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   GenerateResult result;
   engine::GenerationOptions options;
   options.max_new_tokens = request.max_new_tokens;
-  options.sampling = engine::SamplerOptions{request.temperature, request.top_k, request.top_p,
-                                            request.seed};
+  options.sampling =
+      engine::SamplerOptions{request.temperature, request.top_k, request.top_p, request.seed};
   // A completion continues the prompt's text, so the first token keeps its leading space.
   options.strip_leading_space = false;
   REPRISE_RETURN_IF_ERROR(engine::Sampler::Create(options.sampling));
@@ -131,7 +132,8 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   const std::vector<engine::PromptSegment> segments = BuildSegments(request, model_->chat_format());
   if (reference_) {
     for (const engine::PromptSegment& s : segments) {
-      std::vector<int32_t> ids = tok.Encode(s.text, tokenizer::EncodeOptions{false, s.parse_special});
+      std::vector<int32_t> ids =
+          tok.Encode(s.text, tokenizer::EncodeOptions{false, s.parse_special});
       if (result.prompt_tokens.empty() && tok.vocab().add_bos && tok.bos_id()) {
         result.prompt_tokens.push_back(*tok.bos_id());
       }
@@ -159,10 +161,9 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
     if (cache_) cache_->RunIdleWork();
   }
   result.ttft_ms = stats.prefill_ms;
-  result.decode_tokens_per_second =
-      stats.generated_tokens > 1 && stats.decode_ms > 0
-          ? (stats.generated_tokens - 1) * 1000.0 / stats.decode_ms
-          : 0.0;
+  result.decode_tokens_per_second = stats.generated_tokens > 1 && stats.decode_ms > 0
+                                        ? (stats.generated_tokens - 1) * 1000.0 / stats.decode_ms
+                                        : 0.0;
   result.stop_reason = stats.stop_reason;
   return result;
 }

@@ -157,8 +157,8 @@ TEST_F(CliTest, DemoRunsWithAndWithoutSharedData) {
   EXPECT_NE(bare.out.find("demo: done"), std::string::npos);
   auto data = testing_support::SharedDataDir();
   if (!data) GTEST_SKIP() << "shared data not found; the trained-model demo was not run";
-  Outcome trained = Reprise("demo -n 16", "REPRISE_DATA_DIR=" + *data +
-                                              " XDG_CACHE_HOME=" + cache.path());
+  Outcome trained =
+      Reprise("demo -n 16", "REPRISE_DATA_DIR=" + *data + " XDG_CACHE_HOME=" + cache.path());
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_NE(trained.out.find("stories260K"), std::string::npos);
   EXPECT_NE(trained.out.find("TinyStories-656K"), std::string::npos);
@@ -182,8 +182,8 @@ TEST_F(CliTest, StoreKeepsKvAcrossRunsAndCacheCommandsWork) {
   Outcome stats = Reprise("cache stats --json --store " + store.path());
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   nlohmann::json j = nlohmann::json::parse(stats.out);
-  for (const char* key : {"chunks", "bytes_on_disk", "bytes_in_pool", "namespaces",
-                          "corrupt_dropped"}) {
+  for (const char* key :
+       {"chunks", "bytes_on_disk", "bytes_in_pool", "namespaces", "corrupt_dropped"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_GE(j["chunks"].get<int>(), 1);
@@ -204,8 +204,7 @@ TEST_F(CliTest, StoreKeepsKvAcrossRunsAndCacheCommandsWork) {
   ASSERT_GE(corrupted, 1);
   Outcome after = Reprise(run);
   ASSERT_EQ(after.exit_code, 0) << after.err;
-  EXPECT_NE(after.err.find(" " + std::to_string(corrupted) + " corrupt dropped"),
-            std::string::npos)
+  EXPECT_NE(after.err.find(" " + std::to_string(corrupted) + " corrupt dropped"), std::string::npos)
       << after.err;
   EXPECT_EQ(Reprise("cache clear --store " + store.path() + " --all").exit_code, 0);
   Outcome empty = Reprise("cache stats --json --store " + store.path());
@@ -218,23 +217,51 @@ TEST_F(CliTest, BenchReuseReportsEveryMethod) {
   REPRISE_REQUIRE_SHARED_FILE(locomo, "workloads/locomo/locomo10.json");
   testing_support::TempDir store;
   const std::string data = locomo.substr(0, locomo.find("/workloads/"));
-  Outcome o = Reprise("bench reuse -m " + stories + " --workload chat --queries 4 --top-chunks 3 "
-                      "--chunk-tokens 64 --json --data " + data + " --store " + store.path());
+  Outcome o = Reprise("bench reuse -m " + stories +
+                      " --workload chat --queries 4 --top-chunks 3 "
+                      "--chunk-tokens 64 --json --data " +
+                      data + " --store " + store.path());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["queries"], 4);
   for (const char* method : {"none", "prefix", "full", "blend"}) {
     ASSERT_TRUE(j["methods"].contains(method)) << method;
-    for (const char* key : {"ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p90", "speedup_vs_none",
-                            "kl_mean", "top1_agreement", "continuation_agreement", "tokens_prefix",
-                            "tokens_nonprefix", "tokens_recomputed", "tokens_new",
-                            "overhead_ms_mean", "hits_pool", "hits_flash",
-                            "store_write_ms_on_ttft_path"}) {
+    for (const char* key :
+         {"ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p90", "speedup_vs_none", "kl_mean",
+          "top1_agreement", "continuation_agreement", "tokens_prefix", "tokens_nonprefix",
+          "tokens_recomputed", "tokens_new", "overhead_ms_mean", "hits_pool", "hits_flash",
+          "store_write_ms_on_ttft_path"}) {
       EXPECT_TRUE(j["methods"][method].contains(key)) << method << " " << key;
     }
     EXPECT_EQ(j["methods"][method]["store_write_ms_on_ttft_path"].get<double>(), 0.0);
   }
   EXPECT_EQ(j["methods"]["none"]["kl_mean"].get<double>(), 0.0);
+}
+
+// The quality guard at a threshold every reuse exceeds sends each recompute call back to a
+// full prefill: blend then gives the full-prefill distribution, and says how often it fell back.
+TEST_F(CliTest, BenchReuseGuardFallsBackToFullPrefill) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  REPRISE_REQUIRE_SHARED_FILE(locomo, "workloads/locomo/locomo10.json");
+  const std::string data = locomo.substr(0, locomo.find("/workloads/"));
+  const std::string bench = "bench reuse -m " + stories +
+                            " --workload chat --warm-corpus --queries 4 --top-chunks 3 "
+                            "--chunk-tokens 64 --methods blend --json --data " +
+                            data;
+  Outcome off = Reprise(bench);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  nlohmann::json plain = nlohmann::json::parse(off.out)["methods"]["blend"];
+  EXPECT_EQ(plain["guard_fallbacks"].get<int>(), 0);
+  EXPECT_GT(plain["residual_deviation_mean"].get<double>(), 1e-6);
+  EXPECT_GT(plain["kl_mean"].get<double>(), 1e-5);  // reuse without the guard is approximate
+  Outcome on = Reprise(bench + " --guard 1e-9");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  nlohmann::json guarded = nlohmann::json::parse(on.out)["methods"]["blend"];
+  EXPECT_GT(guarded["guard_fallbacks"].get<int>(), 0);
+  EXPECT_EQ(guarded["tokens_nonprefix"].get<int>(), 0);
+  EXPECT_LT(guarded["kl_mean"].get<double>(), 1e-5);
+  EXPECT_EQ(guarded["top1_agreement"].get<double>(), 1.0);
+  EXPECT_EQ(Reprise(bench + " --guard -1").exit_code, 2);
 }
 
 }  // namespace
