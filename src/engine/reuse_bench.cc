@@ -253,8 +253,9 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       run.store_sum += store_ms;
       st.guard_fallbacks += report.guard_fallbacks;
       run.residual_sum += report.max_residual_deviation;
+      const double kl = options.measure_quality ? SoftmaxKl(oracle_logits, logits) : 0.0;
       if (options.measure_quality) {
-        run.kl_sum += SoftmaxKl(oracle_logits, logits);
+        run.kl_sum += kl;
         run.top1_sum += Argmax(oracle_logits) == Argmax(logits);
         int agree = 0;
         while (agree < options.continuation_tokens &&
@@ -275,8 +276,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
                                 report.guard_fallbacks > 0 ? " (guard fell back)" : "");
         }
         if (options.measure_quality && used > 0 && used < static_cast<int>(sizeof(line))) {
-          std::snprintf(line + used, sizeof(line) - static_cast<size_t>(used), " | KL %.5f",
-                        SoftmaxKl(oracle_logits, logits));
+          std::snprintf(line + used, sizeof(line) - static_cast<size_t>(used), " | KL %.5f", kl);
         }
         say(line);
         if (!report.schedule.empty()) say(report.schedule);

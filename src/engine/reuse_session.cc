@@ -195,7 +195,6 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
       bool forced = t.kind == TokenKind::kNew || i == n - 1;
       if (!forced && options_.force_first_tokens > 0 && t.kind == TokenKind::kNonPrefix) {
         // The first tokens of a reused run (a new source, or a jump within it).
-        const reuse::TokenSource* prev = i > 0 ? &plan.tokens[static_cast<size_t>(i - 1)] : nullptr;
         int run_offset = 0;
         for (int j = i; j > 0 && run_offset < options_.force_first_tokens; --j) {
           const reuse::TokenSource& a = plan.tokens[static_cast<size_t>(j - 1)];
@@ -206,7 +205,6 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
           }
           ++run_offset;
         }
-        (void)prev;
         forced = run_offset < options_.force_first_tokens;
       }
       forced_[static_cast<size_t>(i - call.begin)] = forced ? 1 : 0;
