@@ -6,6 +6,28 @@
 #include <utility>
 
 namespace reprise::store {
+namespace {
+
+// The SQL of a statement for an error message: whole (never cut mid-word), with runs of
+// whitespace (newlines of multi-line scripts) collapsed to one space.
+std::string SqlForMessage(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size());
+  bool in_space = false;
+  for (const char c : sql) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (space) {
+      in_space = true;
+      continue;
+    }
+    if (in_space && !out.empty()) out += ' ';
+    in_space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
 
 Status SqliteStatus(int rc, sqlite3* db, std::string_view what) {
   std::string message(what);
@@ -78,7 +100,7 @@ Result<bool> SqliteStatement::Step() {
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   const char* sql = sqlite3_sql(stmt_);
-  return SqliteStatus(rc, db_, std::string("step '") + (sql ? sql : "") + "'");
+  return SqliteStatus(rc, db_, "step '" + SqlForMessage(sql ? sql : "") + "'");
 }
 
 Status SqliteStatement::Run() {
@@ -162,7 +184,7 @@ Status SqliteDb::Exec(std::string_view sql) {
   char* error = nullptr;
   const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
   sqlite3_free(error);  // the same text sqlite3_errmsg gives
-  if (rc != SQLITE_OK) return SqliteStatus(rc, db_, "exec '" + text.substr(0, 80) + "'");
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db_, "exec '" + SqlForMessage(text) + "'");
   return Status::Ok();
 }
 
@@ -172,7 +194,7 @@ Result<SqliteStatement> SqliteDb::Prepare(std::string_view sql) {
                                     SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(stmt);
-    return SqliteStatus(rc, db_, "prepare '" + std::string(sql.substr(0, 80)) + "'");
+    return SqliteStatus(rc, db_, "prepare '" + SqlForMessage(sql) + "'");
   }
   if (stmt == nullptr) return InvalidArgumentError("prepare: empty SQL");
   return SqliteStatement(stmt, db_);

@@ -137,5 +137,27 @@ TEST(SqliteDbTest, TransactionRollsBackUnlessCommitted) {
   EXPECT_EQ(*db.QueryInt64("SELECT COUNT(*) FROM t"), 1);
 }
 
+TEST(SqliteDbTest, ErrorMessagesCarryTheWholeStatementAndSqliteMessage) {
+  testing_support::TempDir temp;
+  SqliteDb db = OpenOrDie(temp.path() + "/t.db");
+  // A long statement whose error is at its very end: the message used to stop after 80
+  // characters, mid-word.
+  const std::string sql =
+      "SELECT 1 AS first_column_with_a_long_name, 2 AS second_column_with_a_long_name,\n"
+      "       3 AS third_column_with_a_long_name FROM no_such_table_anywhere_in_this_database";
+  const Status prepared = db.Prepare(sql).status();
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_NE(prepared.ToString().find("FROM no_such_table_anywhere_in_this_database'"),
+            std::string::npos)
+      << prepared.ToString();
+  EXPECT_NE(prepared.ToString().find("no such table: no_such_table_anywhere_in_this_database"),
+            std::string::npos)
+      << prepared.ToString();
+  const Status executed = db.Exec(sql);
+  EXPECT_NE(executed.ToString().find("second_column_with_a_long_name, 3 AS third"),
+            std::string::npos)
+      << executed.ToString();
+}
+
 }  // namespace
 }  // namespace reprise::store
