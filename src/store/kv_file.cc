@@ -8,6 +8,10 @@
 #include <cstring>
 #include <memory>
 
+#include <unistd.h>
+
+#include <atomic>
+
 #include "base/check.h"
 #include "base/checked_math.h"
 
@@ -54,8 +58,10 @@ void ReadI32s(const uint8_t* at, std::span<int32_t> values) {
 Status Corrupt(const std::string& what) { return CorruptError("KV file: " + what); }
 
 // Payload bytes for a header's shape, or nullopt on overflow: tokens and positions, the text
-// length, `text_bytes` of text, then K and V.
-std::optional<uint64_t> PayloadBytes(const KvFileHeader& header, uint64_t text_bytes) {
+// length, `text_bytes` of text, (version >= 2) the namespace length and `namespace_bytes` of
+// it, then K and V.
+std::optional<uint64_t> PayloadBytes(const KvFileHeader& header, uint64_t text_bytes,
+                                     uint64_t namespace_bytes) {
   const auto rows =
       CheckedMul(uint64_t{header.num_layers} * header.num_kv_heads, header.num_tokens);
   if (!rows) return std::nullopt;
@@ -63,8 +69,12 @@ std::optional<uint64_t> PayloadBytes(const KvFileHeader& header, uint64_t text_b
   if (!tensor) return std::nullopt;
   const auto tensors = CheckedMul(*tensor, 2);
   if (!tensors) return std::nullopt;
-  const auto fixed = CheckedAdd(uint64_t{header.num_tokens} * 8 + 4, text_bytes);
+  auto fixed = CheckedAdd(uint64_t{header.num_tokens} * 8 + 4, text_bytes);
   if (!fixed) return std::nullopt;
+  if (header.version >= 2) {
+    fixed = CheckedAdd(*fixed, namespace_bytes + 4);
+    if (!fixed) return std::nullopt;
+  }
   return CheckedAdd(*fixed, *tensors);
 }
 
@@ -79,7 +89,8 @@ std::string KvFileName(std::string_view name_space, kv::ChunkId chunk_id) {
 }
 
 Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCodec codec,
-                                             uint64_t model_fingerprint) {
+                                             uint64_t model_fingerprint,
+                                             std::string_view name_space) {
   if (entry.kv == nullptr) return InvalidArgumentError("KV file: entry has no KV");
   const kv::ChunkKv& kv = *entry.kv;
   if (kv.num_layers <= 0 || static_cast<uint32_t>(kv.num_layers) > kMaxKvFileLayers ||
@@ -98,6 +109,9 @@ Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCode
         "KV shape");
   }
   if (entry.text.size() > UINT32_MAX) return InvalidArgumentError("KV file: text too long");
+  if (name_space.size() > kMaxKvFileNamespaceBytes) {
+    return InvalidArgumentError("KV file: namespace name too long");
+  }
 
   KvFileHeader header;
   header.codec = EffectiveKvCodec(codec, kv.head_dim);
@@ -105,7 +119,7 @@ Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCode
   header.num_kv_heads = static_cast<uint32_t>(kv.num_kv_heads);
   header.head_dim = static_cast<uint32_t>(kv.head_dim);
   header.num_tokens = static_cast<uint32_t>(kv.num_tokens);
-  const auto payload_bytes = PayloadBytes(header, entry.text.size());
+  const auto payload_bytes = PayloadBytes(header, entry.text.size(), name_space.size());
   if (!payload_bytes || *payload_bytes > SIZE_MAX - kKvFileHeaderBytes) {
     return InvalidArgumentError("KV file: too large");
   }
@@ -119,6 +133,12 @@ Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCode
   PutU32(out.data() + text_at, static_cast<uint32_t>(entry.text.size()));
   if (!entry.text.empty())
     std::memcpy(out.data() + text_at + 4, entry.text.data(), entry.text.size());
+  const size_t namespace_at = out.size();
+  out.resize(namespace_at + 4 + name_space.size());
+  PutU32(out.data() + namespace_at, static_cast<uint32_t>(name_space.size()));
+  if (!name_space.empty()) {
+    std::memcpy(out.data() + namespace_at + 4, name_space.data(), name_space.size());
+  }
   AppendEncodedTensor(header.codec, kv.k, kv.head_dim, &out);
   AppendEncodedTensor(header.codec, kv.v, kv.head_dim, &out);
   const uint64_t payload_size = out.size() - kKvFileHeaderBytes;
@@ -146,14 +166,24 @@ Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCode
   return out;
 }
 
+std::string KvTempFileName(std::string_view name) {
+  static std::atomic<uint64_t> next{0};
+  std::string_view stem = name;
+  if (stem.ends_with(kKvFileSuffix)) stem.remove_suffix(kKvFileSuffix.size());
+  char tag[48];
+  std::snprintf(tag, sizeof(tag), ".%lx-%llx", static_cast<unsigned long>(::getpid()),
+                static_cast<unsigned long long>(next.fetch_add(1, std::memory_order_relaxed)));
+  return std::string(stem) + tag + std::string(kKvFileSuffix) + std::string(kTempFileSuffix);
+}
+
 Result<KvFileInfo> WriteKvFile(FileSystem& fs, const std::string& dir, const std::string& name,
                                const kv::ChunkEntry& entry, KvCodec codec,
-                               uint64_t model_fingerprint) {
+                               uint64_t model_fingerprint, std::string_view name_space) {
   REPRISE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
-                           SerializeKvFile(entry, codec, model_fingerprint));
+                           SerializeKvFile(entry, codec, model_fingerprint, name_space));
   REPRISE_ASSIGN_OR_RETURN(KvFileHeader header, ParseKvFileHeader(bytes));
   const std::string path = dir + "/" + name;
-  const std::string temp = path + std::string(kTempFileSuffix);
+  const std::string temp = dir + "/" + KvTempFileName(name);
   Status status = fs.WriteFile(temp, bytes, /*sync=*/true);
   if (status.ok()) status = fs.Rename(temp, path);
   if (!status.ok()) {
@@ -181,7 +211,7 @@ Result<KvFileHeader> ParseKvFileHeader(std::span<const uint8_t> bytes) {
   }
   KvFileHeader header;
   header.version = GetU16(h + 4);
-  if (header.version != kKvFileVersion) {
+  if (header.version < kKvFileMinVersion || header.version > kKvFileVersion) {
     return Corrupt("unsupported format version " + std::to_string(header.version));
   }
   if (!IsKnownKvCodec(h[6])) return Corrupt("unknown codec " + std::to_string(h[6]));
@@ -245,8 +275,53 @@ class PayloadReader {
   std::unique_ptr<XXH3_state_t, FreeState> state_{XXH3_createState()};
 };
 
-Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fingerprint,
-                                      std::optional<kv::ChunkId> expected_id) {
+// Reads the payload up to K: tokens, positions, text and (version >= 2) the namespace, into
+// `meta` and `positions`; returns the payload offset of K. Checks that the sizes add up to
+// `payload_bytes`.
+Result<uint64_t> ReadPayloadPrefix(PayloadReader& reader, const KvFileHeader& header,
+                                   uint64_t payload_bytes, KvFileMetadata* meta,
+                                   std::vector<int32_t>* positions) {
+  const size_t num_tokens = header.num_tokens;
+  const uint64_t text_length_at = uint64_t{header.num_tokens} * 8;
+  if (text_length_at + 4 > payload_bytes) return Corrupt("payload too short for its tokens");
+  std::vector<uint8_t> token_part(static_cast<size_t>(text_length_at) + 4);
+  REPRISE_RETURN_IF_ERROR(reader.Read(token_part));
+  const uint32_t text_bytes = GetU32(token_part.data() + text_length_at);
+  const uint64_t namespace_length_at = text_length_at + 4 + text_bytes;
+  const bool has_namespace = header.version >= 2;
+  if (namespace_length_at + (has_namespace ? 4 : 0) > payload_bytes) {
+    return Corrupt("payload too short for its text");
+  }
+  meta->tokens.resize(num_tokens);
+  ReadI32s(token_part.data(), meta->tokens);
+  positions->resize(num_tokens);
+  ReadI32s(token_part.data() + num_tokens * 4, *positions);
+  meta->text.resize(text_bytes);
+  REPRISE_RETURN_IF_ERROR(
+      reader.Read(std::span(reinterpret_cast<uint8_t*>(meta->text.data()), meta->text.size())));
+  uint32_t namespace_bytes = 0;
+  meta->has_namespace = has_namespace;
+  if (has_namespace) {
+    uint8_t length[4];
+    REPRISE_RETURN_IF_ERROR(reader.Read(length));
+    namespace_bytes = GetU32(length);
+    if (namespace_bytes > kMaxKvFileNamespaceBytes ||
+        namespace_length_at + 4 + namespace_bytes > payload_bytes) {
+      return Corrupt("namespace length out of range");
+    }
+    meta->name_space.resize(namespace_bytes);
+    REPRISE_RETURN_IF_ERROR(reader.Read(
+        std::span(reinterpret_cast<uint8_t*>(meta->name_space.data()), namespace_bytes)));
+  }
+  const auto expected_bytes = PayloadBytes(header, text_bytes, namespace_bytes);
+  if (!expected_bytes || *expected_bytes != payload_bytes) {
+    return Corrupt("payload size does not match the shape");
+  }
+  return namespace_length_at + (has_namespace ? 4 + uint64_t{namespace_bytes} : 0);
+}
+
+// Reads the header of an open file and checks it against the file's size.
+Result<KvFileHeader> ReadHeader(ReadableFile& file) {
   uint8_t head[kKvFileHeaderBytes];
   size_t got = 0;
   while (got < sizeof(head)) {
@@ -256,43 +331,40 @@ Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fing
   }
   if (got < sizeof(head)) return Corrupt("short file (" + std::to_string(got) + " bytes)");
   REPRISE_ASSIGN_OR_RETURN(const KvFileHeader header, ParseKvFileHeader(head));
+  if (header.payload_bytes != file.size() - kKvFileHeaderBytes) {
+    return Corrupt("payload of " + std::to_string(file.size() - kKvFileHeaderBytes) +
+                   " bytes, header says " + std::to_string(header.payload_bytes));
+  }
+  return header;
+}
+
+Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fingerprint,
+                                      std::optional<kv::ChunkId> expected_id) {
+  REPRISE_ASSIGN_OR_RETURN(const KvFileHeader header, ReadHeader(file));
   if (header.model_fingerprint != expected_fingerprint) return Corrupt("other model fingerprint");
   if (expected_id && header.chunk_id != *expected_id) return Corrupt("other chunk id");
-  const uint64_t payload_bytes = file.size() - kKvFileHeaderBytes;
-  if (header.payload_bytes != payload_bytes) {
-    return Corrupt("payload of " + std::to_string(payload_bytes) + " bytes, header says " +
-                   std::to_string(header.payload_bytes));
-  }
+  const uint64_t payload_bytes = header.payload_bytes;
   PayloadReader reader(file);
+  KvFileMetadata meta;
+  meta.header = header;
+  std::vector<int32_t> positions;
+  REPRISE_ASSIGN_OR_RETURN(const uint64_t k_at,
+                           ReadPayloadPrefix(reader, header, payload_bytes, &meta, &positions));
   const size_t num_tokens = header.num_tokens;
-  const uint64_t text_length_at = uint64_t{header.num_tokens} * 8;
-  if (text_length_at + 4 > payload_bytes) return Corrupt("payload too short for its tokens");
-  std::vector<uint8_t> token_part(static_cast<size_t>(text_length_at) + 4);
-  REPRISE_RETURN_IF_ERROR(reader.Read(token_part));
-  const uint32_t text_bytes = GetU32(token_part.data() + text_length_at);
-  const auto expected_bytes = PayloadBytes(header, text_bytes);
-  if (!expected_bytes || *expected_bytes != payload_bytes) {
-    return Corrupt("payload size does not match the shape");
-  }
 
   kv::ChunkEntry entry;
   entry.id = header.chunk_id;
   entry.parent = header.parent_id;
   entry.content = header.content_hash;
   entry.exact = header.exact;
-  entry.tokens.resize(num_tokens);
-  ReadI32s(token_part.data(), entry.tokens);
+  entry.tokens = std::move(meta.tokens);
+  entry.text = std::move(meta.text);
   auto kv = std::make_shared<kv::ChunkKv>();
   kv->num_layers = static_cast<int>(header.num_layers);
   kv->num_kv_heads = static_cast<int>(header.num_kv_heads);
   kv->head_dim = static_cast<int>(header.head_dim);
   kv->num_tokens = static_cast<int>(header.num_tokens);
-  kv->positions.resize(num_tokens);
-  ReadI32s(token_part.data() + num_tokens * 4, kv->positions);
-  entry.text.resize(text_bytes);
-  REPRISE_RETURN_IF_ERROR(
-      reader.Read(std::span(reinterpret_cast<uint8_t*>(entry.text.data()), entry.text.size())));
-  const uint64_t k_at = text_length_at + 4 + text_bytes;
+  kv->positions = std::move(positions);
   const size_t tensor_bytes = static_cast<size_t>((payload_bytes - k_at) / 2);
   const size_t num_values =
       static_cast<size_t>(header.num_layers) * header.num_kv_heads * num_tokens * header.head_dim;
@@ -358,6 +430,21 @@ Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expe
                                    std::optional<kv::ChunkId> expected_id) {
   SpanReadableFile file(bytes);
   return ReadOpenKvFile(file, expected_fingerprint, expected_id);
+}
+
+Result<KvFileMetadata> ReadKvFileMetadata(FileSystem& fs, const std::string& path) {
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, fs.OpenForRead(path));
+  Result<KvFileHeader> header = ReadHeader(*file);
+  if (!header.ok()) return header.status().WithContext(path);
+  PayloadReader reader(*file);
+  KvFileMetadata meta;
+  meta.header = *header;
+  meta.file_bytes = file->size();
+  std::vector<int32_t> positions;
+  Result<uint64_t> read = ReadPayloadPrefix(reader, *header, header->payload_bytes, &meta,
+                                            &positions);
+  if (!read.ok()) return read.status().WithContext(path);
+  return meta;
 }
 
 Result<kv::ChunkEntry> ReadKvFile(FileSystem& fs, const std::string& path,

@@ -5,7 +5,7 @@
 //
 //   offset size field
 //   0      4    magic "RPKV"
-//   4      2    format version (kKvFileVersion)
+//   4      2    format version (kKvFileVersion; version 1 files are still read)
 //   6      1    codec (KvCodec)
 //   7      1    flags: bit 0 = exact; other bits 0
 //   8      8    model fingerprint
@@ -21,12 +21,20 @@
 //   72     8    XXH3-64 of header bytes [0, 72)
 //
 // Payload: i32 token ids [num_tokens]; i32 positions [num_tokens]; u32 text bytes, then the
-// text (UTF-8, no terminator); K encoded, then V encoded (kv_codec.h layouts).
+// text (UTF-8, no terminator); since version 2: u32 namespace bytes, then the namespace name;
+// K encoded, then V encoded (kv_codec.h layouts).
 //
-// A file is written under `name.tmp`, fsynced, renamed to `name`, and the folder fsynced, so
-// a crash leaves the old file, the new one or a stray `.tmp` (which recovery removes) — never
-// a torn `name`. Reading checks everything before trusting anything: any defect is Corrupt,
-// which callers treat as a cache miss.
+// With the namespace (version 2) a file carries everything its catalog row holds except the
+// access statistics and the pin, so a lost catalog can be rebuilt from the files
+// (catalog_rebuild.h). Version 1 files are read as before but cannot be attributed to a
+// namespace; a rebuild drops them.
+//
+// A file is written under a temporary name unique to the writing process and call
+// (`<stem>.<pid>-<n>.rpkv.tmp`), fsynced, renamed to `name`, and the folder fsynced, so a
+// crash leaves the old file, the new one or a stray temporary (which recovery removes) —
+// never a torn `name` — and two processes writing the same chunk never share a temporary.
+// Reading checks everything before trusting anything: any defect is Corrupt, which callers
+// treat as a cache miss.
 //
 // Functions are thread-safe (they touch only their arguments and the FileSystem).
 #pragma once
@@ -45,10 +53,12 @@
 
 namespace reprise::store {
 
-inline constexpr uint16_t kKvFileVersion = 1;
+inline constexpr uint16_t kKvFileVersion = 2;
+// The oldest version readers accept.
+inline constexpr uint16_t kKvFileMinVersion = 1;
 inline constexpr size_t kKvFileHeaderBytes = 80;
-// KV files end with this suffix and their temporaries with kKvFileSuffix + ".tmp"; recovery
-// only touches such names.
+// KV files end with this suffix and their temporaries with kKvFileSuffix + kTempFileSuffix;
+// recovery only touches such names.
 inline constexpr std::string_view kKvFileSuffix = ".rpkv";
 inline constexpr std::string_view kTempFileSuffix = ".tmp";
 
@@ -57,6 +67,7 @@ inline constexpr uint32_t kMaxKvFileLayers = 1024;
 inline constexpr uint32_t kMaxKvFileKvHeads = 1024;
 inline constexpr uint32_t kMaxKvFileHeadDim = 4096;
 inline constexpr uint32_t kMaxKvFileTokens = 1 << 20;
+inline constexpr uint32_t kMaxKvFileNamespaceBytes = 4096;
 
 // The decoded header.
 struct KvFileHeader {
@@ -75,6 +86,16 @@ struct KvFileHeader {
   uint64_t payload_checksum = 0;
 };
 
+// Everything of a file but its KV: what a catalog row needs (ReadKvFileMetadata).
+struct KvFileMetadata {
+  KvFileHeader header;
+  bool has_namespace = false;  // version >= 2
+  std::string name_space;
+  std::vector<int32_t> tokens;
+  std::string text;
+  uint64_t file_bytes = 0;
+};
+
 // What a write produced, for the catalog row.
 struct KvFileInfo {
   KvCodec codec = KvCodec::kF16;  // the codec actually used (EffectiveKvCodec)
@@ -87,19 +108,25 @@ struct KvFileInfo {
 // the same chunk again replaces its file.
 std::string KvFileName(std::string_view name_space, kv::ChunkId chunk_id);
 
-// The whole file in memory. Errors: InvalidArgument when the entry has no KV or its sizes do
-// not match its shape (tokens, positions, k, v) or exceed the reader's limits.
-// The codec used is EffectiveKvCodec(codec, head_dim); ParseKvFileHeader tells it back.
+// The whole file in memory (version kKvFileVersion, recording `name_space`). Errors:
+// InvalidArgument when the entry has no KV or its sizes do not match its shape (tokens,
+// positions, k, v) or exceed the reader's limits. The codec used is
+// EffectiveKvCodec(codec, head_dim); ParseKvFileHeader tells it back.
 Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCodec codec,
-                                             uint64_t model_fingerprint);
+                                             uint64_t model_fingerprint,
+                                             std::string_view name_space = {});
 
-// Writes `dir/name` durably: `dir/name.tmp`, fsync, rename, fsync of `dir`. The temporary is
-// removed when a step fails. Requires: no concurrent write of the same `name` (they would
-// share the temporary). Errors: those of SerializeKvFile and of the FileSystem
-// (ResourceExhausted for a full disk, Unavailable for a read-only folder, IoError).
+// Writes `dir/name` durably: a temporary (KvTempFileName), fsync, rename, fsync of `dir`. The
+// temporary is removed when a step fails. Concurrent writes of the same `name` are safe (the
+// last rename wins; each is a complete file). Errors: those of SerializeKvFile and of the
+// FileSystem (ResourceExhausted for a full disk, Unavailable for a read-only folder, IoError).
 Result<KvFileInfo> WriteKvFile(FileSystem& fs, const std::string& dir, const std::string& name,
                                const kv::ChunkEntry& entry, KvCodec codec,
-                               uint64_t model_fingerprint);
+                               uint64_t model_fingerprint, std::string_view name_space = {});
+
+// A fresh temporary name for writing `name`: unique to this process and call, ending in
+// kKvFileSuffix + kTempFileSuffix.
+std::string KvTempFileName(std::string_view name);
 
 // Checks and decodes the header alone (the first kKvFileHeaderBytes of `bytes`).
 // Errors: Corrupt (short, magic, version, header checksum, flags, codec, limits).
@@ -111,6 +138,11 @@ Result<KvFileHeader> ParseKvFileHeader(std::span<const uint8_t> bytes);
 // `expected_id` (when given).
 Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expected_fingerprint,
                                    std::optional<kv::ChunkId> expected_id);
+
+// Reads the header, tokens, text and namespace of `path`, not its KV; the payload checksum is
+// NOT verified (the KV is, when it is read). Errors: NotFound, IoError, Corrupt (a bad header,
+// sizes that do not add up).
+Result<KvFileMetadata> ReadKvFileMetadata(FileSystem& fs, const std::string& path);
 
 // Reads and parses `path`. Errors: NotFound (no file), IoError, and those of ParseKvFile.
 Result<kv::ChunkEntry> ReadKvFile(FileSystem& fs, const std::string& path,

@@ -66,7 +66,7 @@ TEST(KvFileTest, Int8RoundTripIsClose) {
   const TestShape shape{.num_layers = 3, .num_kv_heads = 2, .head_dim = 64, .num_tokens = 17};
   const kv::ChunkEntry entry = MakeTestChunk(4, shape, kFingerprint, kv::kRootChunkId, "text");
   const auto bytes = Serialize(entry, KvCodec::kInt8Hadamard);
-  EXPECT_EQ(bytes.size(), kKvFileHeaderBytes + 17 * 8 + 4 + 4 +
+  EXPECT_EQ(bytes.size(), kKvFileHeaderBytes + 17 * 8 + 4 + 4 + 4 +  // tokens, text, namespace
                               2 * *EncodedTensorBytes(KvCodec::kInt8Hadamard, 3 * 2 * 17, 64));
   auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -193,8 +193,16 @@ TEST(KvFileTest, ForgedHeadersWithValidChecksumsAreCorrupt) {
     bytes[7] = 2;
     expect_corrupt(bytes, "flags");
     bytes = good;
-    bytes[4] = 2;
+    bytes[4] = kKvFileVersion + 1;
     expect_corrupt(bytes, "version");
+    bytes = good;
+    bytes[4] = 0;
+    expect_corrupt(bytes, "version 0");
+    // A namespace length past the end (after 4 tokens, 4 positions, an empty text length and
+    // the one-byte text "t").
+    bytes = good;
+    PutU32(bytes, kKvFileHeaderBytes + 4 * 8 + 4 + 1, 0x7fffffffu);
+    expect_corrupt(bytes, "namespace length");
   }
   {  // int8 codec with a head_dim it cannot use (8 -> 6 keeps the total the same: 2*2*4 rows).
     const kv::ChunkEntry int8_entry = MakeTestChunk(10, TestShape{}, kFingerprint);
@@ -205,11 +213,83 @@ TEST(KvFileTest, ForgedHeadersWithValidChecksumsAreCorrupt) {
   {  // A NaN scale inside a resealed payload.
     const kv::ChunkEntry int8_entry = MakeTestChunk(11, TestShape{}, kFingerprint);
     auto bytes = Serialize(int8_entry, KvCodec::kInt8Hadamard);
-    const size_t k_at = kKvFileHeaderBytes + 4 * 8 + 4;
+    const size_t k_at = kKvFileHeaderBytes + 4 * 8 + 4 + 4;  // tokens, text, namespace
     const float nan = std::nanf("");
     std::memcpy(bytes.data() + k_at, &nan, 4);
     expect_corrupt(bytes, "NaN scale");
   }
+}
+
+// A version 1 file (no namespace field) of `entry`, as the previous build wrote it.
+std::vector<uint8_t> VersionOneFile(const kv::ChunkEntry& entry, KvCodec codec) {
+  auto bytes = Serialize(entry, codec);
+  const size_t namespace_at = kKvFileHeaderBytes + entry.tokens.size() * 8 + 4 + entry.text.size();
+  bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(namespace_at),
+              bytes.begin() + static_cast<std::ptrdiff_t>(namespace_at) + 4);
+  bytes[4] = 1;
+  bytes[5] = 0;
+  Reseal(bytes);
+  return bytes;
+}
+
+TEST(KvFileTest, VersionOneFilesAreStillRead) {
+  const kv::ChunkEntry entry = MakeTestChunk(12, TestShape{}, kFingerprint, 5, "old file");
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+    const auto bytes = VersionOneFile(entry, codec);
+    auto header = ParseKvFileHeader(bytes);
+    ASSERT_TRUE(header.ok()) << header.status().ToString();
+    EXPECT_EQ(header->version, 1);
+    auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    EXPECT_EQ(parsed->tokens, entry.tokens);
+    EXPECT_EQ(parsed->text, entry.text);
+    if (codec == KvCodec::kF16) {
+      EXPECT_TRUE(SameChunk(*parsed, entry));
+    }
+  }
+}
+
+TEST(KvFileTest, MetadataCarriesEverythingARowNeeds) {
+  testing_support::TempDir temp;
+  auto fs = NewPosixFileSystem();
+  const kv::ChunkEntry entry = MakeTestChunk(14, TestShape{}, kFingerprint, 9, "words here");
+  const std::string name = KvFileName("app \xc3\xa9", entry.id);
+  auto info = WriteKvFile(*fs, temp.path(), name, entry, KvCodec::kInt8Hadamard, kFingerprint,
+                          "app \xc3\xa9");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  auto meta = ReadKvFileMetadata(*fs, temp.path() + "/" + name);
+  ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+  EXPECT_TRUE(meta->has_namespace);
+  EXPECT_EQ(meta->name_space, "app \xc3\xa9");
+  EXPECT_EQ(meta->header.chunk_id, entry.id);
+  EXPECT_EQ(meta->header.parent_id, 9u);
+  EXPECT_EQ(meta->header.content_hash, entry.content);
+  EXPECT_EQ(meta->header.exact, entry.exact);
+  EXPECT_EQ(meta->header.codec, info->codec);
+  EXPECT_EQ(meta->header.model_fingerprint, kFingerprint);
+  EXPECT_EQ(meta->header.payload_checksum, info->payload_checksum);
+  EXPECT_EQ(meta->file_bytes, info->file_bytes);
+  EXPECT_EQ(meta->tokens, entry.tokens);
+  EXPECT_EQ(meta->text, "words here");
+  // The full read still matches.
+  auto read = ReadKvFile(*fs, temp.path() + "/" + name, kFingerprint, entry.id);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->text, "words here");
+  // A version 1 file has no namespace to tell.
+  ASSERT_TRUE(fs->WriteFile(temp.path() + "/old.rpkv", VersionOneFile(entry, KvCodec::kF16), false)
+                  .ok());
+  auto old = ReadKvFileMetadata(*fs, temp.path() + "/old.rpkv");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_FALSE(old->has_namespace);
+  EXPECT_EQ(old->tokens, entry.tokens);
+}
+
+TEST(KvFileTest, TemporaryNamesAreUniquePerCall) {
+  const std::string a = KvTempFileName("0123-4567.rpkv");
+  const std::string b = KvTempFileName("0123-4567.rpkv");
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(a.starts_with("0123-4567.")) << a;
+  EXPECT_TRUE(a.ends_with(".rpkv.tmp")) << a;
 }
 
 TEST(KvFileTest, SerializeRejectsInconsistentEntries) {
