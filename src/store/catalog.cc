@@ -1,6 +1,7 @@
 #include "store/catalog.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -114,16 +115,35 @@ Result<CatalogRow> ReadRow(const SqliteStatement& s) {
   return row;
 }
 
-// Runs a bound statement and collects its rows.
-Result<std::vector<CatalogRow>> CollectRows(SqliteStatement& s) {
+// Runs a bound statement and collects its rows. A row that cannot be read is skipped and
+// counted in `num_skipped`, so that one bad row never hides the others.
+Result<std::vector<CatalogRow>> CollectRows(SqliteStatement& s,
+                                            std::atomic<int64_t>* num_skipped) {
   ScopedReset reset(s);
   std::vector<CatalogRow> rows;
   while (true) {
     REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
     if (!has_row) return rows;
-    REPRISE_ASSIGN_OR_RETURN(CatalogRow row, ReadRow(s));
-    rows.push_back(std::move(row));
+    Result<CatalogRow> row = ReadRow(s);
+    if (!row.ok()) {
+      num_skipped->fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    rows.push_back(std::move(row).value());
   }
+}
+
+// The condition of rows ReadRow rejects, in SQL.
+std::string InvalidRowCondition() {
+  std::string codecs;
+  for (int value = 0; value < 256; ++value) {
+    if (!IsKnownKvCodec(static_cast<uint8_t>(value))) continue;
+    if (!codecs.empty()) codecs += ", ";
+    codecs += std::to_string(value);
+  }
+  return "typeof(num_tokens) != 'integer' OR num_tokens < 0 OR num_tokens > 2147483647 OR "
+         "typeof(codec) != 'integer' OR codec NOT IN (" +
+         codecs + ") OR (tokens IS NOT NULL AND length(tokens) != num_tokens * 4)";
 }
 
 Result<std::optional<CatalogRow>> CollectOne(SqliteStatement& s) {
@@ -139,11 +159,12 @@ Status ReadOnlyError() { return UnavailableError("catalog is open read-only"); }
 }  // namespace
 
 struct Catalog::Connections {
+  std::atomic<int64_t> bad_rows_skipped{0};
   std::mutex write_mutex;
   SqliteDb writer REPRISE_GUARDED_BY(write_mutex);  // not open when read-only
   struct {
     SqliteStatement find_row_id, insert, replace, delete_row, record_access, co_access_add, pin_one,
-        pin_namespace;
+        pin_namespace, add_counter;
   } w REPRISE_GUARDED_BY(write_mutex);
   std::optional<KeywordIndexWriter> keywords_writer REPRISE_GUARDED_BY(write_mutex);
 
@@ -151,7 +172,7 @@ struct Catalog::Connections {
   SqliteDb reader REPRISE_GUARDED_BY(read_mutex);
   struct {
     SqliteStatement find, find_row, find_content, children, co_count, co_partners, row_namespace,
-        list_all, list_namespace, namespaces, stats, begin, commit;
+        list_all, list_namespace, namespaces, stats, begin, commit, counter, invalid_rows;
   } r REPRISE_GUARDED_BY(read_mutex);
   std::optional<KeywordIndexReader> keywords_reader REPRISE_GUARDED_BY(read_mutex);
 };
@@ -190,19 +211,38 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
         db.Prepare("UPDATE chunks SET pinned = ?3 WHERE namespace = ?1 AND chunk_id = ?2"));
     REPRISE_ASSIGN_OR_RETURN(w.pin_namespace,
                              db.Prepare("UPDATE chunks SET pinned = ?2 WHERE namespace = ?1"));
+    REPRISE_ASSIGN_OR_RETURN(
+        w.add_counter, db.Prepare("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) "
+                                  "DO UPDATE SET value = value + excluded.value"));
     REPRISE_ASSIGN_OR_RETURN(c->keywords_writer, KeywordIndexWriter::Create(db));
   }
 
   std::lock_guard lock(c->read_mutex);
-  SqliteOpenOptions reader_options = open_options;
-  reader_options.read_only = true;
-  REPRISE_ASSIGN_OR_RETURN(c->reader, SqliteDb::Open(path, reader_options));
+  // Opens the lookup connection and reads the schema version (the first real read, where a
+  // WAL database needs its -shm).
+  const auto open_reader = [&](bool immutable) -> Result<int> {
+    SqliteOpenOptions reader_options = open_options;
+    reader_options.read_only = true;
+    reader_options.immutable = immutable;
+    REPRISE_ASSIGN_OR_RETURN(c->reader, SqliteDb::Open(path, reader_options));
+    // A larger page cache keeps the indexes of a 100k-chunk catalog in memory (reads through
+    // pread rather than mmap, so that an I/O error is an error, not a SIGBUS).
+    REPRISE_RETURN_IF_ERROR(
+        c->reader.Exec("PRAGMA query_only = 1; PRAGMA cache_size = -" +
+                       std::to_string(std::max(options.reader_cache_bytes, 0) / 1024)));
+    return ReadCatalogSchemaVersion(c->reader);
+  };
+  Result<int> read_version = open_reader(options.read_only && options.immutable);
+  if (!read_version.ok() && options.read_only && !options.immutable &&
+      read_version.status().code() != StatusCode::kNotFound &&
+      read_version.status().code() != StatusCode::kCorrupt) {
+    // A WAL catalog whose -shm cannot be created: read the database file alone.
+    Result<int> immutable_version = open_reader(true);
+    if (immutable_version.ok()) read_version = immutable_version;
+  }
+  if (!read_version.ok()) return read_version.status();
+  const int version = *read_version;
   SqliteDb& db = c->reader;
-  // A larger page cache keeps the indexes of a 100k-chunk catalog in memory (reads through
-  // pread rather than mmap, so that an I/O error is an error, not a SIGBUS).
-  REPRISE_RETURN_IF_ERROR(db.Exec("PRAGMA query_only = 1; PRAGMA cache_size = -" +
-                                  std::to_string(std::max(options.reader_cache_bytes, 0) / 1024)));
-  REPRISE_ASSIGN_OR_RETURN(const int version, ReadCatalogSchemaVersion(db));
   if (version > kCatalogSchemaVersion) {
     return UnimplementedError("catalog " + path + " has schema version " + std::to_string(version) +
                               ", newer than this build's " + std::to_string(kCatalogSchemaVersion));
@@ -248,6 +288,10 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
       db.Prepare("SELECT " + no_tokens + " FROM chunks WHERE namespace = ?1 ORDER BY row_id"));
   REPRISE_ASSIGN_OR_RETURN(r.namespaces,
                            db.Prepare("SELECT DISTINCT namespace FROM chunks ORDER BY namespace"));
+  REPRISE_ASSIGN_OR_RETURN(r.counter, db.Prepare("SELECT value FROM meta WHERE key = ?1"));
+  REPRISE_ASSIGN_OR_RETURN(r.invalid_rows,
+                           db.Prepare("SELECT row_id, file_name FROM chunks WHERE " +
+                                      InvalidRowCondition() + " ORDER BY row_id"));
   REPRISE_ASSIGN_OR_RETURN(
       r.stats, db.Prepare("SELECT COUNT(*), COALESCE(SUM(file_bytes), 0), "
                           "COUNT(DISTINCT namespace), COALESCE(SUM(pinned), 0) FROM chunks"));
@@ -343,7 +387,7 @@ Result<std::vector<CatalogRow>> Catalog::Children(std::string_view name_space, k
   REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
   REPRISE_RETURN_IF_ERROR(s.BindUint64(2, parent));
   REPRISE_RETURN_IF_ERROR(s.BindInt64(3, std::max(max_rows, 0)));
-  return CollectRows(s);
+  return CollectRows(s, &connections_->bad_rows_skipped);
 }
 
 Status Catalog::Delete(std::span<const int64_t> row_ids) {
@@ -496,10 +540,51 @@ Status Catalog::Optimize() {
 
 Result<std::vector<CatalogRow>> Catalog::ListRows(std::optional<std::string_view> name_space) {
   std::lock_guard lock(connections_->read_mutex);
-  if (!name_space) return CollectRows(connections_->r.list_all);
+  if (!name_space) return CollectRows(connections_->r.list_all, &connections_->bad_rows_skipped);
   SqliteStatement& s = connections_->r.list_namespace;
   REPRISE_RETURN_IF_ERROR(s.BindText(1, *name_space));
-  return CollectRows(s);
+  return CollectRows(s, &connections_->bad_rows_skipped);
+}
+
+Result<std::vector<std::string>> Catalog::DropInvalidRows() {
+  if (options_.read_only) return ReadOnlyError();
+  std::vector<int64_t> row_ids;
+  std::vector<std::string> files;
+  {
+    std::lock_guard lock(connections_->read_mutex);
+    SqliteStatement& s = connections_->r.invalid_rows;
+    ScopedReset reset(s);
+    while (true) {
+      REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+      if (!has_row) break;
+      row_ids.push_back(s.ColumnInt64(0));
+      files.push_back(s.ColumnText(1));
+    }
+  }
+  REPRISE_RETURN_IF_ERROR(Delete(row_ids));
+  return files;
+}
+
+int64_t Catalog::num_bad_rows_skipped() const {
+  return connections_->bad_rows_skipped.load(std::memory_order_relaxed);
+}
+
+Status Catalog::AddToCounter(std::string_view key, int64_t delta) {
+  if (options_.read_only) return ReadOnlyError();
+  std::lock_guard lock(connections_->write_mutex);
+  SqliteStatement& s = connections_->w.add_counter;
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, key));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(2, delta));
+  return s.Run();
+}
+
+Result<int64_t> Catalog::Counter(std::string_view key) {
+  std::lock_guard lock(connections_->read_mutex);
+  SqliteStatement& s = connections_->r.counter;
+  ScopedReset reset(s);
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, key));
+  REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+  return has_row ? s.ColumnInt64(0) : int64_t{0};
 }
 
 Result<std::vector<std::string>> Catalog::ListNamespaces() {

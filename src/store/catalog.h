@@ -83,8 +83,13 @@ struct CoAccessPartner {
 };
 
 struct CatalogOptions {
-  // Open without writing: mutations fail with Unavailable; the schema must be current.
+  // Open without writing: mutations fail with Unavailable; the schema must be current. A WAL
+  // database needs its -shm file even to be read; when that cannot be created (a read-only
+  // folder, a full disk) the catalog is opened immutable instead (sqlite_db.h), seeing what
+  // was checkpointed into the database file.
   bool read_only = false;
+  // With read_only: open immutable right away.
+  bool immutable = false;
   int busy_timeout_ms = 5000;
   // SQLite page cache of the lookup connection.
   int reader_cache_bytes = 64 << 20;
@@ -115,7 +120,7 @@ class Catalog {
   Result<std::vector<int64_t>> InsertBatch(std::span<const CatalogRow> rows,
                                            OnConflict on_conflict = OnConflict::kFail);
 
-  // The row of chunk `chunk_id`, or nullopt.
+  // The row of chunk `chunk_id`, or nullopt. Errors: Corrupt for a row that cannot be read.
   Result<std::optional<CatalogRow>> Find(std::string_view name_space, kv::ChunkId chunk_id);
   Result<std::optional<CatalogRow>> FindByRowId(int64_t row_id);
   // A row with this content hash — exact ones first, then the most recently used — or nullopt.
@@ -151,8 +156,19 @@ class Catalog {
   Result<std::vector<int64_t>> SearchText(std::string_view name_space, std::string_view query_text,
                                           int limit);
 
+  // Removes the rows that cannot be read back (an unknown codec, a bad token count, a token
+  // blob of the wrong size) and returns their file names, for the caller to remove. Reads
+  // skip such rows meanwhile (num_bad_rows_skipped). Errors: those of Delete.
+  Result<std::vector<std::string>> DropInvalidRows();
+  // Rows that lookups and listings skipped because they could not be read, since Open.
+  int64_t num_bad_rows_skipped() const;
+
+  // Persistent counters in the meta table (e.g. "corrupt_dropped"), 0 until first added.
+  Status AddToCounter(std::string_view key, int64_t delta);
+  Result<int64_t> Counter(std::string_view key);
+
   // Every row of the namespace, or of all namespaces when nullopt, in row id order, without
-  // tokens.
+  // tokens. Rows that cannot be read are skipped (DropInvalidRows).
   Result<std::vector<CatalogRow>> ListRows(std::optional<std::string_view> name_space);
   Result<std::vector<std::string>> ListNamespaces();
   Result<CatalogStats> Stats();

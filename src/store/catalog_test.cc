@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "store/catalog_schema.h"
+#include "store/immutable_dir_for_test.h"
 #include "store/sqlite_db.h"
 #include "support/temp_dir.h"
 
@@ -363,6 +364,64 @@ TEST_F(CatalogTest, ReadOnlyCatalogRefusesWritesAndChangesNothing) {
   CatalogOptions missing_options = read_only;
   EXPECT_EQ(Catalog::Open(temp_.path() + "/none.db", missing_options).status().code(),
             StatusCode::kNotFound);
+}
+
+TEST_F(CatalogTest, OneBadRowNeitherHidesTheOthersNorSurvivesDropInvalidRows) {
+  for (kv::ChunkId id = 1; id <= 4; ++id) InsertOrDie(MakeRow("ns", id, 0, id * 10, "word"));
+  {
+    // Damage written behind the catalog's back: an unknown codec, a negative token count, a
+    // token blob of the wrong size.
+    auto db = SqliteDb::Open(path_, {});
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE chunks SET codec = 9 WHERE chunk_id = 2; "
+                         "UPDATE chunks SET num_tokens = -5 WHERE chunk_id = 3; "
+                         "UPDATE chunks SET tokens = x'0102' WHERE chunk_id = 4")
+                    .ok());
+  }
+  auto rows = catalog_->ListRows(std::nullopt);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  // Listings read no tokens, so the bad blob shows only in lookups.
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].chunk_id, 1u);
+  EXPECT_EQ((*rows)[1].chunk_id, 4u);
+  EXPECT_EQ(catalog_->num_bad_rows_skipped(), 2);
+  EXPECT_EQ(catalog_->Find("ns", 4).status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(catalog_->Find("ns", 2).status().code(), StatusCode::kCorrupt);
+  auto dropped = catalog_->DropInvalidRows();
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  std::sort(dropped->begin(), dropped->end());
+  EXPECT_EQ(*dropped, (std::vector<std::string>{"f2.rpkv", "f3.rpkv", "f4.rpkv"}));
+  EXPECT_EQ(catalog_->Stats()->num_chunks, 1);
+  EXPECT_EQ(catalog_->Find("ns", 2)->has_value(), false);
+  EXPECT_EQ(*catalog_->SearchText("ns", "word", 10), std::vector<int64_t>{1});
+  EXPECT_TRUE(catalog_->DropInvalidRows()->empty());
+}
+
+TEST_F(CatalogTest, CountersPersistAcrossReopen) {
+  EXPECT_EQ(*catalog_->Counter("corrupt_dropped"), 0);
+  ASSERT_TRUE(catalog_->AddToCounter("corrupt_dropped", 2).ok());
+  ASSERT_TRUE(catalog_->AddToCounter("corrupt_dropped", 3).ok());
+  EXPECT_EQ(*catalog_->Counter("corrupt_dropped"), 5);
+  catalog_.reset();
+  auto reopened = Catalog::Open(path_);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(*(*reopened)->Counter("corrupt_dropped"), 5);
+  EXPECT_EQ(*(*reopened)->Counter("other"), 0);
+}
+
+TEST_F(CatalogTest, ReadOnlyCatalogInAnUnwritableFolderIsStillRead) {
+  InsertOrDie(MakeRow("ns", 1, 0, 10, "kept words"));
+  catalog_.reset();  // checkpoints; SQLite removes -wal and -shm
+  test_util::ImmutableDirForTest immutable(temp_.path());
+  if (!immutable.is_active()) GTEST_SKIP() << "chattr +i is not available here";
+  CatalogOptions read_only;
+  read_only.read_only = true;
+  auto reader = Catalog::Open(path_, read_only);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->Stats()->num_chunks, 1);
+  EXPECT_EQ((*reader)->Find("ns", 1)->value().chunk_id, 1u);
+  EXPECT_EQ(*(*reader)->SearchText("ns", "kept", 5), std::vector<int64_t>{1});
+  EXPECT_EQ((*reader)->Insert(MakeRow("ns", 2, 0, 20)).status().code(), StatusCode::kUnavailable);
 }
 
 TEST(CatalogMigrationTest, Version1DatabaseIsMigratedAndKeepsItsRows) {

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <utility>
 
 namespace reprise::store {
@@ -25,6 +26,23 @@ std::string SqlForMessage(std::string_view sql) {
     out += c;
   }
   return out;
+}
+
+// A file: URI for `path` (RFC 3986 escaping of what SQLite's URI parser treats specially).
+std::string FileUri(const std::string& path, std::string_view query) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char escaped[4];
+      std::snprintf(escaped, sizeof(escaped), "%%%02X", static_cast<unsigned char>(c));
+      uri += escaped;
+    } else {
+      uri += c;
+    }
+  }
+  uri += '?';
+  uri += query;
+  return uri;
 }
 
 }  // namespace
@@ -151,7 +169,13 @@ Result<SqliteDb> SqliteDb::Open(const std::string& path, const SqliteOpenOptions
     if (options.create) flags |= SQLITE_OPEN_CREATE;
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  int rc = 0;
+  if (options.read_only && options.immutable) {
+    const std::string uri = FileUri(path, "mode=ro&immutable=1");
+    rc = sqlite3_open_v2(uri.c_str(), &raw, flags | SQLITE_OPEN_URI, nullptr);
+  } else {
+    rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  }
   SqliteDb db(raw);  // closes `raw` on every path, also when open failed
   if (rc != SQLITE_OK) {
     struct stat info;

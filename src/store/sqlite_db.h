@@ -90,6 +90,10 @@ class ScopedReset {
 struct SqliteOpenOptions {
   bool read_only = false;
   bool create = true;  // create the file when missing (ignored when read_only)
+  // With read_only: open as an immutable file (SQLite URI immutable=1): no locks, no -shm or
+  // -wal (not even reading them). Only for a database nobody can change meanwhile, e.g. in a
+  // folder that is not writable, where a WAL database cannot be opened otherwise.
+  bool immutable = false;
   int busy_timeout_ms = 5000;
 };
 
