@@ -18,11 +18,22 @@ void UniqueFd::Reset(int fd) {
 }
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO without a writer (or some devices) would otherwise block
+  // forever before fstat could tell that it is not a regular file. It has no effect on the
+  // reads of a regular file's mapping.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd.is_valid()) return ErrnoError("open " + path, errno);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoError("stat " + path, errno);
-  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + " is not a regular file");
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return InvalidArgumentError(path + " is " + kind + ", expected a regular file");
+  }
   const size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) return MappedFile(path, nullptr, 0);
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);

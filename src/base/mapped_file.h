@@ -15,7 +15,9 @@ namespace reprise {
 
 class MappedFile {
  public:
-  // Maps `path` read-only. Errors: NotFound, IoError. An empty file maps to an empty span.
+  // Maps `path` read-only. Errors: NotFound, IoError; InvalidArgument when `path` is not a
+  // regular file (a FIFO, device, socket or directory: refused at once, never waited on).
+  // An empty file maps to an empty span.
   static Result<MappedFile> Open(const std::string& path);
 
   MappedFile(MappedFile&& other) noexcept;

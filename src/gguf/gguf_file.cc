@@ -1,5 +1,6 @@
 #include "gguf/gguf_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -395,6 +396,23 @@ Status GgufFile::ParseAll() {
     }
     tensor.offset_bytes = *begin;
     tensor.data = bytes_.subspan(*begin, tensor.size_bytes);
+  }
+  // No two tensors may share bytes: a writer never aliases them, so an overlap means a
+  // corrupt (or crafted) directory, and a weight would silently read another's data.
+  std::vector<size_t> by_offset(tensors_.size());
+  for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
+  std::sort(by_offset.begin(), by_offset.end(), [this](size_t a, size_t b) {
+    return tensors_[a].offset_bytes < tensors_[b].offset_bytes;
+  });
+  for (size_t k = 1; k < by_offset.size(); ++k) {
+    const TensorInfo& prev = tensors_[by_offset[k - 1]];
+    const TensorInfo& next = tensors_[by_offset[k]];
+    if (next.offset_bytes < prev.offset_bytes + prev.size_bytes) {
+      return CorruptError("tensor '" + std::string(next.name) + "' data at offset " +
+                          std::to_string(next.offset_bytes) + " overlaps tensor '" +
+                          std::string(prev.name) + "' [" + std::to_string(prev.offset_bytes) +
+                          ", " + std::to_string(prev.offset_bytes + prev.size_bytes) + ")");
+    }
   }
   return Status::Ok();
 }

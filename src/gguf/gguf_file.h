@@ -2,9 +2,9 @@
 //
 // Open() memory-maps the file; Parse() reads a buffer the caller keeps alive. Parsing
 // validates everything before anything is used: every count, string length, offset and size
-// is checked against the file size with overflow-safe arithmetic, and a malformed file gets a
-// Corrupt (or Unimplemented, for well-formed features we do not read) error that names the
-// field and its file offset. Tensor data is not copied.
+// is checked against the file size with overflow-safe arithmetic, no two tensors' data may
+// overlap, and a malformed file gets a Corrupt (or Unimplemented, for well-formed features we
+// do not read) error that names the field and its file offset. Tensor data is not copied.
 //
 // Thread-compatible; const methods may be called from many threads.
 #pragma once

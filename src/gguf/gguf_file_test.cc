@@ -1,6 +1,7 @@
 #include "gguf/gguf_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 
@@ -244,6 +245,50 @@ TEST(GgufFileTest, ParsesTrainedStoriesModel) {
   const TensorInfo* embd = file->FindTensor("token_embd.weight");
   ASSERT_NE(embd, nullptr);
   EXPECT_EQ(embd->dims, (std::vector<uint64_t>{64, 512}));
+}
+
+// Issue 12: tensors whose data overlapped another's were accepted. Two tensors without
+// metadata: 24 header bytes, then each directory entry is 8 + 1 (name) + 4 + 8 (one dim) +
+// 4 (type) + 8 (data offset) = 33 bytes, so tensor b's data offset is at 24 + 33 + 25.
+TEST(GgufFileTest, RejectsOverlappingTensorData) {
+  GgufWriter w;
+  ASSERT_TRUE(w.AddTensor("a", DType::kF32, {16}, std::vector<uint8_t>(64, 1)).ok());
+  ASSERT_TRUE(w.AddTensor("b", DType::kF32, {16}, std::vector<uint8_t>(64, 2)).ok());
+  const std::vector<uint8_t> bytes = w.WriteToBuffer();
+  const size_t b_offset_field = 24 + 33 + 25;
+  uint64_t b_relative;
+  std::memcpy(&b_relative, bytes.data() + b_offset_field, 8);
+  ASSERT_EQ(b_relative, 64u);  // the layout this test assumes
+  ASSERT_TRUE(GgufFile::Parse(bytes).ok());
+  for (uint64_t relative : {uint64_t{0}, uint64_t{32}}) {  // b on a, b across a's second half
+    auto b = bytes;
+    PutU64(b, b_offset_field, relative);
+    Result<GgufFile> file = GgufFile::Parse(b);
+    ASSERT_FALSE(file.ok()) << "b at " << relative;
+    EXPECT_EQ(file.error().code(), StatusCode::kCorrupt);
+    EXPECT_NE(file.error().message().find("overlaps"), std::string::npos)
+        << file.error().ToString();
+  }
+  // Adjacent is fine: a at 64, b at 0.
+  auto swapped = bytes;
+  PutU64(swapped, 24 + 25, 64);
+  PutU64(swapped, b_offset_field, 0);
+  EXPECT_TRUE(GgufFile::Parse(swapped).ok());
+}
+
+// Issue 12: a FIFO as the model path hung in open() (no writer ever comes). It must be
+// refused at once, as must a directory and a character device.
+TEST(GgufFileTest, OpenRefusesFifosDirectoriesAndDevices) {
+  testing_support::TempDir dir;
+  const std::string fifo = dir.path() + "/model.gguf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result<GgufFile> from_fifo = GgufFile::Open(fifo);
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_EQ(from_fifo.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(from_fifo.error().message().find("FIFO"), std::string::npos)
+      << from_fifo.error().ToString();
+  EXPECT_EQ(GgufFile::Open(dir.path()).error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(GgufFile::Open("/dev/null").error().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
