@@ -2,16 +2,34 @@
 
 #include <string>
 
+#include "base/logging.h"
+
 namespace reprise::tokenizer {
 namespace {
 
+// What an out-of-range special token id in the metadata means for the model.
+enum class IdPolicy : uint8_t {
+  kReject,  // BOS, EOS, unknown: prompts and stopping depend on them; a bad id is an error
+  kDrop,    // EOT, EOM, padding: the model is usable without them; a bad id is dropped with a
+            // warning (some converters write the vocabulary size as the padding id)
+};
+
+// Reads an optional special token id. -1 (as a signed value, or 0xFFFFFFFF as an unsigned
+// 32-bit one) is how converters write "none" and yields nullopt.
 Result<std::optional<TokenId>> ReadOptionalId(const gguf::GgufFile& file, std::string_view key,
-                                              size_t num_tokens) {
+                                              size_t num_tokens, IdPolicy policy) {
   if (!file.HasKey(key)) return std::optional<TokenId>();
   REPRISE_ASSIGN_OR_RETURN(int64_t id, file.GetI64(key));
-  // Some converters write -1 (or an out-of-range id) for "none".
-  if (id < 0 || static_cast<uint64_t>(id) >= num_tokens) return std::optional<TokenId>();
-  return std::optional<TokenId>(static_cast<TokenId>(id));
+  if (id == -1 || id == int64_t{0xFFFFFFFF}) return std::optional<TokenId>();
+  if (id >= 0 && static_cast<uint64_t>(id) < num_tokens) {
+    return std::optional<TokenId>(static_cast<TokenId>(id));
+  }
+  const std::string what = "metadata '" + std::string(key) + "' = " + std::to_string(id) +
+                           " is not a token id (the vocabulary has " + std::to_string(num_tokens) +
+                           " tokens)";
+  if (policy == IdPolicy::kReject) return CorruptError(what);
+  REPRISE_LOG(kWarning) << what << "; ignored";
+  return std::optional<TokenId>();
 }
 
 }  // namespace
@@ -28,7 +46,10 @@ bool DefaultAddBos(VocabKind kind, std::string_view pre) {
 
 Status Vocab::Validate() const {
   if (tokens.empty()) return CorruptError("tokenizer has no tokens");
-  if (tokens.size() > (1u << 30)) return CorruptError("tokenizer has too many tokens");
+  if (tokens.size() > kMaxVocabTokens) {
+    return CorruptError("tokenizer has " + std::to_string(tokens.size()) +
+                        " tokens; at most 2^30 are supported (token ids are 32-bit)");
+  }
   if (!scores.empty() && scores.size() != tokens.size()) {
     return CorruptError("tokenizer.ggml.scores has " + std::to_string(scores.size()) +
                         " entries for " + std::to_string(tokens.size()) + " tokens");
@@ -85,14 +106,19 @@ Result<Vocab> ReadVocabFromGguf(const gguf::GgufFile& file) {
     vocab.merges.assign(merges.begin(), merges.end());
   }
   const size_t n = vocab.tokens.size();
-  REPRISE_ASSIGN_OR_RETURN(vocab.bos_id, ReadOptionalId(file, "tokenizer.ggml.bos_token_id", n));
-  REPRISE_ASSIGN_OR_RETURN(vocab.eos_id, ReadOptionalId(file, "tokenizer.ggml.eos_token_id", n));
-  REPRISE_ASSIGN_OR_RETURN(vocab.eot_id, ReadOptionalId(file, "tokenizer.ggml.eot_token_id", n));
-  REPRISE_ASSIGN_OR_RETURN(vocab.eom_id, ReadOptionalId(file, "tokenizer.ggml.eom_token_id", n));
+  constexpr IdPolicy kReject = IdPolicy::kReject, kDrop = IdPolicy::kDrop;
+  REPRISE_ASSIGN_OR_RETURN(vocab.bos_id,
+                           ReadOptionalId(file, "tokenizer.ggml.bos_token_id", n, kReject));
+  REPRISE_ASSIGN_OR_RETURN(vocab.eos_id,
+                           ReadOptionalId(file, "tokenizer.ggml.eos_token_id", n, kReject));
+  REPRISE_ASSIGN_OR_RETURN(vocab.eot_id,
+                           ReadOptionalId(file, "tokenizer.ggml.eot_token_id", n, kDrop));
+  REPRISE_ASSIGN_OR_RETURN(vocab.eom_id,
+                           ReadOptionalId(file, "tokenizer.ggml.eom_token_id", n, kDrop));
   REPRISE_ASSIGN_OR_RETURN(vocab.unk_id,
-                           ReadOptionalId(file, "tokenizer.ggml.unknown_token_id", n));
+                           ReadOptionalId(file, "tokenizer.ggml.unknown_token_id", n, kReject));
   REPRISE_ASSIGN_OR_RETURN(vocab.pad_id,
-                           ReadOptionalId(file, "tokenizer.ggml.padding_token_id", n));
+                           ReadOptionalId(file, "tokenizer.ggml.padding_token_id", n, kDrop));
   if (vocab.kind == VocabKind::kSpm) {
     // llama.cpp's defaults for "llama" vocabularies that do not name their special tokens.
     auto default_id = [&](std::optional<TokenId>& id, std::string_view key, TokenId fallback) {

@@ -18,6 +18,10 @@ namespace reprise::tokenizer {
 
 using TokenId = int32_t;
 
+// The most tokens a vocabulary may have (ids are int32_t; headroom for the BPE encoder's extra
+// byte symbols). Larger vocabularies are rejected as Corrupt.
+inline constexpr size_t kMaxVocabTokens = size_t{1} << 30;
+
 // `tokenizer.ggml.model`: which algorithm the vocabulary is for.
 enum class VocabKind : uint8_t {
   kSpm,  // "llama": SentencePiece-style, scores, byte fallback (<0xXX> tokens), U+2581 spaces
@@ -71,9 +75,11 @@ struct Vocab {
 bool DefaultAddBos(VocabKind kind, std::string_view pre);
 
 // Reads the vocabulary from GGUF metadata. For SPM vocabularies that name no BOS, EOS or
-// unknown token, ids 1, 2 and 0 are assumed (llama.cpp's defaults). Errors: NotFound (no
-// tokenizer), Corrupt (inconsistent arrays or ids), Unimplemented (a tokenizer model we do not
-// support).
+// unknown token, ids 1, 2 and 0 are assumed (llama.cpp's defaults). A special token id of -1
+// (or 0xFFFFFFFF) means "none". A BOS, EOS or unknown id outside the vocabulary is Corrupt
+// (encoding and stopping depend on them); an EOT, EOM or padding id outside it is dropped with
+// a warning (the model works without them). Errors: NotFound (no tokenizer), Corrupt
+// (inconsistent arrays or ids), Unimplemented (a tokenizer model we do not support).
 Result<Vocab> ReadVocabFromGguf(const gguf::GgufFile& file);
 
 // Writes `vocab` as `tokenizer.*` metadata, the way llama.cpp's converters do.

@@ -108,5 +108,60 @@ TEST(VocabTest, MissingTokenizerIsNotFound) {
   EXPECT_EQ(ReadVocabFromGguf(*file).status().code(), StatusCode::kNotFound);
 }
 
+// A small SPM vocabulary's GGUF with one special id key set by `set`.
+template <typename SetFn>
+Result<Vocab> ReadWithId(SetFn set, std::vector<uint8_t>& buffer) {
+  gguf::GgufWriter writer;
+  writer.SetString("tokenizer.ggml.model", "llama");
+  writer.SetStringArray("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
+  set(writer);
+  buffer = writer.WriteToBuffer();
+  REPRISE_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Parse(buffer));
+  return ReadVocabFromGguf(file);
+}
+
+// Issue 12: an out-of-range BOS/EOS/unknown id used to be dropped silently (and the default
+// id 1/2/0 was not applied either), so a broken file loaded with no BOS or no EOS.
+TEST(VocabTest, RejectsOutOfRangeBosEosUnk) {
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.unknown_token_id"}) {
+    std::vector<uint8_t> buffer;
+    auto past_end = ReadWithId([&](gguf::GgufWriter& w) { w.SetU32(key, 4); }, buffer);
+    ASSERT_FALSE(past_end.ok()) << key;
+    EXPECT_EQ(past_end.status().code(), StatusCode::kCorrupt) << key;
+    EXPECT_NE(past_end.status().message().find(key), std::string::npos)
+        << past_end.status().ToString();
+    auto huge = ReadWithId([&](gguf::GgufWriter& w) { w.SetU64(key, uint64_t{1} << 40); }, buffer);
+    EXPECT_EQ(huge.status().code(), StatusCode::kCorrupt) << key;
+    auto negative = ReadWithId([&](gguf::GgufWriter& w) { w.SetI32(key, -7); }, buffer);
+    EXPECT_EQ(negative.status().code(), StatusCode::kCorrupt) << key;
+  }
+}
+
+TEST(VocabTest, MinusOneMeansNoSpecialToken) {
+  std::vector<uint8_t> buffer;
+  auto signed_none =
+      ReadWithId([](gguf::GgufWriter& w) { w.SetI32("tokenizer.ggml.bos_token_id", -1); }, buffer);
+  ASSERT_TRUE(signed_none.ok()) << signed_none.status().ToString();
+  EXPECT_FALSE(signed_none->bos_id.has_value());
+  auto unsigned_none = ReadWithId(
+      [](gguf::GgufWriter& w) { w.SetU32("tokenizer.ggml.eos_token_id", 0xFFFFFFFFu); }, buffer);
+  ASSERT_TRUE(unsigned_none.ok()) << unsigned_none.status().ToString();
+  EXPECT_FALSE(unsigned_none->eos_id.has_value());
+}
+
+TEST(VocabTest, DropsOutOfRangeEotEomPad) {
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
+                          "tokenizer.ggml.padding_token_id"}) {
+    std::vector<uint8_t> buffer;
+    auto read = ReadWithId([&](gguf::GgufWriter& w) { w.SetU32(key, 4); }, buffer);
+    ASSERT_TRUE(read.ok()) << key << ": " << read.status().ToString();
+    EXPECT_FALSE(read->eot_id.has_value());
+    EXPECT_FALSE(read->eom_id.has_value());
+    EXPECT_FALSE(read->pad_id.has_value());
+    EXPECT_EQ(read->bos_id, 1);  // the others keep their defaults
+  }
+}
+
 }  // namespace
 }  // namespace reprise::tokenizer
