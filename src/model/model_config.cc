@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -29,6 +30,25 @@ Status ExpectShape(const gguf::GgufFile& file, const std::string& name,
     want += "]";
     return CorruptError("tensor '" + name + "' has shape " + t->ShapeString() + ", expected " +
                         want);
+  }
+  return Status::Ok();
+}
+
+// Every "blk.N.*" tensor must belong to a layer below block_count: a smaller block_count
+// would silently drop the layers above it.
+Status CheckLayerTensors(const gguf::GgufFile& file, int num_layers, const std::string& key) {
+  constexpr std::string_view kPrefix = "blk.";
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (!t.name.starts_with(kPrefix)) continue;
+    const std::string_view rest = t.name.substr(kPrefix.size());
+    uint64_t layer = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+    if (end == rest.data() || end == rest.data() + rest.size() || *end != '.') continue;
+    if (ec == std::errc::result_out_of_range || layer >= static_cast<uint64_t>(num_layers)) {
+      return CorruptError("tensor '" + std::string(t.name) + "' belongs to layer " +
+                          std::string(rest.data(), end) + ", but metadata '" + key +
+                          "' = " + std::to_string(num_layers));
+    }
   }
   return Status::Ok();
 }
@@ -72,6 +92,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
   c.name = std::string(name);
   const std::string p = std::string(arch) + ".";
   REPRISE_ASSIGN_OR_RETURN(c.num_layers, ReadPositiveInt(file, p + "block_count"));
+  REPRISE_RETURN_IF_ERROR(CheckLayerTensors(file, c.num_layers, p + "block_count"));
   REPRISE_ASSIGN_OR_RETURN(c.embedding_dim, ReadPositiveInt(file, p + "embedding_length"));
   REPRISE_ASSIGN_OR_RETURN(c.ffn_dim, ReadPositiveInt(file, p + "feed_forward_length"));
   REPRISE_ASSIGN_OR_RETURN(c.num_heads, ReadPositiveInt(file, p + "attention.head_count"));
@@ -128,6 +149,11 @@ Result<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
   if (embd->dims.size() != 2 || embd->dims[0] != static_cast<uint64_t>(c.embedding_dim)) {
     return CorruptError("tensor 'token_embd.weight' has shape " + embd->ShapeString() +
                         ", expected [" + std::to_string(c.embedding_dim) + ", vocab]");
+  }
+  // Token ids are int32 everywhere; the tokenizer allows at most 2^30 tokens.
+  if (embd->dims[1] > (uint64_t{1} << 30)) {
+    return CorruptError("tensor 'token_embd.weight' has " + std::to_string(embd->dims[1]) +
+                        " rows; vocabularies of more than 2^30 tokens are not supported");
   }
   c.vocab_size = static_cast<int>(embd->dims[1]);
   c.tied_embeddings = file.FindTensor(tensor_names::kOutput) == nullptr;

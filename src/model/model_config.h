@@ -53,7 +53,8 @@ struct ModelConfig {
   int kv_dim() const { return num_kv_heads * head_dim; }
 
   // Reads and validates the configuration. Errors: Unimplemented (unknown architecture),
-  // NotFound (required key missing), Corrupt (inconsistent values or tensor shapes).
+  // NotFound (required key missing), Corrupt (inconsistent values or tensor shapes, a
+  // "blk.N.*" tensor with N >= block_count, an embedding of more than 2^30 rows).
   static Result<ModelConfig> FromGguf(const gguf::GgufFile& file);
 
   // A one-line summary: "llama, 5 layers, dim 64, 8 heads (4 kv, head 8), ffn 172, ...".

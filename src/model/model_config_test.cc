@@ -1,13 +1,18 @@
 #include "model/model_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "model/test_model_builder.h"
+#include "support/temp_dir.h"
 
 namespace reprise::model {
 namespace {
@@ -212,6 +217,84 @@ TEST(ModelConfigTest, WrongOrMissingTensorsAreCorrupt) {
   TestModel qwen2 = MakeTestModel(spec);
   qwen2.Remove("blk.1.attn_v.bias");
   ExpectError(ConfigOf(TestModelBytes(qwen2)), StatusCode::kCorrupt, "'blk.1.attn_v.bias'");
+}
+
+// Issue 12: a block_count below the layers in the file dropped the layers above it silently.
+TEST(ModelConfigTest, LayerTensorsPastBlockCountAreCorrupt) {
+  TestModelSpec spec;
+  spec.num_layers = 3;
+  const TestModel model = MakeTestModel(spec);
+  gguf::GgufWriter writer;
+  const std::string omit[] = {"llama.block_count"};
+  WriteTestModel(model, writer, omit);
+  writer.SetU32("llama.block_count", 2);
+  const std::vector<uint8_t> bytes = writer.WriteToBuffer();
+  ExpectError(ConfigOf(bytes), StatusCode::kCorrupt, "'blk.2.");
+  ExpectError(ConfigOf(bytes), StatusCode::kCorrupt, "block_count' = 2");
+
+  // A name that only looks like a layer tensor ("blk.x") is not counted.
+  TestModel extra = MakeTestModel(spec);
+  extra.tensors.push_back(TestTensor{"blk.x.note", {1}, DType::kF32, {0.0f}, {}});
+  extra.tensors.push_back(TestTensor{"blk.99", {1}, DType::kF32, {0.0f}, {}});
+  const std::vector<uint8_t> extra_bytes = TestModelBytes(extra);
+  EXPECT_TRUE(ConfigOf(extra_bytes).ok());
+  // A layer number too large for 64 bits is past block_count too.
+  TestModel huge = MakeTestModel(spec);
+  huge.tensors.push_back(
+      TestTensor{"blk.99999999999999999999999.attn_norm.weight", {1}, DType::kF32, {0.0f}, {}});
+  const std::vector<uint8_t> huge_bytes = TestModelBytes(huge);
+  ExpectError(ConfigOf(huge_bytes), StatusCode::kCorrupt, "belongs to layer 9999");
+}
+
+// Issue 12: an embedding of 2^31 rows became a negative vocab_size (int). The file is sparse:
+// only its header is written, the 38 GB of Q4_0 rows are a hole that is never read.
+TEST(ModelConfigTest, VocabularyOf2To31RowsIsCorrupt) {
+  TestModelSpec spec;
+  spec.num_layers = 1;
+  spec.embedding_dim = 32;
+  spec.num_heads = 4;
+  spec.num_kv_heads = 4;
+  spec.ffn_dim = 32;
+  spec.vocab_size = 40;
+  spec.tied_embeddings = true;
+  spec.matrix_dtype = DType::kQ4_0;
+  TestModel model = MakeTestModel(spec);
+  // The embedding goes last, so that growing it only extends the file.
+  TestTensor embd = model.Get(tensor_names::kTokenEmbedding);
+  model.Remove(tensor_names::kTokenEmbedding);
+  model.tensors.push_back(embd);
+  std::vector<uint8_t> bytes = TestModelBytes(model);
+  const std::string name = tensor_names::kTokenEmbedding;
+  auto at = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+  ASSERT_NE(at, bytes.end());
+  const size_t rows_field = static_cast<size_t>(at - bytes.begin()) + name.size() + 4 + 8;
+  uint64_t rows;
+  std::memcpy(&rows, bytes.data() + rows_field, 8);
+  ASSERT_EQ(rows, 40u);  // the layout this test assumes
+  ASSERT_TRUE(ConfigOf(bytes).ok());
+  uint64_t data_end;  // where the embedding's data begins: everything before it is kept
+  {
+    Result<gguf::GgufFile> small = gguf::GgufFile::Parse(bytes);
+    ASSERT_TRUE(small.ok());
+    data_end = small->FindTensor(tensor_names::kTokenEmbedding)->offset_bytes;
+  }
+  rows = uint64_t{1} << 31;
+  std::memcpy(bytes.data() + rows_field, &rows, 8);
+
+  testing_support::TempDir dir;
+  const std::string path = dir.path() + "/huge_vocab.gguf";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(data_end));
+  }
+  if (::truncate(path.c_str(), static_cast<off_t>(data_end + rows * 18)) != 0) {
+    GTEST_SKIP() << "this file system cannot hold a 38 GB sparse file";
+  }
+  Result<gguf::GgufFile> file = gguf::GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.error().ToString();
+  ASSERT_EQ(file->FindTensor(tensor_names::kTokenEmbedding)->dims[1], rows);
+  Result<ModelConfig> config = ModelConfig::FromGguf(*file);
+  ExpectError(config, StatusCode::kCorrupt, "2147483648 rows");
 }
 
 }  // namespace
