@@ -5,6 +5,7 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/quantize.h"
+#include "model/weight_check.h"
 
 namespace reprise::model {
 namespace {
@@ -137,6 +138,8 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
                                                              const ModelConfig& config,
                                                              ThreadPool& pool,
                                                              const PackOptions& options) {
+  // Before anything is packed: a NaN/Inf weight would make every logit NaN.
+  REPRISE_RETURN_IF_ERROR(CheckWeightsFinite(file));
   std::unique_ptr<PackedWeights> w(new PackedWeights());
   w->config_ = config;
   w->embedding_ = Find(file, tensor_names::kTokenEmbedding);

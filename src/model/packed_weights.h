@@ -56,7 +56,8 @@ struct LayerWeights {
 
 class PackedWeights {
  public:
-  // Errors: Unimplemented (a tensor type that cannot be packed), Corrupt, ResourceExhausted.
+  // Errors: Unimplemented (a tensor type that cannot be packed), Corrupt (among others: a
+  // NaN or infinite weight, see weight_check.h), ResourceExhausted.
   static Result<std::unique_ptr<PackedWeights>> Create(const gguf::GgufFile& file,
                                                        const ModelConfig& config,
                                                        ThreadPool& pool,

@@ -10,6 +10,7 @@
 #include "base/dtype.h"
 #include "kernels/quantize.h"
 #include "model/reference_ops.h"
+#include "model/weight_check.h"
 
 namespace reprise::model {
 namespace {
@@ -80,6 +81,7 @@ std::span<float> CacheRow(std::vector<float>& buffer, const ModelConfig& config,
 Result<ReferenceModel> ReferenceModel::Load(const gguf::GgufFile& file) {
   ReferenceModel model;
   REPRISE_ASSIGN_OR_RETURN(model.config_, ModelConfig::FromGguf(file));
+  REPRISE_RETURN_IF_ERROR(CheckWeightsFinite(file));
   const ModelConfig& c = model.config_;
   const uint64_t d = static_cast<uint64_t>(c.embedding_dim);
   const uint64_t qd = static_cast<uint64_t>(c.q_dim());

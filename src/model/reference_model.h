@@ -36,7 +36,8 @@ class ReferenceModel {
  public:
   // Reads the configuration and dequantizes every weight to float32. Does not keep a
   // reference to `file`. Errors: those of ModelConfig::FromGguf; Unimplemented for a tensor
-  // type that cannot be dequantized; Corrupt for a tensor with an unexpected shape or size.
+  // type that cannot be dequantized; Corrupt for a tensor with an unexpected shape or size,
+  // or a NaN or infinite weight (see weight_check.h).
   static Result<ReferenceModel> Load(const gguf::GgufFile& file);
 
   ReferenceModel(ReferenceModel&&) noexcept = default;
