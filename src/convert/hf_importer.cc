@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <system_error>
 
 #include "convert/hf_tokenizer_import.h"
 #include "convert/json_util.h"
@@ -28,12 +29,21 @@ struct HfConfig {
   std::optional<Llama3RopeScaling> llama3_scaling;
 };
 
+// Bounds of the sizes we accept from config.json: far above every real model, low enough that
+// products of two of them (e.g. heads x head_dim, vocab x hidden) fit 64 bits with room.
+constexpr int kMaxHidden = 1 << 20, kMaxFfn = 1 << 22, kMaxLayers = 4096, kMaxHeads = 4096;
+constexpr int kMaxHeadDim = 1 << 14, kMaxVocab = 1 << 24, kMaxContext = 1 << 24;
+
 Result<HfConfig> ReadConfig(const nlohmann::json& c, const std::string& what) {
+  if (!c.is_object()) return CorruptError(what + ": not a JSON object");
   HfConfig h;
-  std::string model_type = c.value("model_type", "");
-  if (model_type.empty() && c.contains("architectures") && c["architectures"].is_array() &&
-      !c["architectures"].empty() && c["architectures"][0].is_string()) {
-    model_type = c["architectures"][0].get<std::string>();
+  REPRISE_ASSIGN_OR_RETURN(std::optional<std::string> type_field,
+                           OptionalJson<std::string>(c, "model_type", what));
+  std::string model_type = type_field.value_or("");
+  auto architectures = c.find("architectures");
+  if (model_type.empty() && architectures != c.end() && architectures->is_array() &&
+      !architectures->empty() && (*architectures)[0].is_string()) {
+    model_type = (*architectures)[0].get<std::string>();
   }
   if (model_type == "llama" || model_type == "LlamaForCausalLM") {
     h.arch = "llama";
@@ -67,18 +77,49 @@ Result<HfConfig> ReadConfig(const nlohmann::json& c, const std::string& what) {
       h.vocab <= 0 || h.heads % h.kv_heads != 0) {
     return CorruptError(what + ": inconsistent sizes (hidden, heads, kv heads, vocab)");
   }
+  if (h.hidden > kMaxHidden || h.ffn > kMaxFfn || h.layers > kMaxLayers || h.heads > kMaxHeads ||
+      h.vocab > kMaxVocab) {
+    return CorruptError(what + ": sizes beyond any model we can run (hidden_size " +
+                        std::to_string(h.hidden) + ", intermediate_size " + std::to_string(h.ffn) +
+                        ", num_hidden_layers " + std::to_string(h.layers) +
+                        ", num_attention_heads " + std::to_string(h.heads) + ", vocab_size " +
+                        std::to_string(h.vocab) + ")");
+  }
+  if (h.context <= 0 || h.context > kMaxContext) {
+    return CorruptError(what + ": max_position_embeddings " + std::to_string(h.context));
+  }
+  if (!(h.rms_eps > 0) || !(h.rope_theta > 0)) {
+    return CorruptError(what + ": rms_norm_eps and rope_theta must be positive");
+  }
   REPRISE_ASSIGN_OR_RETURN(auto head_dim, OptionalJson<int>(c, "head_dim", what));
   h.head_dim = head_dim.value_or(h.hidden / h.heads);
-  if (h.head_dim <= 0 || h.head_dim % 2 != 0) return CorruptError(what + ": bad head_dim");
-  if (c.contains("rope_scaling") && c["rope_scaling"].is_object()) {
-    const nlohmann::json& rs = c["rope_scaling"];
-    std::string type = rs.value("rope_type", rs.value("type", ""));
+  if (h.head_dim <= 0 || h.head_dim % 2 != 0 || h.head_dim > kMaxHeadDim) {
+    return CorruptError(what + ": bad head_dim");
+  }
+  auto rope_scaling = c.find("rope_scaling");
+  if (rope_scaling != c.end() && rope_scaling->is_object()) {
+    const nlohmann::json& rs = *rope_scaling;
+    const std::string rs_what = what + " rope_scaling";
+    REPRISE_ASSIGN_OR_RETURN(auto rope_type, OptionalJson<std::string>(rs, "rope_type", rs_what));
+    REPRISE_ASSIGN_OR_RETURN(auto legacy_type, OptionalJson<std::string>(rs, "type", rs_what));
+    const std::string type = rope_type.value_or(legacy_type.value_or(""));
     if (type == "llama3") {
       Llama3RopeScaling s;
-      s.factor = rs.value("factor", 32.0f);
-      s.low_freq_factor = rs.value("low_freq_factor", 1.0f);
-      s.high_freq_factor = rs.value("high_freq_factor", 4.0f);
-      s.original_context_length = rs.value("original_max_position_embeddings", 8192);
+      REPRISE_ASSIGN_OR_RETURN(auto factor, OptionalJson<float>(rs, "factor", rs_what));
+      REPRISE_ASSIGN_OR_RETURN(auto low, OptionalJson<float>(rs, "low_freq_factor", rs_what));
+      REPRISE_ASSIGN_OR_RETURN(auto high, OptionalJson<float>(rs, "high_freq_factor", rs_what));
+      REPRISE_ASSIGN_OR_RETURN(auto original,
+                               OptionalJson<int>(rs, "original_max_position_embeddings", rs_what));
+      s.factor = factor.value_or(s.factor);
+      s.low_freq_factor = low.value_or(s.low_freq_factor);
+      s.high_freq_factor = high.value_or(s.high_freq_factor);
+      s.original_context_length = original.value_or(s.original_context_length);
+      // The blend between the two wavelengths divides by their difference.
+      if (!(s.factor > 0) || !(s.low_freq_factor > 0) ||
+          !(s.high_freq_factor > s.low_freq_factor) || s.original_context_length <= 0) {
+        return CorruptError(rs_what + ": need factor > 0, 0 < low_freq_factor < " +
+                            "high_freq_factor, original_max_position_embeddings > 0");
+      }
       h.llama3_scaling = s;
     } else if (!type.empty() && type != "default") {
       return UnimplementedError(what + ": rope_scaling type '" + type + "' is not supported");
@@ -94,14 +135,15 @@ class Checkpoint {
     Checkpoint cp;
     std::vector<std::string> files;
     const std::string index = dir + "/model.safetensors.index.json";
-    if (std::filesystem::exists(index)) {
+    std::error_code ec;
+    if (std::filesystem::exists(index, ec)) {
       REPRISE_ASSIGN_OR_RETURN(nlohmann::json json, ReadJsonFile(index));
       REPRISE_ASSIGN_OR_RETURN(auto map, (RequiredJson<std::map<std::string, std::string>>(
                                              json, "weight_map", index)));
       std::set<std::string> unique;
       for (const auto& [name, file] : map) unique.insert(file);
       files.assign(unique.begin(), unique.end());
-    } else if (std::filesystem::exists(dir + "/model.safetensors")) {
+    } else if (std::filesystem::exists(dir + "/model.safetensors", ec)) {
       files.push_back("model.safetensors");
     } else {
       return NotFoundError(dir + ": no model.safetensors or model.safetensors.index.json");

@@ -227,6 +227,110 @@ TEST(HfImporterTest, ReportsMissingAndBrokenInputs) {
   EXPECT_EQ(r.error().code(), StatusCode::kCorrupt);
 }
 
+// A complete one-layer Qwen3 folder in `dir`; returns its config.json.
+nlohmann::json WriteTinyQwen3Folder(const std::string& dir) {
+  SyntheticHfFolder folder(dir);
+  Random rng(7);
+  const uint64_t hidden = 32, heads = 4, kv = 2, head_dim = 16, ffn = 64, vocab = 128;
+  folder.AddTensor("model.embed_tokens.weight", {vocab, hidden}, rng);
+  folder.AddTensor("model.norm.weight", {hidden}, rng);
+  const std::string p = "model.layers.0.";
+  folder.AddTensor(p + "input_layernorm.weight", {hidden}, rng);
+  folder.AddTensor(p + "post_attention_layernorm.weight", {hidden}, rng);
+  folder.AddTensor(p + "self_attn.q_proj.weight", {heads * head_dim, hidden}, rng);
+  folder.AddTensor(p + "self_attn.k_proj.weight", {kv * head_dim, hidden}, rng);
+  folder.AddTensor(p + "self_attn.v_proj.weight", {kv * head_dim, hidden}, rng);
+  folder.AddTensor(p + "self_attn.o_proj.weight", {hidden, heads * head_dim}, rng);
+  folder.AddTensor(p + "self_attn.q_norm.weight", {head_dim}, rng);
+  folder.AddTensor(p + "self_attn.k_norm.weight", {head_dim}, rng);
+  folder.AddTensor(p + "mlp.gate_proj.weight", {ffn, hidden}, rng);
+  folder.AddTensor(p + "mlp.up_proj.weight", {ffn, hidden}, rng);
+  folder.AddTensor(p + "mlp.down_proj.weight", {hidden, ffn}, rng);
+  nlohmann::json config = {
+      {"model_type", "qwen3"},   {"hidden_size", hidden},        {"intermediate_size", ffn},
+      {"num_hidden_layers", 1},  {"num_attention_heads", heads}, {"num_key_value_heads", kv},
+      {"head_dim", head_dim},    {"vocab_size", vocab},          {"rms_norm_eps", 1e-6},
+      {"rope_theta", 1000000.0}, {"tie_word_embeddings", true}};
+  folder.Write(config, ByteLevelTokenizer());
+  return config;
+}
+
+// Values of the wrong JSON type made nlohmann throw type_error out of the importer (the
+// process aborted); each must now be a Corrupt status naming the file.
+TEST(HfImporterTest, WrongJsonTypesInConfigAreCorruptNotThrown) {
+  testing_support::TempDir tmp;
+  const nlohmann::json good = WriteTinyQwen3Folder(tmp.path());
+  const std::string out = tmp.path() + "/o.gguf";
+  ASSERT_TRUE(ImportHfModel(tmp.path(), out, {}).ok());
+  const nlohmann::json llama3 = {{"rope_type", "llama3"},
+                                 {"factor", 8.0},
+                                 {"low_freq_factor", 1.0},
+                                 {"high_freq_factor", 4.0},
+                                 {"original_max_position_embeddings", 8192}};
+  std::vector<std::pair<std::string, nlohmann::json>> cases;
+  auto with = [&](const std::string& key, const nlohmann::json& value) {
+    nlohmann::json c = good;
+    c[key] = value;
+    return c;
+  };
+  auto with_scaling = [&](const std::string& key, const nlohmann::json& value) {
+    nlohmann::json rs = llama3;
+    rs[key] = value;
+    return with("rope_scaling", rs);
+  };
+  cases.push_back({"model_type number", with("model_type", 5)});
+  cases.push_back({"config array", nlohmann::json::array({1, 2})});
+  cases.push_back({"hidden_size string", with("hidden_size", "32")});
+  cases.push_back({"hidden_size fraction", with("hidden_size", 32.5)});
+  cases.push_back({"hidden_size past int", with("hidden_size", int64_t{1} << 40)});
+  cases.push_back({"hidden_size huge", with("hidden_size", 1 << 30)});
+  cases.push_back({"rms_norm_eps string", with("rms_norm_eps", "small")});
+  cases.push_back({"rope_theta negative", with("rope_theta", -1.0)});
+  cases.push_back({"max_position_embeddings negative", with("max_position_embeddings", -5)});
+  cases.push_back({"tie_word_embeddings string", with("tie_word_embeddings", "yes")});
+  cases.push_back({"rope_type number", with("rope_scaling", {{"rope_type", 3}, {"type", 4}})});
+  cases.push_back({"factor string", with_scaling("factor", "x")});
+  cases.push_back({"low_freq_factor object", with_scaling("low_freq_factor", {{"a", 1}})});
+  cases.push_back(
+      {"original context string", with_scaling("original_max_position_embeddings", "8k")});
+  cases.push_back({"equal frequency factors", with_scaling("high_freq_factor", 1.0)});
+  for (const auto& [name, config] : cases) {
+    ASSERT_TRUE(WriteFileAtomically(tmp.path() + "/config.json", config.dump()).ok());
+    Result<ImportSummary> r = ImportHfModel(tmp.path(), out, {});
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().code(), StatusCode::kCorrupt) << name << ": " << r.error().ToString();
+    EXPECT_NE(r.error().ToString().find("config.json"), std::string::npos) << name;
+  }
+  // A string rope type we do not know stays Unimplemented; a valid llama3 block is read.
+  ASSERT_TRUE(WriteFileAtomically(tmp.path() + "/config.json",
+                                  with("rope_scaling", {{"rope_type", "yarn"}}).dump())
+                  .ok());
+  EXPECT_EQ(ImportHfModel(tmp.path(), out, {}).error().code(), StatusCode::kUnimplemented);
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp.path() + "/config.json", with("rope_scaling", llama3).dump()).ok());
+  EXPECT_TRUE(ImportHfModel(tmp.path(), out, {}).ok());
+}
+
+TEST(HfImporterTest, WrongJsonTypesInTokenizerConfigAreCorruptOrIgnored) {
+  testing_support::TempDir tmp;
+  WriteTinyQwen3Folder(tmp.path());
+  const std::string out = tmp.path() + "/o.gguf";
+  const std::string tc = tmp.path() + "/tokenizer_config.json";
+  // A named chat template whose name is not a string: skipped (it threw type_error).
+  ASSERT_TRUE(WriteFileAtomically(
+                  tc, R"({"chat_template": [{"name": 5, "template": "x"}], "bos_token": 7})")
+                  .ok());
+  Result<ImportSummary> r = ImportHfModel(tmp.path(), out, {});
+  EXPECT_TRUE(r.ok()) << r.error().ToString();
+  for (const char* bad :
+       {R"({"add_bos_token": "yes"})", R"({"add_eos_token": [1]})", "[1, 2]", R"("text")"}) {
+    ASSERT_TRUE(WriteFileAtomically(tc, bad).ok());
+    r = ImportHfModel(tmp.path(), out, {});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), StatusCode::kCorrupt) << bad << ": " << r.error().ToString();
+  }
+}
+
 TEST(SafetensorsFileTest, RejectsBadHeaders) {
   testing_support::TempDir tmp;
   auto write = [&](const std::string& header, size_t data_bytes) {

@@ -1,6 +1,7 @@
 #include "convert/hf_tokenizer_import.h"
 
 #include <filesystem>
+#include <system_error>
 
 #include "convert/json_util.h"
 
@@ -64,7 +65,7 @@ std::string DetectBytePre(const nlohmann::json& tok, const nlohmann::json& confi
   if (regex.find("\\p{N}|") != std::string::npos || regex.find("\\p{N}]") != std::string::npos) {
     return "qwen2";
   }
-  const std::string model_type = config.value("model_type", "");
+  const std::string model_type = StringOr(config, "model_type", "");
   if (model_type == "qwen2" || model_type == "qwen3") return "qwen2";
   if (HasComponent(tok.value("pre_tokenizer", nlohmann::json()), "Digits")) return "smollm";
   return "gpt2";
@@ -99,7 +100,7 @@ std::string ChatTemplate(const nlohmann::json& tc) {
   if (it->is_string()) return it->get<std::string>();
   if (it->is_array()) {
     for (const auto& entry : *it) {
-      if (entry.is_object() && entry.value("name", "") == "default" &&
+      if (entry.is_object() && StringOr(entry, "name", "") == "default" &&
           entry.contains("template") && entry["template"].is_string()) {
         return entry["template"].get<std::string>();
       }
@@ -114,7 +115,8 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
                                 int vocab_size) {
   REPRISE_ASSIGN_OR_RETURN(nlohmann::json tok, ReadJsonFile(dir + "/tokenizer.json"));
   nlohmann::json tc = nlohmann::json::object();
-  if (std::filesystem::exists(dir + "/tokenizer_config.json")) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/tokenizer_config.json", ec)) {
     REPRISE_ASSIGN_OR_RETURN(tc, ReadJsonFile(dir + "/tokenizer_config.json"));
   }
   const std::string what = dir + "/tokenizer.json";
@@ -148,7 +150,10 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
 
   // Ids: base vocab plus added tokens; the table must be dense.
   int64_t max_id = -1;
-  for (const auto& [text, id] : vocab_map) max_id = std::max(max_id, id);
+  for (const auto& [text, id] : vocab_map) {
+    if (id < 0 || id >= (1 << 24)) return CorruptError(what + ": token id " + std::to_string(id));
+    max_id = std::max(max_id, id);
+  }
   struct Added {
     std::string text;
     bool special;
@@ -161,6 +166,9 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
                                RequiredJson<std::string>(entry, "content", what));
       REPRISE_ASSIGN_OR_RETURN(std::optional<bool> special,
                                OptionalJson<bool>(entry, "special", what));
+      if (id < 0 || id >= (1 << 24)) {
+        return CorruptError(what + ": added token id " + std::to_string(id));
+      }
       added[id] = Added{content, special.value_or(false)};
       max_id = std::max(max_id, id);
     }
@@ -237,15 +245,15 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
   REPRISE_ASSIGN_OR_RETURN(std::optional<bool> add_eos,
                            OptionalJson<bool>(tc, "add_eos_token", "tokenizer_config.json"));
   // A BOS in the post-processor template also means "add BOS".
-  const bool template_bos =
-      vocab.bos_id && tok.contains("post_processor") &&
-      tok["post_processor"].dump().find("\"" + vocab.tokens[static_cast<size_t>(*vocab.bos_id)] +
-                                        "\"") != std::string::npos;
+  const bool template_bos = vocab.bos_id && tok.contains("post_processor") &&
+                            DumpJsonText(tok["post_processor"])
+                                    .find("\"" + vocab.tokens[static_cast<size_t>(*vocab.bos_id)] +
+                                          "\"") != std::string::npos;
   vocab.add_bos = add_bos.value_or(template_bos || vocab.kind == VocabKind::kSpm);
   vocab.add_eos = add_eos.value_or(false);
   if (vocab.kind == VocabKind::kSpm) {
-    const std::string normalizer = tok.value("normalizer", nlohmann::json()).dump();
-    const std::string pre = tok.value("pre_tokenizer", nlohmann::json()).dump();
+    const std::string normalizer = DumpJsonText(tok.value("normalizer", nlohmann::json()));
+    const std::string pre = DumpJsonText(tok.value("pre_tokenizer", nlohmann::json()));
     vocab.add_space_prefix =
         normalizer.find("Prepend") != std::string::npos ||
         (pre.find("Metaspace") != std::string::npos &&

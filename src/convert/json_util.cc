@@ -15,4 +15,16 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   return ParseJson(text, path);
 }
 
+std::string StringOr(const nlohmann::json& object, std::string_view key,
+                     std::string_view fallback) {
+  if (!object.is_object()) return std::string(fallback);
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return std::string(fallback);
+  return it->get<std::string>();
+}
+
+std::string DumpJsonText(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace reprise::convert

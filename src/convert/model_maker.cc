@@ -162,7 +162,11 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
   }
   ModelShape shape = *found;
   if (options.num_layers) {
-    if (*options.num_layers <= 0) return InvalidArgumentError("--layers must be positive");
+    if (*options.num_layers < 1 || *options.num_layers > kMaxMadeLayers) {
+      return InvalidArgumentError("the number of layers must be in [1, " +
+                                  std::to_string(kMaxMadeLayers) + "], not " +
+                                  std::to_string(*options.num_layers));
+    }
     shape.num_layers = *options.num_layers;
   }
   MakeModelSummary summary;

@@ -33,12 +33,16 @@ struct ModelShape {
 const std::vector<ModelShape>& KnownShapes();
 std::optional<ModelShape> FindShape(const std::string& name);
 
+// The most layers `num_layers` may ask for (the largest real shapes have about 130).
+inline constexpr int kMaxMadeLayers = 1024;
+
 struct MakeModelOptions {
   std::string shape = "tiny";
   DType weight_type = DType::kF16;  // F32, F16, BF16, Q8_0, Q4_0 (and the other writable types)
   std::string vocab_path;           // tiktoken rank file; empty = synthetic vocabulary
   uint64_t seed = 1234;
-  std::optional<int> num_layers;    // override the shape's layer count (small test files)
+  // Overrides the shape's layer count (small test files); in [1, kMaxMadeLayers].
+  std::optional<int> num_layers;
 };
 
 struct MakeModelSummary {
@@ -52,8 +56,8 @@ struct MakeModelSummary {
 // then generated pieces with decreasing scores. Every text can be encoded (byte fallback).
 tokenizer::Vocab SyntheticVocab(int num_tokens);
 
-// Errors: InvalidArgument (unknown shape, type that cannot be written), NotFound/Corrupt (vocab
-// file), IoError.
+// Errors: InvalidArgument (unknown shape, type that cannot be written, num_layers out of range),
+// NotFound/Corrupt (vocab file), IoError.
 Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::string& out_path);
 
 }  // namespace reprise::convert

@@ -81,5 +81,17 @@ TEST(ModelMakerTest, RejectsUnknownShape) {
   EXPECT_NE(made.error().message().find("known:"), std::string::npos);
 }
 
+// A layer count outside [1, kMaxMadeLayers] is an error, before any file is written.
+TEST(ModelMakerTest, RejectsLayerCountsOutOfRange) {
+  testing_support::TempDir dir;
+  for (int layers : {-1, 0, kMaxMadeLayers + 1, 1 << 30}) {
+    MakeModelOptions options;
+    options.num_layers = layers;
+    Result<MakeModelSummary> made = MakeModel(options, dir.path() + "/x.gguf");
+    ASSERT_FALSE(made.ok()) << layers;
+    EXPECT_EQ(made.error().code(), StatusCode::kInvalidArgument) << layers;
+  }
+}
+
 }  // namespace
 }  // namespace reprise::convert
