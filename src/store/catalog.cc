@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -156,6 +158,38 @@ Result<std::optional<CatalogRow>> CollectOne(SqliteStatement& s) {
 
 Status ReadOnlyError() { return UnavailableError("catalog is open read-only"); }
 
+// A database file shorter than its header says is truncated (SQLite notices only when it
+// reads a missing page, and then only for that query). In WAL mode the database file changes
+// only at checkpoints, which write the header and the pages together, so a sound file is
+// never shorter than its header's page count. Ok when the file is missing, empty or too short
+// to have a header (SQLite judges those).
+Status CheckNotTruncated(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return Status::Ok();
+  uint8_t header[100];
+  const size_t got = std::fread(header, 1, sizeof(header), file);
+  std::fseek(file, 0, SEEK_END);
+  const long size = std::ftell(file);
+  std::fclose(file);
+  if (got < sizeof(header) || size < 0) return Status::Ok();
+  if (std::memcmp(header, "SQLite format 3", 16) != 0) return Status::Ok();
+  const auto u32 = [&](size_t at) {
+    return (uint32_t{header[at]} << 24) | (uint32_t{header[at + 1]} << 16) |
+           (uint32_t{header[at + 2]} << 8) | uint32_t{header[at + 3]};
+  };
+  uint64_t page_size = (uint64_t{header[16]} << 8) | header[17];
+  if (page_size == 1) page_size = 65536;
+  const uint32_t num_pages = u32(28);
+  // The page count is valid only when the change counter matches "version valid for".
+  if (num_pages == 0 || u32(24) != u32(92)) return Status::Ok();
+  if (static_cast<uint64_t>(size) < uint64_t{num_pages} * page_size) {
+    return CorruptError("catalog " + path + " is truncated: " + std::to_string(size) +
+                        " bytes, its header says " + std::to_string(num_pages) + " pages of " +
+                        std::to_string(page_size));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct Catalog::Connections {
@@ -179,6 +213,7 @@ struct Catalog::Connections {
 
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
                                                const CatalogOptions& options) {
+  REPRISE_RETURN_IF_ERROR(CheckNotTruncated(path));
   auto c = std::make_unique<Connections>();
   SqliteOpenOptions open_options;
   open_options.busy_timeout_ms = options.busy_timeout_ms;

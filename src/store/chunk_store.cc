@@ -1,16 +1,25 @@
 #include "store/chunk_store.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <set>
 
 #include "base/logging.h"
+#include "store/catalog_rebuild.h"
 #include "store/kv_file.h"
+#include "store/namespace_name.h"
 #include "store/prefetch_policy.h"
 #include "store/recovery.h"
+#include "store/store_dir.h"
 
 namespace reprise::store {
 namespace {
+
+// Chunk files failing one after another (not for a full disk or a read-only folder, which
+// stop persistence at once) before the writer concludes that the folder is the problem.
+constexpr int kMaxConsecutiveChunkFailures = 8;
 
 double MillisecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -87,44 +96,109 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
   }
   bool writable = !options.read_only;
   Status why_read_only;
+  const auto fall_back_to_read_only = [&](const Status& why) {
+    writable = false;
+    why_read_only = why;
+  };
   if (writable) {
     Status made = s->fs_->CreateDir(options.dir);
-    if (!made.ok()) {
-      writable = false;
-      why_read_only = made;
+    if (!made.ok()) fall_back_to_read_only(made);
+  }
+  // The folder is private to its user: refuse a symlink or another user's folder, narrow a
+  // readable one of ours.
+  struct stat info;
+  const bool dir_exists = ::lstat(options.dir.c_str(), &info) == 0;
+  if (dir_exists) {
+    Result<StoreDirCheck> check = CheckStoreDir(options.dir, /*fix_mode=*/true);
+    if (!check.ok()) return check.status().WithContext("store");
+    if (check->mode_fixed) {
+      REPRISE_LOG(kWarning) << "store " << options.dir
+                            << ": the folder was readable by other users; now mode 0700";
+      s->stats_.dir_mode_fixed = true;
+    }
+  }
+  if (writable) {
+    Status prepared = PrepareCatalogFiles(options.dir);
+    if (prepared.code() == StatusCode::kInvalidArgument) return prepared.WithContext("store");
+    if (!prepared.ok()) fall_back_to_read_only(prepared);
+  }
+  // The lock (chunk_store.h: several processes share a store). Exclusive when we are alone,
+  // for recovery; shared afterwards.
+  bool exclusive = false;
+  if (writable) {
+    Result<StoreLock> lock = StoreLock::Open(options.dir);
+    if (!lock.ok()) {
+      fall_back_to_read_only(lock.status());
+    } else {
+      s->lock_ = std::move(lock).value();
+      Result<bool> got = s->lock_.TryLockExclusive();
+      if (!got.ok()) {
+        fall_back_to_read_only(got.status());
+      } else if (*got) {
+        exclusive = true;
+      } else {
+        Status shared = s->lock_.LockShared(10000);
+        if (!shared.ok()) fall_back_to_read_only(shared);
+      }
+    }
+  }
+  if (writable) {
+    Status opened = s->OpenWritableCatalog(exclusive);
+    if (!opened.ok()) {
+      if (opened.code() == StatusCode::kUnimplemented ||
+          opened.code() == StatusCode::kInvalidArgument) {
+        return opened.WithContext(options.dir);
+      }
+      fall_back_to_read_only(opened);
+      s->catalog_.reset();
     }
   }
   const std::string catalog_path = options.dir + "/" + std::string(kCatalogFileName);
-  if (writable) {
-    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path);
-    if (catalog.ok()) {
-      s->catalog_ = std::move(catalog).value();
-    } else if (catalog.error().code() == StatusCode::kUnavailable ||
-               catalog.error().code() == StatusCode::kIoError) {
-      writable = false;
-      why_read_only = catalog.error();
-    } else {
-      return catalog.error().WithContext(options.dir);
-    }
-  }
   if (!s->catalog_) {
     CatalogOptions read_only;
     read_only.read_only = true;
     Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path, read_only);
-    if (catalog.ok()) s->catalog_ = std::move(catalog).value();
+    if (catalog.ok()) {
+      s->catalog_ = std::move(catalog).value();
+    } else if (catalog.status().code() != StatusCode::kNotFound) {
+      // A damaged catalog we may not rebuild: serve from memory, and say why.
+      if (why_read_only.ok()) why_read_only = catalog.status();
+      REPRISE_LOG(kWarning) << "store " << options.dir
+                            << ": catalog unusable: " << catalog.status().ToString();
+    }
     // No catalog at all: a memory-only store.
   }
-  if (writable) {
+  if (writable && exclusive) {
     Result<RecoveryReport> report = RecoverStore(*s->fs_, *s->catalog_, options.dir);
-    if (!report.ok()) return report.error().WithContext("recovering " + options.dir);
-    if (report->num_rows_missing_file + report->num_rows_size_mismatch +
-            report->num_orphan_files_removed + report->num_temp_files_removed > 0) {
-      REPRISE_LOG(kInfo) << "store " << options.dir << ": recovered (rows without files "
-                         << report->num_rows_missing_file << ", bad sizes "
-                         << report->num_rows_size_mismatch << ", orphan files "
-                         << report->num_orphan_files_removed << ", temporaries "
-                         << report->num_temp_files_removed << ")";
+    if (!report.ok()) {
+      // Leftovers stay for a later open; the store itself is sound.
+      REPRISE_LOG(kWarning) << "store " << options.dir
+                            << ": recovery incomplete: " << report.status().ToString();
+    } else {
+      if (report->num_rows_size_mismatch > 0)
+        s->CountCorrupt(report->num_rows_size_mismatch, false);
+      if (report->num_rows_missing_file + report->num_rows_size_mismatch +
+              report->num_orphan_files_removed + report->num_temp_files_removed >
+          0) {
+        REPRISE_LOG(kInfo) << "store " << options.dir << ": recovered (rows without files "
+                           << report->num_rows_missing_file << ", bad sizes "
+                           << report->num_rows_size_mismatch << ", orphan files "
+                           << report->num_orphan_files_removed << ", temporaries "
+                           << report->num_temp_files_removed << ")";
+      }
     }
+  } else if (writable) {
+    s->stats_.recovery_skipped = true;
+  }
+  if (writable && exclusive) {
+    // Downgrade; the kernel drops the exclusive lock first, which is harmless here: nothing
+    // of ours is in flight yet.
+    Status shared = s->lock_.LockShared(10000);
+    if (!shared.ok()) fall_back_to_read_only(shared);
+  }
+  if (!writable && s->lock_.is_open()) {
+    s->lock_.Unlock();
+    s->lock_ = StoreLock();
   }
   REPRISE_ASSIGN_OR_RETURN(LocalityModel locality, LocalityModel::Create({}));
   std::lock_guard<std::mutex> lock(s->mutex_);
@@ -156,6 +230,103 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
   return s;
 }
 
+Status ChunkStore::OpenWritableCatalog(bool exclusive) {
+  const std::string& dir = options_.dir;
+  const std::string catalog_path = dir + "/" + std::string(kCatalogFileName);
+  // An empty catalog file beside KV files is a lost catalog (deleted, or truncated to
+  // nothing), not an empty store: rebuild it rather than delete the files as orphans.
+  bool lost = false;
+  if (exclusive) {
+    Result<uint64_t> size = fs_->FileSize(catalog_path);
+    if (size.ok() && *size == 0) {
+      Result<std::vector<std::string>> names = fs_->ListDir(dir);
+      if (names.ok()) {
+        for (const std::string& name : *names) lost = lost || name.ends_with(kKvFileSuffix);
+      }
+    }
+  }
+  Status damaged;
+  std::vector<std::string> bad_files;
+  {
+    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path);
+    if (catalog.ok()) {
+      catalog_ = std::move(catalog).value();
+      Result<std::vector<std::string>> dropped = catalog_->DropInvalidRows();
+      if (dropped.ok()) {
+        bad_files = std::move(dropped).value();
+      } else {
+        damaged = dropped.status();
+      }
+    } else {
+      damaged = catalog.status();
+    }
+  }
+  if (damaged.ok() && !lost) {
+    if (!bad_files.empty()) {
+      REPRISE_LOG(kWarning) << "store " << dir << ": dropped " << bad_files.size()
+                            << " catalog rows that could not be read";
+      CountCorrupt(static_cast<int64_t>(bad_files.size()), true);
+      // Their files go now when we are alone; otherwise recovery removes them as orphans later.
+      if (exclusive) {
+        for (const std::string& f : bad_files) {
+          if (f.ends_with(kKvFileSuffix) && f.find('/') == std::string::npos) {
+            fs_->Remove(PathOf(f)).IgnoreError();
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+  if (!damaged.ok()) {
+    catalog_.reset();
+    if (damaged.code() != StatusCode::kCorrupt) return damaged;
+    if (!exclusive) {
+      return damaged.WithContext(
+          "catalog damaged; another process has the store open, so it is not rebuilt now");
+    }
+  }
+  // Set a damaged catalog aside, then rebuild from the KV files.
+  std::string aside;
+  if (!damaged.ok()) {
+    REPRISE_ASSIGN_OR_RETURN(aside, SetAsideCatalog(*fs_, dir, static_cast<int64_t>(Now())));
+    REPRISE_RETURN_IF_ERROR(PrepareCatalogFiles(dir));
+    REPRISE_ASSIGN_OR_RETURN(catalog_, Catalog::Open(catalog_path));
+  }
+  REPRISE_ASSIGN_OR_RETURN(const CatalogRebuildReport report,
+                           RebuildCatalog(*fs_, *catalog_, dir, static_cast<int64_t>(Now() * 1e6)));
+  catalog_->AddToCounter("catalog_rebuilds", 1).IgnoreError();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.catalog_rebuilt = true;
+    stats_.catalog_set_aside = aside;
+    stats_.rows_restored = report.num_rows_restored;
+  }
+  if (report.num_files_corrupt > 0) CountCorrupt(report.num_files_corrupt, false);
+  REPRISE_LOG(kWarning) << "store " << dir << ": the catalog was "
+                        << (damaged.ok()
+                                ? "lost (empty)"
+                                : "damaged (" + damaged.ToString() + "); set aside as " + aside)
+                        << "; rebuilt from " << report.num_files_scanned
+                        << " KV files: " << report.num_rows_restored << " chunks restored, "
+                        << report.num_files_corrupt << " corrupt and "
+                        << report.num_files_unattributable
+                        << " unattributable (old-format) files removed";
+  return Status::Ok();
+}
+
+void ChunkStore::CountCorrupt(int64_t n, bool bad_rows) {
+  bool persisted = false;
+  if (catalog_ && persistence_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    persisted = catalog_->AddToCounter("corrupt_dropped", n).ok();
+    if (persisted && bad_rows) catalog_->AddToCounter("bad_rows_dropped", n).IgnoreError();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.corrupt_dropped += n;
+  if (bad_rows) stats_.bad_rows_dropped += n;
+  if (!persisted) unpersisted_corrupt_ += n;
+}
+
 ChunkStore::~ChunkStore() {
   Flush().IgnoreError();
   {
@@ -174,6 +345,11 @@ double ChunkStore::Now() const {
 
 std::unique_ptr<kv::ChunkCache> ChunkStore::OpenNamespace(std::string name_space) {
   return std::make_unique<NamespaceCache>(this, std::move(name_space));
+}
+
+Result<std::unique_ptr<kv::ChunkCache>> ChunkStore::OpenValidNamespace(std::string name_space) {
+  REPRISE_RETURN_IF_ERROR(ValidateNamespaceName(name_space));
+  return OpenNamespace(std::move(name_space));
 }
 
 ChunkInfo ChunkStore::InfoOf(const std::string& ns, const kv::ChunkEntry& e, bool pinned,
@@ -239,6 +415,7 @@ void ChunkStore::EvictPoolLocked() {
 
 Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry) {
   if (!entry || !entry->kv) return InvalidArgumentError("a chunk needs its KV");
+  REPRISE_RETURN_IF_ERROR(ValidateNamespaceName(ns));
   if (static_cast<int64_t>(entry->bytes()) > options_.pool_bytes) {
     return ResourceExhaustedError("a chunk of " + std::to_string(entry->bytes()) +
                                   " bytes exceeds the memory pool");
@@ -258,16 +435,14 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
 void ChunkStore::DropCorrupt(const CatalogRow& row, const Status& why) {
   REPRISE_LOG(kWarning) << "store: chunk file " << row.file_name << " is unusable ("
                         << why.ToString() << "); dropped";
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.corrupt_dropped;
-  }
+  CountCorrupt(1, false);
   if (!persistence_.load(std::memory_order_relaxed)) return;  // read-only: leave it
   {
     std::lock_guard<std::mutex> lock(catalog_mutex_);
     const int64_t ids[] = {row.row_id};
     catalog_->Delete(ids).IgnoreError();
   }
+  // Remove also clears an empty folder standing in the file's place (file_system.h).
   fs_->Remove(PathOf(row.file_name)).IgnoreError();
 }
 
@@ -530,16 +705,34 @@ void ChunkStore::WriterLoop() {
     const auto start = std::chrono::steady_clock::now();
     std::vector<CatalogRow> rows;
     std::vector<size_t> written;
+    std::vector<size_t> skipped;  // chunks whose own file failed; the others go on
     Status failure;
+    // Not while Gc() changes the lock (store_lock.h: conversions briefly release it).
+    std::unique_lock<std::mutex> batch_lock(batch_mutex_);
     for (size_t i = 0; i < batch.size() && failure.ok(); ++i) {
       const kv::ChunkEntry& e = *batch[i].entry;
       const std::string name = KvFileName(batch[i].ns, e.id);
-      Result<KvFileInfo> info =
-          WriteKvFile(*fs_, options_.dir, name, e, options_.codec, options_.model_fingerprint);
+      Result<KvFileInfo> info = WriteKvFile(*fs_, options_.dir, name, e, options_.codec,
+                                            options_.model_fingerprint, batch[i].ns);
       if (!info.ok()) {
-        failure = info.error();
-        break;
+        const StatusCode code = info.status().code();
+        // A full disk or a read-only folder stops persistence; anything else is first taken
+        // as this chunk's own problem (say, a folder where its file should go): skipped, its
+        // obstacle removed when that is safe, and persistence stays on unless it keeps
+        // happening.
+        if (code == StatusCode::kResourceExhausted || code == StatusCode::kUnavailable ||
+            ++consecutive_chunk_failures_ >= kMaxConsecutiveChunkFailures) {
+          failure = info.error();
+          break;
+        }
+        REPRISE_LOG(kWarning) << "store " << options_.dir << ": chunk file " << name
+                              << " cannot be written (" << info.status().ToString()
+                              << "); that chunk stays in memory only";
+        fs_->Remove(PathOf(name)).IgnoreError();
+        skipped.push_back(i);
+        continue;
       }
+      consecutive_chunk_failures_ = 0;
       CatalogRow row;
       row.name_space = batch[i].ns;
       row.chunk_id = e.id;
@@ -566,6 +759,7 @@ void ChunkStore::WriterLoop() {
         written.clear();  // the files are orphans; the next open removes them
       }
     }
+    batch_lock.unlock();
     if (catalog_ && failure.ok()) {
       std::lock_guard<std::mutex> lock(catalog_mutex_);
       for (const AccessJob& job : accesses) {
@@ -590,6 +784,11 @@ void ChunkStore::WriterLoop() {
           it->second.persisted = true;
         }
       }
+      for (size_t i : skipped) {
+        auto it = pool_.find(Key{batch[i].ns, batch[i].entry->id});
+        if (it != pool_.end() && it->second.entry == batch[i].entry) it->second.dirty = false;
+      }
+      stats_.chunks_not_persisted += static_cast<int64_t>(skipped.size());
       stats_.chunks_written += static_cast<int64_t>(written.size());
       stats_.write_ms_total += ms;
       // Persistence is switched off in the same critical section that ends the batch, so a
@@ -670,10 +869,12 @@ Status ChunkStore::Flush() {
 
 StoreStats ChunkStore::Stats() {
   StoreStats s;
+  int64_t unpersisted = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     s = stats_;
     s.bytes_in_pool = pool_bytes_;
+    unpersisted = unpersisted_corrupt_;
     s.chunks_in_pool = static_cast<int64_t>(pool_.size());
     for (const auto& [key, slot] : pool_) s.dirty_chunks += slot.dirty;
   }
@@ -685,6 +886,15 @@ StoreStats ChunkStore::Stats() {
       s.bytes_on_disk = c->file_bytes;
       s.namespaces = c->num_namespaces;
     }
+    // The persisted counters (all runs), plus what this process could not persist.
+    Result<int64_t> corrupt = catalog_->Counter("corrupt_dropped");
+    Result<int64_t> bad_rows = catalog_->Counter("bad_rows_dropped");
+    Result<int64_t> rebuilds = catalog_->Counter("catalog_rebuilds");
+    if (corrupt.ok()) s.corrupt_dropped = *corrupt + unpersisted;
+    if (bad_rows.ok()) s.bad_rows_dropped = std::max(s.bad_rows_dropped, *bad_rows);
+    if (rebuilds.ok()) s.catalog_rebuilds = *rebuilds;
+    // Rows skipped by reads but not dropped (a read-only store cannot drop them).
+    s.bad_rows_dropped = std::max(s.bad_rows_dropped, catalog_->num_bad_rows_skipped());
   }
   return s;
 }
@@ -723,11 +933,47 @@ Result<GcReport> ChunkStore::Gc() {
   GcReport report;
   std::vector<CatalogRow> rows;
   {
+    // Recovery deletes temporaries and orphans: only with the lock exclusive, i.e. when no
+    // other process has the store open (chunk_store.h). Our own writer is paused meanwhile.
+    std::lock_guard<std::mutex> batch_lock(batch_mutex_);
+    Result<bool> exclusive = lock_.is_open() ? lock_.TryLockExclusive() : Result<bool>(false);
+    Status recovered;
+    if (exclusive.ok() && *exclusive) {
+      std::lock_guard<std::mutex> lock(catalog_mutex_);
+      Result<RecoveryReport> recovery = RecoverStore(*fs_, *catalog_, options_.dir);
+      if (recovery.ok()) {
+        report.rows_missing_file =
+            recovery->num_rows_missing_file + recovery->num_rows_size_mismatch;
+        report.orphan_files = recovery->num_orphan_files_removed + recovery->num_temp_files_removed;
+        report.bytes_freed = recovery->bytes_removed;
+        if (recovery->num_rows_size_mismatch > 0) {
+          catalog_->AddToCounter("corrupt_dropped", recovery->num_rows_size_mismatch).IgnoreError();
+        }
+      } else {
+        recovered = recovery.status();
+      }
+    } else {
+      report.recovery_skipped = true;
+    }
+    // Back to shared (a failed or successful exclusive attempt left us without a lock).
+    if (lock_.is_open()) {
+      const Status shared = lock_.LockShared(10000);
+      if (!shared.ok()) {
+        bool disabled_now;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          disabled_now = DisablePersistenceLocked(shared);
+        }
+        if (disabled_now) {
+          REPRISE_LOG(kWarning) << "store " << options_.dir << ": " << shared.ToString()
+                                << "; serving from memory without persistence";
+        }
+        return shared;
+      }
+    }
+    if (!exclusive.ok()) return exclusive.status();
+    REPRISE_RETURN_IF_ERROR(recovered);
     std::lock_guard<std::mutex> lock(catalog_mutex_);
-    REPRISE_ASSIGN_OR_RETURN(RecoveryReport recovery, RecoverStore(*fs_, *catalog_, options_.dir));
-    report.rows_missing_file = recovery.num_rows_missing_file + recovery.num_rows_size_mismatch;
-    report.orphan_files = recovery.num_orphan_files_removed + recovery.num_temp_files_removed;
-    report.bytes_freed = recovery.bytes_removed;
     REPRISE_ASSIGN_OR_RETURN(rows, catalog_->ListRows(std::nullopt));
   }
   for (const CatalogRow& row : rows) {

@@ -14,8 +14,27 @@
 //    ablations); pinned chunks are never evicted. Prefetch loads, in idle time, chunks whose
 //    locality passes a threshold.
 //  - Failures to persist (disk full, read-only folder) switch persistence off: the store
-//    keeps serving from memory (and, read-only, from flash), logs it once, and damages
-//    nothing already stored.
+//    keeps serving from memory (and, read-only, from flash: the catalog is then opened
+//    without its -shm, catalog.h), logs it once, and damages nothing already stored. A
+//    failure of one chunk's own file (a folder in its place) only skips that chunk.
+//  - Damage is contained: a catalog row that cannot be read is dropped with its file; a
+//    catalog that is not a usable database is set aside (catalog.db.corrupt-<time>) and
+//    rebuilt from the KV files (catalog_rebuild.h). Stats() says so, and counts every chunk
+//    dropped as corrupt in the catalog (corrupt_dropped survives restarts).
+//  - Privacy: the folder is the user's alone (store_dir.h): a symlink or another user's folder
+//    is refused, wider modes are narrowed to 0700, files are 0600.
+//
+// Several processes on one store (the decision): they SHARE it. Each process that writes
+// holds `<dir>/lock` shared for as long as the store is open (store_lock.h), so any number of
+// them run, write, evict and gc side by side; SQLite serialises catalog transactions, and
+// each process writes its files under temporary names of its own. Only deleting temporaries
+// and orphan files — recovery at Open and in Gc(), and rebuilding a damaged catalog — needs
+// the lock exclusive, which is granted only when no other process has the store open; a
+// process that cannot get it at once skips that deletion (StoreStats / GcReport
+// recovery_skipped) and serves as usual: a crashed process's leftovers wait for the next
+// process that opens the store alone. Open waits up to 10 s for another process's recovery to
+// finish, then serves without persistence. A read-only store (options.read_only or a folder
+// that is not writable) takes no lock and deletes nothing.
 //
 // Thread-safe. Namespace views borrow the store and must not outlive it.
 #pragma once
@@ -42,6 +61,7 @@
 #include "store/file_system.h"
 #include "store/kv_codec.h"
 #include "store/locality.h"
+#include "store/store_lock.h"
 
 namespace reprise::store {
 
@@ -83,11 +103,29 @@ struct StoreStats {
   double write_ms_on_caller = 0;   // writes on request threads: 0 by design
   bool persistence_enabled = true;
   std::string persistence_error;   // why persistence is off
+  // Catalog health. corrupt_dropped above is persisted in the catalog (all processes, all
+  // runs since the catalog was created): chunk files that failed their checks, wrong sizes
+  // found at open, and unreadable catalog rows (also counted here:)
+  int64_t bad_rows_dropped = 0;  // persisted: catalog rows that could not be read
+  int64_t catalog_rebuilds = 0;  // persisted in the rebuilt catalog
+  // This open: a damaged catalog was set aside under this name (in the store folder) and
+  // rebuilt from the KV files, restoring rows_restored rows.
+  bool catalog_rebuilt = false;
+  std::string catalog_set_aside;
+  int64_t rows_restored = 0;
+  // This process: chunks not persisted because their own file could not be written (e.g. a
+  // folder in its place); persistence stays on for the others.
+  int64_t chunks_not_persisted = 0;
+  // This open: another process had the store open, so leftovers were not deleted.
+  bool recovery_skipped = false;
+  bool dir_mode_fixed = false;  // the store folder had group/other bits; now 0700
 };
 
 struct GcReport {
   int64_t rows_missing_file = 0, orphan_files = 0, corrupt = 0, evicted = 0;
   int64_t bytes_freed = 0;
+  // Another process had the store open: temporaries and orphan files were left alone.
+  bool recovery_skipped = false;
 };
 
 class ChunkStore {
@@ -99,8 +137,12 @@ class ChunkStore {
   ChunkStore(const ChunkStore&) = delete;
   ChunkStore& operator=(const ChunkStore&) = delete;
 
-  // A view of one namespace (one app or API key); lookups never cross namespaces.
+  // A view of one namespace (one app or API key); lookups never cross namespaces. Inserts
+  // into a namespace whose name fails ValidateNamespaceName (namespace_name.h) fail with
+  // InvalidArgument; lookups of such names find what is stored under them.
   std::unique_ptr<kv::ChunkCache> OpenNamespace(std::string name_space);
+  // OpenNamespace for a name that must be valid. Errors: InvalidArgument.
+  Result<std::unique_ptr<kv::ChunkCache>> OpenValidNamespace(std::string name_space);
 
   // Records that one prompt used these chunks (locality, co-access); cheap, queued.
   void RecordRequest(const std::string& name_space, std::span<const kv::ChunkId> chunk_ids);
@@ -181,6 +223,11 @@ class ChunkStore {
   std::shared_ptr<const kv::ChunkEntry> LoadIntoPool(const std::string& ns,
                                                      const std::optional<CatalogRow>& row);
   Status EvictFlash();  // enforces disk_bytes (writer thread or Gc)
+  // Counts `n` chunks dropped as corrupt: in the catalog when writable, else in memory.
+  void CountCorrupt(int64_t n, bool bad_rows);
+  // Open's catalog steps (writable store): opens, drops bad rows, and sets aside and rebuilds
+  // a damaged catalog when `exclusive`. Fills stats_ fields.
+  Status OpenWritableCatalog(bool exclusive);
   std::string PathOf(const std::string& file_name) const { return options_.dir + "/" + file_name; }
 
   StoreOptions options_;
@@ -188,6 +235,11 @@ class ChunkStore {
   FileSystem* fs_ = nullptr;
   std::unique_ptr<Catalog> catalog_;
   std::mutex catalog_mutex_;  // the catalog is used by one thread at a time
+  StoreLock lock_;            // held shared while open (writable stores)
+  // Held by the writer thread while it writes a batch, and by Gc() while it changes the lock
+  // (which is briefly released then).
+  std::mutex batch_mutex_;
+  int consecutive_chunk_failures_ = 0;  // writer thread only
 
   std::mutex mutex_;  // pool, policies, queues
   std::unordered_map<Key, PoolEntry, KeyHash> pool_ REPRISE_GUARDED_BY(mutex_);
@@ -203,6 +255,8 @@ class ChunkStore {
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
   StoreStats stats_ REPRISE_GUARDED_BY(mutex_);
+  // Drops not persisted in the catalog (read-only store, or the catalog write failed).
+  int64_t unpersisted_corrupt_ REPRISE_GUARDED_BY(mutex_) = 0;
   std::map<std::string, kv::ChunkCacheStats> ns_stats_ REPRISE_GUARDED_BY(mutex_);
   // Relaxed reads on the request path; set once by the writer thread under mutex_.
   std::atomic<bool> persistence_{true};

@@ -151,8 +151,11 @@ class PosixFileSystem final : public FileSystem {
   }
 
   Status Remove(const std::string& path) override {
-    if (::unlink(path.c_str()) != 0) return PosixError("remove", path, errno);
-    return Status::Ok();
+    if (::unlink(path.c_str()) == 0) return Status::Ok();
+    const int saved = errno;
+    // unlink refuses folders (EISDIR on Linux, EPERM elsewhere): an empty one goes too.
+    if ((saved == EISDIR || saved == EPERM) && ::rmdir(path.c_str()) == 0) return Status::Ok();
+    return PosixError("remove", path, saved);
   }
 
   Result<std::vector<uint8_t>> ReadFile(const std::string& path) override {

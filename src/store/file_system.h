@@ -45,6 +45,7 @@ class FileSystem {
   // fsyncs a folder (makes renames and removals in it durable).
   virtual Status SyncDir(const std::string& path) = 0;
 
+  // Removes a file, or an empty folder (one that stands where a file should be).
   virtual Status Remove(const std::string& path) = 0;
 
   // The whole file. Errors: NotFound, IoError.
