@@ -1,13 +1,38 @@
 #include "cli/paths.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "base/file_util.h"
+#include "store/store_dir.h"
 
 namespace reprise::cli {
+namespace {
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::string(value) : std::string();
+}
+
+// The home folder of the effective user from the password database, or "".
+std::string PasswdHome() {
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buffer(static_cast<size_t>(size > 0 ? size : 16384));
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  if (::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+      found == nullptr || found->pw_dir == nullptr) {
+    return std::string();
+  }
+  return std::string(found->pw_dir);
+}
+
+}  // namespace
 
 std::optional<std::string> FindSharedDataDir() {
   namespace fs = std::filesystem;
@@ -31,17 +56,24 @@ std::optional<std::string> FindSharedDataDir() {
   return std::nullopt;
 }
 
-std::string CacheDir() {
-  std::string dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    dir = std::string(xdg) + "/reprise";
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    dir = std::string(home) + "/.cache/reprise";
-  } else {
-    dir = "/tmp/reprise-cache-" + std::to_string(::getuid());
-  }
-  CreateDirectories(dir).IgnoreError();
+Result<std::string> FindCacheDir() {
+  store::CacheDirSources sources;
+  sources.xdg_cache_home = Env("XDG_CACHE_HOME");
+  sources.home = Env("HOME");
+  if (sources.xdg_cache_home.empty() && sources.home.empty()) sources.passwd_home = PasswdHome();
+  sources.xdg_runtime_dir = Env("XDG_RUNTIME_DIR");
+  REPRISE_ASSIGN_OR_RETURN(std::string dir, store::ChooseCacheDir(sources));
+  REPRISE_RETURN_IF_ERROR(CreateDirectories(dir));
   return dir;
+}
+
+std::string CacheDir() {
+  Result<std::string> dir = FindCacheDir();
+  if (dir.ok()) return *dir;
+  static bool said = false;
+  if (!said) std::fprintf(stderr, "reprise: %s\n", dir.status().ToString().c_str());
+  said = true;
+  return std::string();
 }
 
 }  // namespace reprise::cli

@@ -5,13 +5,23 @@
 #include <optional>
 #include <string>
 
+#include "base/status.h"
+
 namespace reprise::cli {
 
 // $REPRISE_DATA_DIR, else ../shared/data next to the checkout the program was built in,
 // else ../shared/data from the working directory; nullopt when none exists.
 std::optional<std::string> FindSharedDataDir();
 
-// $XDG_CACHE_HOME/reprise or ~/.cache/reprise (created, mode 0700).
+// The user's cache folder, created (mode 0700) when missing: $XDG_CACHE_HOME/reprise, else
+// ~/.cache/reprise ($HOME, else the password database's home), else
+// $XDG_RUNTIME_DIR/reprise (store::ChooseCacheDir). Never a predictable /tmp path.
+// Errors: Unavailable (no home and no runtime folder: the message says what to set), and
+// those of creating it.
+Result<std::string> FindCacheDir();
+
+// FindCacheDir(), or "" after printing its error once to stderr. Prefer FindCacheDir, which
+// lets the caller stop with the message.
 std::string CacheDir();
 
 }  // namespace reprise::cli

@@ -75,6 +75,19 @@ Result<StoreDirCheck> CheckStoreDir(const std::string& dir, bool fix_mode) {
   return check;
 }
 
+Result<std::string> ChooseCacheDir(const CacheDirSources& sources) {
+  const auto usable = [](const std::string& path) { return !path.empty() && path[0] == '/'; };
+  if (usable(sources.xdg_cache_home)) return sources.xdg_cache_home + "/reprise";
+  if (usable(sources.home)) return sources.home + "/.cache/reprise";
+  if (usable(sources.passwd_home) && sources.passwd_home != "/") {
+    return sources.passwd_home + "/.cache/reprise";
+  }
+  if (usable(sources.xdg_runtime_dir)) return sources.xdg_runtime_dir + "/reprise";
+  return UnavailableError(
+      "no private cache folder: set HOME, XDG_CACHE_HOME or XDG_RUNTIME_DIR, or give the store "
+      "folder explicitly (a shared folder such as /tmp is never used)");
+}
+
 Status PrepareCatalogFiles(const std::string& dir) {
   const std::string catalog = dir + "/" + std::string(kCatalogFileName);
   REPRISE_RETURN_IF_ERROR(NarrowFile(catalog, /*create=*/true));

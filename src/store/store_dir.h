@@ -27,6 +27,21 @@ struct StoreDirCheck {
 // not a folder), Unavailable (owned by another user), IoError.
 Result<StoreDirCheck> CheckStoreDir(const std::string& dir, bool fix_mode);
 
+// Where to find things for choosing a user's cache folder (the caller reads the environment;
+// STYLE.md §5). Empty = unset.
+struct CacheDirSources {
+  std::string xdg_cache_home;
+  std::string home;
+  std::string passwd_home;  // the user's home folder from the password database
+  std::string xdg_runtime_dir;
+};
+
+// The user's cache folder (the default store is `<it>/store`): $XDG_CACHE_HOME/reprise, else
+// $HOME/.cache/reprise, else <passwd home>/.cache/reprise, else $XDG_RUNTIME_DIR/reprise —
+// never a shared, predictable folder such as /tmp. Relative values are ignored (the XDG spec
+// says so). Errors: Unavailable, with a message saying what to set, when none is usable.
+Result<std::string> ChooseCacheDir(const CacheDirSources& sources);
+
 // Creates `dir`/catalog.db (empty, 0600) when missing, and narrows catalog.db, -wal and -shm
 // of ours to 0600. Never follows symlinks. Errors: InvalidArgument (a symlink or not a regular
 // file), Unavailable (another user's file, or a read-only folder), IoError.
