@@ -433,9 +433,15 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
 }
 
 void ChunkStore::DropCorrupt(const CatalogRow& row, const Status& why) {
-  REPRISE_LOG(kWarning) << "store: chunk file " << row.file_name << " is unusable ("
-                        << why.ToString() << "); dropped";
-  CountCorrupt(1, false);
+  if (why.code() == StatusCode::kNotFound) {
+    // Not damage: another process evicted or cleared the chunk after we read its row (rows
+    // go before files). A plain miss; the stale row goes.
+    REPRISE_LOG(kInfo) << "store: chunk file " << row.file_name << " is gone; row dropped";
+  } else {
+    REPRISE_LOG(kWarning) << "store: chunk file " << row.file_name << " is unusable ("
+                          << why.ToString() << "); dropped";
+    CountCorrupt(1, false);
+  }
   if (!persistence_.load(std::memory_order_relaxed)) return;  // read-only: leave it
   {
     std::lock_guard<std::mutex> lock(catalog_mutex_);
@@ -993,8 +999,12 @@ Result<GcReport> ChunkStore::Gc() {
     }
     if (!bad.ok()) {
       DropCorrupt(row, bad);
-      ++report.corrupt;
-      report.bytes_freed += static_cast<int64_t>(row.file_bytes);
+      if (bad.code() == StatusCode::kNotFound) {
+        ++report.rows_missing_file;
+      } else {
+        ++report.corrupt;
+        report.bytes_freed += static_cast<int64_t>(row.file_bytes);
+      }
     }
   }
   const int64_t before = Stats().flash_evictions;

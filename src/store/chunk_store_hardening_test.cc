@@ -272,6 +272,24 @@ TEST(ChunkStoreHardeningTest, CorruptCountIncludesDropsAtOpenAndSurvivesRestarts
   EXPECT_EQ(store->Stats().corrupt_dropped, 2);
 }
 
+TEST(ChunkStoreHardeningTest, FileRemovedByAnotherProcessIsAMissNotCorruption) {
+  testing_support::TempDir dir;
+  const StoreOptions options = Options(dir.path());
+  ThreeChunks chunks;
+  chunks.Write(options);
+  auto store = OpenOrDie(options);
+  ASSERT_NE(store, nullptr);
+  // Another process evicts a: its row first, then its file; we read the row before that.
+  ASSERT_TRUE(std::filesystem::remove(options.dir + "/" + KvFileName("app", chunks.a->id)));
+  EXPECT_EQ(store->OpenNamespace("app")->Find(chunks.a->id), nullptr);
+  const StoreStats stats = store->Stats();
+  EXPECT_EQ(stats.corrupt_dropped, 0);
+  EXPECT_EQ(stats.chunks, 2);  // the stale row went
+  auto gc = store->Gc();
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->corrupt, 0);
+}
+
 // --- 4. Permissions -------------------------------------------------------------------------
 
 TEST(ChunkStoreHardeningTest, FilesArePrivateAndAReadableFolderIsNarrowed) {
