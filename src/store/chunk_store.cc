@@ -114,6 +114,7 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
     if (check->mode_fixed) {
       REPRISE_LOG(kWarning) << "store " << options.dir
                             << ": the folder was readable by other users; now mode 0700";
+      std::lock_guard<std::mutex> lock(s->mutex_);
       s->stats_.dir_mode_fixed = true;
     }
   }
@@ -188,6 +189,7 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
       }
     }
   } else if (writable) {
+    std::lock_guard<std::mutex> lock(s->mutex_);
     s->stats_.recovery_skipped = true;
   }
   if (writable && exclusive) {
