@@ -160,10 +160,17 @@ Status ReadOnlyError() { return UnavailableError("catalog is open read-only"); }
 
 // A database file shorter than its header says is truncated (SQLite notices only when it
 // reads a missing page, and then only for that query). In WAL mode the database file changes
-// only at checkpoints, which write the header and the pages together, so a sound file is
-// never shorter than its header's page count. Ok when the file is missing, empty or too short
-// to have a header (SQLite judges those).
+// only at checkpoints, so without a WAL a sound file is never shorter than its header's page
+// count. With a non-empty WAL nothing is concluded: a checkpoint cut short (by a crash) may
+// have written page 1 and not yet the last pages, which the WAL still holds. Ok also when the
+// file is missing, empty or too short to have a header (SQLite judges those).
 Status CheckNotTruncated(const std::string& path) {
+  if (std::FILE* wal = std::fopen((path + "-wal").c_str(), "rb")) {
+    std::fseek(wal, 0, SEEK_END);
+    const long wal_bytes = std::ftell(wal);
+    std::fclose(wal);
+    if (wal_bytes != 0) return Status::Ok();
+  }
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return Status::Ok();
   uint8_t header[100];

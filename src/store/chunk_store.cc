@@ -901,8 +901,6 @@ StoreStats ChunkStore::Stats() {
     if (corrupt.ok()) s.corrupt_dropped = *corrupt + unpersisted;
     if (bad_rows.ok()) s.bad_rows_dropped = std::max(s.bad_rows_dropped, *bad_rows);
     if (rebuilds.ok()) s.catalog_rebuilds = *rebuilds;
-    // Rows skipped by reads but not dropped (a read-only store cannot drop them).
-    s.bad_rows_dropped = std::max(s.bad_rows_dropped, catalog_->num_bad_rows_skipped());
   }
   return s;
 }

@@ -69,7 +69,7 @@ StoreOptions Options(const std::string& dir) {
 
 struct Tally {
   int64_t kills = 0, restarts = 0, chunks_served = 0, wrong_chunks = 0, orphans = 0;
-  int64_t corrupt_dropped = 0, open_failures = 0;
+  int64_t corrupt_dropped = 0, open_failures = 0, catalog_rebuilds = 0;
 };
 
 // The restart: opens the store and checks every row and file.
@@ -109,6 +109,7 @@ void CheckStore(const std::string& dir, int iteration, Tally* tally) {
     }
   }
   tally->corrupt_dropped = store.Stats().corrupt_dropped;
+  tally->catalog_rebuilds = store.Stats().catalog_rebuilds;  // the catalog is never damaged
 }
 
 pid_t Spawn(const std::string& dir, uint64_t seed, bool gc_heavy) {
@@ -163,14 +164,16 @@ TEST(ChunkStoreCrashTest, SigkillAtRandomPointsNeverLosesConsistency) {
   }
   std::printf(
       "crash harness: kills %lld, restarts %lld, chunks served %lld, wrong chunks %lld, "
-      "orphans after open %lld, corrupt dropped %lld\n",
+      "orphans after open %lld, corrupt dropped %lld, catalog rebuilds %lld\n",
       static_cast<long long>(tally.kills), static_cast<long long>(tally.restarts),
       static_cast<long long>(tally.chunks_served), static_cast<long long>(tally.wrong_chunks),
-      static_cast<long long>(tally.orphans), static_cast<long long>(tally.corrupt_dropped));
+      static_cast<long long>(tally.orphans), static_cast<long long>(tally.corrupt_dropped),
+      static_cast<long long>(tally.catalog_rebuilds));
   EXPECT_EQ(tally.kills, REPRISE_CRASH_KILLS);
   EXPECT_EQ(tally.wrong_chunks, 0);
   EXPECT_EQ(tally.orphans, 0);
   EXPECT_EQ(tally.corrupt_dropped, 0);
+  EXPECT_EQ(tally.catalog_rebuilds, 0);
 }
 
 }  // namespace
