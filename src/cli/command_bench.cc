@@ -6,6 +6,8 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/json_output.h"
+#include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "engine/reuse_bench.h"
 #include "engine/speed_bench.h"
@@ -13,16 +15,23 @@
 namespace reprise::cli {
 namespace {
 
+// `text` as one shell word.
+std::string ShellQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 // Runs llama-bench and returns {n_prompt or -1 for generation -> tokens/s}.
 Result<std::map<int, double>> RunLlamaBench(const std::string& binary, const std::string& model,
                                             int threads, const std::vector<int>& lengths,
                                             int decode_tokens, int repetitions) {
   std::string p;
   for (int l : lengths) p += (p.empty() ? "" : ",") + std::to_string(l);
-  const std::string command = binary + " -m '" + model + "' -t " + std::to_string(threads) +
-                              (p.empty() ? " -p 0" : " -p " + p) + " -n " +
-                              std::to_string(decode_tokens) + " -r " + std::to_string(repetitions) +
-                              " -o json 2>/dev/null";
+  const std::string command = ShellQuote(binary) + " -m " + ShellQuote(model) + " -t " +
+                              std::to_string(threads) + (p.empty() ? " -p 0" : " -p " + p) +
+                              " -n " + std::to_string(decode_tokens) + " -r " +
+                              std::to_string(repetitions) + " -o json 2>/dev/null";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return IoError("cannot run " + binary);
   std::string out;
@@ -34,11 +43,16 @@ Result<std::map<int, double>> RunLlamaBench(const std::string& binary, const std
   nlohmann::json json = nlohmann::json::parse(out, nullptr, false);
   if (!json.is_array()) return CorruptError("llama-bench printed no JSON array");
   std::map<int, double> rates;
-  for (const auto& entry : json) {
-    const int prompt = entry.value("n_prompt", 0);
-    const int gen = entry.value("n_gen", 0);
-    const double tps = entry.value("avg_ts", 0.0);
-    rates[gen > 0 ? -1 : prompt] = tps;
+  try {
+    for (const auto& entry : json) {
+      if (!entry.is_object()) return CorruptError("llama-bench printed a non-object entry");
+      const int prompt = entry.value("n_prompt", 0);
+      const int gen = entry.value("n_gen", 0);
+      const double tps = entry.value("avg_ts", 0.0);
+      rates[gen > 0 ? -1 : prompt] = tps;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return CorruptError(std::string("llama-bench JSON: ") + e.what());
   }
   return rates;
 }
@@ -55,10 +69,10 @@ class BenchCommand : public Command {
       s->add_option("-m,--model", options_.model_path, "GGUF model file")->required();
       s->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
           ->default_val(0)
-          ->check(CLI::NonNegativeNumber);
+          ->check(IntegerIn(0, kMaxThreads));
       s->add_option("-r,--repetitions", options_.repetitions, "Runs per figure (median)")
           ->default_val(3)
-          ->check(CLI::Range(1, 100));
+          ->check(IntegerIn(1, 100));
       s->add_flag("--json", json_, "Print JSON");
       s->add_flag("--reference", options_.use_reference, "Benchmark the reference forward pass");
       s->add_option("--llama-bench", llama_bench_,
@@ -67,15 +81,16 @@ class BenchCommand : public Command {
     }
     prefill_->add_option("--lengths", options_.prefill_lengths, "Prompt lengths")
         ->delimiter(',')
-        ->default_str("128,512,2048");
+        ->default_str("128,512,2048")
+        ->check(IntegerIn(1, 1 << 20));
     prefill_
         ->add_option("--prefill-capacity", options_.prefill_capacity,
                      "Prefill graph capacity (0 = min(length, 128))")
         ->default_val(0)
-        ->check(CLI::NonNegativeNumber);
+        ->check(IntegerIn(0, 1 << 16));
     decode_->add_option("-n,--tokens", options_.decode_tokens, "Tokens to generate")
         ->default_val(64)
-        ->check(CLI::Range(1, 8192));
+        ->check(IntegerIn(1, 8192));
     return sub;
   }
 
@@ -96,7 +111,8 @@ class BenchCommand : public Command {
       peer = *measured;
     }
     if (json_) {
-      nlohmann::json j = nlohmann::json::parse(result->ToJson());
+      nlohmann::json j = nlohmann::json::parse(result->ToJson(), nullptr, false);
+      if (j.is_discarded()) return PrintError(name, InternalError("bench JSON does not parse"));
       if (!peer.empty()) {
         nlohmann::json p = nlohmann::json::object();
         for (const auto& [length, tps] : peer) {
@@ -104,7 +120,7 @@ class BenchCommand : public Command {
         }
         j["llama_bench"] = p;
       }
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", DumpJson(j).c_str());
       return kExitOk;
     }
     std::printf("%s", result->ToText().c_str());
@@ -139,47 +155,61 @@ class BenchCommand : public Command {
     s->add_option("--methods", method_names_, "Comma-separated: none, prefix, full, blend")
         ->delimiter(',')
         ->default_str("none,prefix,full,blend");
-    s->add_option("--queries", reuse_options_.num_queries, "Queries to run")->default_val(20);
+    s->add_option("--queries", reuse_options_.num_queries, "Queries to run")
+        ->default_val(20)
+        ->check(IntegerIn(1, 100000));
     s->add_option("--top-chunks", reuse_options_.top_chunks, "Retrieved chunks per query")
-        ->default_val(6);
+        ->default_val(6)
+        ->check(IntegerIn(1, 1000));
     s->add_option("--chunk-tokens", reuse_options_.chunk_tokens, "Largest chunk, in tokens")
-        ->default_val(512);
+        ->default_val(512)
+        ->check(IntegerIn(1, 1 << 20));
     s->add_option("--catalog-skills", reuse_options_.max_catalog_skills,
                   "skills: list at most this many skills in the shared catalogue (0 = all)")
-        ->default_val(0);
+        ->default_val(0)
+        ->check(IntegerIn(0, 1 << 20));
     s->add_option("--max-prompt-tokens", reuse_options_.max_prompt_tokens,
                   "Drop retrieved chunks until prompts fit (0 = the model's context)")
-        ->default_val(0);
+        ->default_val(0)
+        ->check(IntegerIn(0, 1 << 20));
     s->add_option("--ratio", reuse_options_.reuse.recompute_ratio, "Recompute ratio r")
         ->default_val(0.25)
-        ->check(CLI::Range(0.0001, 1.0));
+        ->check(FiniteIn(0.0001, 1.0));
     s->add_option("--check-layer", reuse_options_.reuse.check_layer, "Deviation check layer")
-        ->default_val(1);
+        ->default_val(1)
+        ->check(IntegerIn(0, 4096));
     s->add_option("--force-first", reuse_options_.reuse.force_first_tokens,
                   "Also recompute the first N tokens of each reused chunk")
-        ->default_val(0);
+        ->default_val(0)
+        ->check(IntegerIn(0, 1 << 20));
     s->add_option("--guard", reuse_options_.reuse.guard_deviation,
                   "Quality guard: prefill a recompute call in full when the reused tokens it "
                   "leaves deviate more than this (relative, at the check layer); 0 = off")
-        ->check(CLI::NonNegativeNumber);
+        ->check(FiniteIn(0.0, 1e9));
     s->add_flag("--deviation-v", reuse_options_.reuse.deviation_includes_v,
                 "Add V's deviation to K's when selecting tokens");
     s->add_flag("--refresh-check-layer", reuse_options_.reuse.refresh_check_layer,
                 "Keep the check layer's fresh KV for every token, not only the selected ones");
     auto* lp = s->add_option("--prefill-capacity", reuse_options_.reuse.prefill_capacity,
                              "Lp (default: calibrated, else 128)")
-                   ->default_val(128);
+                   ->default_val(128)
+                   ->check(IntegerIn(1, 1 << 16));
     auto* ls = s->add_option("--recompute-capacity", reuse_options_.reuse.recompute_capacity,
                              "Ls (default: calibrated, else 256)")
-                   ->default_val(256);
+                   ->default_val(256)
+                   ->check(IntegerIn(1, 1 << 16));
     lp_option_ = lp;
     ls_option_ = ls;
     s->add_option("--context", reuse_options_.reuse.context_tokens, "KV context size")
-        ->default_val(4096);
+        ->default_val(4096)
+        ->check(IntegerIn(1, 1 << 20));
     s->add_option("-t,--threads", reuse_options_.reuse.num_threads, "Threads (0 = all cores)")
-        ->default_val(0);
-    s->add_option("--cache-mb", reuse_options_.cache_budget_mb, "Chunk cache budget per method")
-        ->default_val(2048);
+        ->default_val(0)
+        ->check(IntegerIn(0, kMaxThreads));
+    s->add_option("--cache-mb", reuse_options_.cache_budget_mb,
+                  "Chunk cache budget per method, MiB")
+        ->default_val(2048)
+        ->check(BudgetMib());
     s->add_flag("--warm-corpus", reuse_options_.warm_corpus,
                 "Pre-compute the workload's collection (a cached RAG corpus) before the queries");
     s->add_flag("--warm-retrieved-only", reuse_options_.warm_retrieved_only,
@@ -191,7 +221,8 @@ class BenchCommand : public Command {
                   "Use a persistent KV store in this folder (one namespace per method); a second "
                   "run finds the chunks of the first");
     s->add_option("--disk-mb", reuse_options_.store_disk_mb, "Flash budget of the store, MiB")
-        ->default_val(8192);
+        ->default_val(8192)
+        ->check(BudgetMib());
     s->add_option("--codec", reuse_options_.store_codec, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));

@@ -1,15 +1,34 @@
 // `reprise cache stats|ls|pin|gc|clear`: looks after a persistent KV store.
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <system_error>
+#include <utility>
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/json_output.h"
+#include "cli/option_checks.h"
 #include "cli/paths.h"
+#include "cli/store_names.h"
+#include "engine/store_settings.h"
 #include "store/chunk_store.h"
 
 namespace reprise::cli {
 namespace {
+
+// The catalog's rows by (namespace, chunk id), with their file bytes.
+using RowBytes = std::map<std::pair<std::string, uint64_t>, int64_t>;
+
+Result<RowBytes> ListRowBytes(store::ChunkStore& store) {
+  REPRISE_ASSIGN_OR_RETURN(std::vector<store::CatalogRow> rows, store.List(std::nullopt));
+  RowBytes out;
+  for (const store::CatalogRow& r : rows) {
+    out[{r.name_space, r.chunk_id}] = static_cast<int64_t>(r.file_bytes);
+  }
+  return out;
+}
 
 class CacheCommand : public Command {
  public:
@@ -23,58 +42,51 @@ class CacheCommand : public Command {
     clear_ = sub->add_subcommand("clear", "Delete the chunks of a namespace, or all");
     for (CLI::App* s : {stats_, ls_, pin_, gc_, clear_}) {
       s->add_option("--store", dir_, "Store folder (default: " + CacheDir() + "/store)");
-      s->add_option("--namespace", name_space_, "Only this namespace");
+      ns_options_.push_back(s->add_option("--namespace", name_space_, "Only this namespace")
+                                ->check(ExistingNamespaceName()));
       s->add_flag("--json", json_, "Print JSON");
     }
-    pin_->add_option("--chunk", chunk_hex_, "Chunk id (hex); default: the whole namespace");
+    pin_->add_option("--chunk", chunk_hex_, "Chunk id (hex); default: the whole namespace")
+        ->check(ChunkIdText());
     pin_->add_flag("--unpin", unpin_, "Unpin instead");
-    gc_->add_option("--disk-mb", disk_mb_, "Flash budget to enforce, MiB")->default_val(8192);
+    gc_->add_option("--disk-mb", disk_mb_, "Flash budget to enforce, MiB")
+        ->default_val(8192)
+        ->check(BudgetMib());
     clear_->add_flag("--all", all_, "Clear every namespace");
     return sub;
   }
 
   int Run() override {
     if (dir_.empty()) dir_ = CacheDir() + "/store";
+    // "--namespace not given" means every namespace; "--namespace ''" was rejected by the
+    // parser.
+    std::optional<std::string> ns;
+    for (const CLI::Option* o : ns_options_) {
+      if (o->count() > 0) ns = name_space_;
+    }
     store::StoreOptions options;
     options.dir = dir_;
-    options.disk_bytes = disk_mb_ << 20;
+    Result<int64_t> disk_bytes = engine::BudgetMibToBytes(disk_mb_, "--disk-mb");
+    if (!disk_bytes.ok()) return PrintError("cache", disk_bytes.error());
+    options.disk_bytes = *disk_bytes;
     options.read_only = stats_->parsed() || ls_->parsed();
-    if (options.read_only && !std::filesystem::exists(dir_ + "/catalog.db")) {
+    std::error_code ec;
+    if (options.read_only && !std::filesystem::exists(dir_ + "/catalog.db", ec)) {
       return PrintError("cache", NotFoundError("no store at " + dir_));
     }
     Result<std::unique_ptr<store::ChunkStore>> opened = store::ChunkStore::Open(options);
     if (!opened.ok()) return PrintError("cache", opened.error());
     store::ChunkStore& store = **opened;
-    const std::optional<std::string> ns =
-        name_space_.empty() ? std::nullopt : std::optional<std::string>(name_space_);
     if (stats_->parsed()) return Stats(store, ns);
     if (ls_->parsed()) return List(store, ns);
-    if (pin_->parsed()) {
-      if (!ns) return PrintError("cache pin", InvalidArgumentError("--namespace is required"));
-      std::optional<kv::ChunkId> chunk;
-      if (!chunk_hex_.empty()) chunk = std::stoull(chunk_hex_, nullptr, 16);
-      Status s = store.SetPinned(*ns, chunk, !unpin_);
-      if (!s.ok()) return PrintError("cache pin", s);
-      std::printf("%s %s\n", unpin_ ? "unpinned" : "pinned",
-                  chunk ? ("chunk " + chunk_hex_).c_str() : ("namespace " + *ns).c_str());
-      return kExitOk;
-    }
-    if (gc_->parsed()) {
-      Result<store::GcReport> r = store.Gc();
-      if (!r.ok()) return PrintError("cache gc", r.error());
-      std::printf("gc: %lld rows without a good file, %lld orphan files, %lld corrupt, %lld "
-                  "evicted over budget, %.1f MiB freed\n",
-                  static_cast<long long>(r->rows_missing_file),
-                  static_cast<long long>(r->orphan_files), static_cast<long long>(r->corrupt),
-                  static_cast<long long>(r->evicted), r->bytes_freed / 1048576.0);
-      return kExitOk;
-    }
+    if (pin_->parsed()) return Pin(store, ns);
+    if (gc_->parsed()) return Gc(store);
     if (!ns && !all_) {
       return PrintError("cache clear", InvalidArgumentError("give --namespace NS or --all"));
     }
     Status s = store.Clear(ns);
     if (!s.ok()) return PrintError("cache clear", s);
-    std::printf("cleared %s\n", ns ? ("namespace " + *ns).c_str() : "the whole store");
+    std::printf("cleared %s\n", ns ? ("namespace " + EscapeName(*ns)).c_str() : "the whole store");
     return kExitOk;
   }
 
@@ -98,14 +110,14 @@ class CacheCommand : public Command {
     j["namespaces"] = s.namespaces;
     j["corrupt_dropped"] = s.corrupt_dropped;
     if (json_) {
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", DumpJson(j).c_str());
     } else {
-      std::printf("store %s%s\n%lld chunks, %.2f MiB on disk, %lld namespaces, %.2f MiB in "
-                  "memory, %lld corrupt dropped\n",
-                  dir_.c_str(), ns ? (" namespace " + *ns).c_str() : "",
-                  static_cast<long long>(chunks), bytes / 1048576.0,
-                  static_cast<long long>(s.namespaces), s.bytes_in_pool / 1048576.0,
-                  static_cast<long long>(s.corrupt_dropped));
+      std::printf(
+          "store %s%s\n%lld chunks, %.2f MiB on disk, %lld namespaces, %.2f MiB in "
+          "memory, %lld corrupt dropped\n",
+          EscapeName(dir_).c_str(), ns ? (" namespace " + EscapeName(*ns)).c_str() : "",
+          static_cast<long long>(chunks), bytes / 1048576.0, static_cast<long long>(s.namespaces),
+          s.bytes_in_pool / 1048576.0, static_cast<long long>(s.corrupt_dropped));
     }
     return kExitOk;
   }
@@ -115,26 +127,95 @@ class CacheCommand : public Command {
     if (!rows.ok()) return PrintError("cache ls", rows.error());
     nlohmann::json list = nlohmann::json::array();
     for (const store::CatalogRow& r : *rows) {
-      char id[20], parent[20];
-      std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(r.chunk_id));
-      std::snprintf(parent, sizeof(parent), "%016llx", static_cast<unsigned long long>(r.parent_id));
+      const std::string id = FormatChunkId(r.chunk_id), parent = FormatChunkId(r.parent_id);
       if (json_) {
         list.push_back({{"namespace", r.name_space}, {"chunk", id}, {"parent", parent},
                         {"tokens", r.num_tokens}, {"bytes", r.file_bytes}, {"exact", r.exact},
                         {"pinned", r.pinned}, {"codec", std::string(store::KvCodecName(r.codec))},
                         {"accesses", r.access_count}});
       } else {
-        std::printf("%-12s %s parent %s %5d tokens %9llu bytes %s%s %s\n", r.name_space.c_str(),
-                    id, parent, r.num_tokens, static_cast<unsigned long long>(r.file_bytes),
-                    r.exact ? "exact" : "approx", r.pinned ? " pinned" : "",
-                    std::string(store::KvCodecName(r.codec)).c_str());
+        std::printf("%-12s %s parent %s %5d tokens %9llu bytes %s%s %s\n",
+                    EscapeName(r.name_space).c_str(), id.c_str(), parent.c_str(), r.num_tokens,
+                    static_cast<unsigned long long>(r.file_bytes), r.exact ? "exact" : "approx",
+                    r.pinned ? " pinned" : "", std::string(store::KvCodecName(r.codec)).c_str());
       }
     }
-    if (json_) std::printf("%s\n", list.dump(2).c_str());
+    if (json_) std::printf("%s\n", DumpJson(list).c_str());
+    return kExitOk;
+  }
+
+  int Pin(store::ChunkStore& store, const std::optional<std::string>& ns) {
+    if (!ns) return PrintError("cache pin", InvalidArgumentError("--namespace is required"));
+    std::optional<kv::ChunkId> chunk;
+    if (!chunk_hex_.empty()) {
+      Result<uint64_t> id = ParseChunkId(chunk_hex_);
+      if (!id.ok()) return PrintError("cache pin", id.error().WithContext("--chunk"));
+      chunk = *id;
+    }
+    const std::string what =
+        chunk ? "chunk " + EscapeName(chunk_hex_) : "namespace " + EscapeName(*ns);
+    Status s = store.SetPinned(*ns, chunk, !unpin_);
+    if (!s.ok()) {
+      // The catalog names ids in decimal; say it the way the user typed it.
+      if (s.code() == StatusCode::kNotFound && chunk) {
+        s = NotFoundError("no " + what + " in namespace " + EscapeName(*ns));
+      }
+      return PrintError("cache pin", s);
+    }
+    std::printf("%s %s\n", unpin_ ? "unpinned" : "pinned", what.c_str());
+    return kExitOk;
+  }
+
+  int Gc(store::ChunkStore& store) {
+    Result<RowBytes> before = ListRowBytes(store);
+    if (!before.ok()) return PrintError("cache gc", before.error());
+    Result<store::GcReport> r = store.Gc();
+    if (!r.ok()) return PrintError("cache gc", r.error());
+    Result<RowBytes> after = ListRowBytes(store);
+    if (!after.ok()) return PrintError("cache gc", after.error());
+    int64_t dropped_bytes = 0;  // catalog bytes of every row gc removed, for any reason
+    for (const auto& [key, bytes] : *before) {
+      if (!after->count(key)) dropped_bytes += bytes;
+    }
+    // Eviction is gc's only reason to drop rows when none was corrupt or lost its file; then
+    // the bytes of the dropped rows are exactly the bytes evicted.
+    const bool evicted_only = r->corrupt == 0 && r->rows_missing_file == 0;
+    if (json_) {
+      nlohmann::json j;
+      j["store"] = dir_;
+      j["disk_budget_bytes"] = store.options().disk_bytes;
+      j["rows_missing_file"] = r->rows_missing_file;
+      j["orphan_files"] = r->orphan_files;
+      j["corrupt"] = r->corrupt;
+      j["evicted"] = r->evicted;
+      j["evicted_bytes"] = nullptr;  // unknown when other rows were dropped too
+      if (evicted_only) j["evicted_bytes"] = dropped_bytes;
+      j["catalog_bytes_dropped"] = dropped_bytes;
+      j["bytes_freed"] = r->bytes_freed;
+      std::printf("%s\n", DumpJson(j).c_str());
+      return kExitOk;
+    }
+    std::printf(
+        "gc: %lld rows without a good file, %lld orphan files, %lld corrupt, %.1f MiB "
+        "freed by repairs\n",
+        static_cast<long long>(r->rows_missing_file), static_cast<long long>(r->orphan_files),
+        static_cast<long long>(r->corrupt), r->bytes_freed / 1048576.0);
+    if (evicted_only) {
+      std::printf("gc: evicted %lld chunks (%lld bytes, %.1f MiB) over the %.1f MiB budget\n",
+                  static_cast<long long>(r->evicted), static_cast<long long>(dropped_bytes),
+                  dropped_bytes / 1048576.0, store.options().disk_bytes / 1048576.0);
+    } else {
+      std::printf(
+          "gc: evicted %lld chunks over the %.1f MiB budget; %lld bytes (%.1f MiB) of "
+          "chunks left the catalog in all\n",
+          static_cast<long long>(r->evicted), store.options().disk_bytes / 1048576.0,
+          static_cast<long long>(dropped_bytes), dropped_bytes / 1048576.0);
+    }
     return kExitOk;
   }
 
   CLI::App *stats_ = nullptr, *ls_ = nullptr, *pin_ = nullptr, *gc_ = nullptr, *clear_ = nullptr;
+  std::vector<CLI::Option*> ns_options_;
   std::string dir_, name_space_, chunk_hex_;
   bool json_ = false, unpin_ = false, all_ = false;
   int64_t disk_mb_ = 8192;

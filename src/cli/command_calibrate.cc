@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "engine/calibration.h"
 #include "workload/named_workload.h"
@@ -23,11 +24,13 @@ class CalibrateCommand : public Command {
     sub->add_option("--data", data_dir_, "The shared data folder (for --workload)");
     sub->add_option("--max-capacity", options_.max_capacity, "Largest capacity profiled")
         ->default_val(512)
-        ->check(CLI::Range(32, 4096));
+        ->check(IntegerIn(32, 4096));
     sub->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
-        ->default_val(0);
+        ->default_val(0)
+        ->check(IntegerIn(0, kMaxThreads));
     sub->add_option("-r,--repetitions", options_.repetitions, "Runs per point (median)")
-        ->default_val(3);
+        ->default_val(3)
+        ->check(IntegerIn(1, 100));
     return sub;
   }
 

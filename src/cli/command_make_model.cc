@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "convert/model_maker.h"
 
 namespace reprise::cli {
@@ -26,7 +27,8 @@ class MakeModelCommand : public Command {
         ->check(CLI::ExistingFile);
     sub->add_option("--seed", options_.seed, "Random seed")->default_val(1234);
     sub->add_option("--layers", layers_, "Override the number of layers (0 = the shape's)")
-        ->default_val(0);
+        ->default_val(0)
+        ->check(IntegerIn(0, convert::kMaxMadeLayers));
     sub->add_option("-o,--output", output_, "Output GGUF file")->required();
     return sub;
   }

@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "reprise/engine.h"
 
@@ -17,25 +18,26 @@ class RunCommand : public Command {
     sub->add_option("-p,--prompt", request_.prompt, "Prompt text")->required();
     sub->add_option("-n,--max-tokens", request_.max_new_tokens, "Tokens to generate")
         ->default_val(128)
-        ->check(CLI::Range(0, 1 << 20));
+        ->check(IntegerIn(0, 1 << 20));
     sub->add_option("--temp", request_.temperature, "Sampling temperature (0 = greedy)")
         ->default_val(0.0f)
-        ->check(CLI::Range(0.0f, 100.0f));
+        ->check(FiniteIn(0.0, 100.0));
     sub->add_option("--top-k", request_.top_k, "Keep the k most likely tokens (0 = all)")
         ->default_val(40)
-        ->check(CLI::NonNegativeNumber);
-    sub->add_option("--top-p", request_.top_p, "Nucleus sampling mass")
+        ->check(IntegerIn(0, 1 << 24));
+    // The sampler's range: top-p 0 would keep no token.
+    sub->add_option("--top-p", request_.top_p, "Nucleus sampling mass, in (0, 1]")
         ->default_val(0.95f)
-        ->check(CLI::Range(0.0f, 1.0f));
+        ->check(FiniteAbove(0.0, 1.0));
     sub->add_option("--seed", request_.seed, "Random seed")->default_val(0);
     sub->add_flag("--chat", request_.chat, "Format the prompt with the model's chat template");
     sub->add_option("-c,--context", options_.context_tokens,
                     "Context size in tokens (0 = the model's, at most 4096)")
         ->default_val(0)
-        ->check(CLI::NonNegativeNumber);
+        ->check(IntegerIn(0, 1 << 20));
     sub->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
         ->default_val(0)
-        ->check(CLI::NonNegativeNumber);
+        ->check(IntegerIn(0, kMaxThreads));
     sub->add_flag("--reference", options_.use_reference,
                   "Use the plain float reference forward pass (slow)");
     sub->add_flag("--stats", stats_, "Print timing to stderr at the end");
@@ -45,24 +47,25 @@ class RunCommand : public Command {
         ->check(CLI::IsMember({"none", "prefix", "full", "blend"}));
     sub->add_option("--ratio", options_.recompute_ratio, "Recompute ratio r for blend")
         ->default_val(0.25)
-        ->check(CLI::Range(0.0001, 1.0));
+        ->check(FiniteIn(0.0001, 1.0));
     sub->add_option("--guard", options_.quality_guard,
                     "Quality guard for blend: prefill a recompute call in full when its reused "
                     "tokens deviate more than this at the check layer; 0 = off")
         ->default_val(0.0)
-        ->check(CLI::NonNegativeNumber);
+        ->check(FiniteIn(0.0, 1e9));
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across runs, in the default store folder (" +
                       CacheDir() + "/store)");
     sub->add_option("--store-dir", options_.store_dir, "Keep KV caches in this folder");
     sub->add_option("--namespace", options_.name_space, "Store namespace (one per app)")
-        ->default_val("default");
+        ->default_val("default")
+        ->check(NewNamespaceName());
     sub->add_option("--pool-mb", options_.cache_mb, "Memory for cached KV, MiB")
         ->default_val(1024)
-        ->check(CLI::PositiveNumber);
+        ->check(BudgetMib());
     sub->add_option("--disk-mb", options_.store_disk_mb, "Flash budget of the store, MiB")
         ->default_val(8192)
-        ->check(CLI::PositiveNumber);
+        ->check(BudgetMib());
     sub->add_option("--codec", options_.store_codec, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));

@@ -88,7 +88,7 @@ std::string Calibration::ToJson() const {
   j["recompute_ms"] = r;
   j["prefill_capacity"] = prefill_capacity;
   j["recompute_capacity"] = recompute_capacity;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<Calibration> Calibration::FromJson(std::string_view text) {
@@ -133,6 +133,11 @@ Result<Calibration> LoadCalibration(const std::string& path) {
 Result<Calibration> Calibrate(const LoadedModel& model, const CalibrationOptions& options) {
   if (options.min_capacity < 1 || options.step < 1 || options.max_capacity < options.min_capacity) {
     return InvalidArgumentError("bad capacity range");
+  }
+  // Each point is the median of the repetitions: none would leave nothing to take it of.
+  if (options.repetitions < 1 || options.repetitions > 1000) {
+    return InvalidArgumentError("repetitions must be in [1, 1000], not " +
+                                std::to_string(options.repetitions));
   }
   Calibration c;
   char hex[24];

@@ -68,7 +68,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
       REPRISE_ASSIGN_OR_RETURN(engine->store_, engine::OpenChunkStore(*engine->model_, settings));
       engine->cache_ = engine->store_->OpenNamespace(options.name_space);
     } else {
-      engine->cache_ = std::make_unique<kv::MemoryChunkCache>(options.cache_mb << 20);
+      REPRISE_ASSIGN_OR_RETURN(const int64_t cache_bytes,
+                               engine::BudgetMibToBytes(options.cache_mb, "cache size"));
+      engine->cache_ = std::make_unique<kv::MemoryChunkCache>(cache_bytes);
     }
   }
   REPRISE_ASSIGN_OR_RETURN(

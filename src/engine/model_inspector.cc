@@ -15,8 +15,8 @@ Result<ModelReport> InspectModel(const std::string& path) {
   r.path = path;
   r.file_bytes = file.file_size_bytes();
   r.gguf_version = file.version();
-  r.num_metadata = static_cast<int>(file.metadata().size());
-  r.num_tensors = static_cast<int>(file.tensors().size());
+  r.num_metadata = file.metadata().size();
+  r.num_tensors = file.tensors().size();
   r.architecture = std::string(file.GetStringOr("general.architecture", "?").value_or("?"));
   r.name = std::string(file.GetStringOr("general.name", "").value_or(""));
   for (const gguf::TensorInfo& t : file.tensors()) {
@@ -31,7 +31,7 @@ Result<ModelReport> InspectModel(const std::string& path) {
   }
   Result<tokenizer::Vocab> vocab = tokenizer::ReadVocabFromGguf(file);
   if (vocab.ok()) {
-    r.tokenizer_size = static_cast<int>(vocab->tokens.size());
+    r.tokenizer_size = vocab->tokens.size();
     r.tokenizer_kind = vocab->kind == tokenizer::VocabKind::kSpm
                            ? "SPM (llama)"
                            : "BPE (gpt2, pre " + (vocab->pre.empty() ? "default" : vocab->pre) + ")";
@@ -89,7 +89,7 @@ std::string ModelReport::ToJson() const {
   j["tokenizer_size"] = tokenizer_size;
   if (!tokenizer_error.empty()) j["tokenizer_error"] = tokenizer_error;
   j["chat_format"] = chat_format;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace reprise::engine

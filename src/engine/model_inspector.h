@@ -18,15 +18,17 @@ struct ModelReport {
   std::string config_summary;      // hyper-parameters in one line
   std::string config_error;        // why the model cannot run here, when it cannot
   uint64_t num_parameters = 0;
-  std::map<std::string, int> tensor_type_counts;  // "q8_0" -> 210
-  int num_tensors = 0;
-  int num_metadata = 0;
+  // Counts are 64-bit: a file may declare more than 2^31 of anything.
+  std::map<std::string, uint64_t> tensor_type_counts;  // "q8_0" -> 210
+  uint64_t num_tensors = 0;
+  uint64_t num_metadata = 0;
   std::string tokenizer_kind;      // "SPM (llama)", "BPE (gpt2, pre qwen2)"
-  int tokenizer_size = 0;
+  uint64_t tokenizer_size = 0;
   std::string tokenizer_error;
   std::string chat_format;         // how --chat formats prompts for this model
 
   std::string ToText() const;
+  // Invalid UTF-8 in strings (names from the file, the path) becomes U+FFFD.
   std::string ToJson() const;
 };
 

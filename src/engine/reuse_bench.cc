@@ -73,6 +73,13 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   };
   if (options.methods.empty()) return InvalidArgumentError("no methods to run");
   if (options.continuation_tokens < 1) return InvalidArgumentError("continuation must be >= 1");
+  if (options.num_queries < 1 || options.top_chunks < 1 || options.chunk_tokens < 1 ||
+      options.max_prompt_tokens < 0 || options.max_catalog_skills < 0) {
+    return InvalidArgumentError(
+        "queries, top chunks and chunk tokens must be >= 1; prompt and catalogue limits >= 0");
+  }
+  REPRISE_ASSIGN_OR_RETURN(const int64_t cache_budget_bytes,
+                           BudgetMibToBytes(options.cache_budget_mb, "cache budget"));
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model,
                            LoadedModel::Load(options.model_path));
   const tokenizer::Tokenizer& tok = model->tokenizer();
@@ -149,7 +156,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       if (store) {
         run.cache = store->OpenNamespace(std::string("bench-") + ReuseMethodName(method));
       } else {
-        run.cache = std::make_unique<kv::MemoryChunkCache>(options.cache_budget_mb << 20);
+        run.cache = std::make_unique<kv::MemoryChunkCache>(cache_budget_bytes);
       }
     }
     REPRISE_ASSIGN_OR_RETURN(run.session, ReuseSession::Create(*model, reuse, run.cache.get()));
@@ -387,7 +394,7 @@ std::string ReuseBenchResult::ToJson() const {
   }
   j["methods"] = m;
   if (!store.empty()) j["store"] = store;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string ReuseBenchResult::ToText() const {

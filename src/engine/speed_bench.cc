@@ -52,10 +52,18 @@ Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
 
 
 Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
-  if (options.repetitions < 1) return InvalidArgumentError("repetitions must be >= 1");
-  for (int length : options.prefill_lengths) {
-    if (length < 1) return InvalidArgumentError("prompt lengths must be >= 1");
+  if (options.repetitions < 1 || options.repetitions > 1000) {
+    return InvalidArgumentError("repetitions must be in [1, 1000]");
   }
+  for (int length : options.prefill_lengths) {
+    if (length < 1 || length > (1 << 20)) {
+      return InvalidArgumentError("prompt lengths must be in [1, 1048576]");
+    }
+  }
+  if (options.run_decode && (options.decode_tokens < 1 || options.decode_tokens > (1 << 20))) {
+    return InvalidArgumentError("decode tokens must be in [1, 1048576]");
+  }
+  if (options.prefill_capacity < 0) return InvalidArgumentError("prefill capacity must be >= 0");
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model,
                            LoadedModel::Load(options.model_path));
   const model::ModelConfig& c = model->config();
@@ -126,7 +134,7 @@ std::string SpeedBenchResult::ToJson() const {
   j["peak_rss_mb"] = peak_rss_mb;
   j["model_file_mb"] = model_file_mb;
   j["kv_cache_mb"] = kv_cache_mb;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string SpeedBenchResult::ToText() const {

@@ -1,16 +1,30 @@
 #include "engine/store_settings.h"
 
+#include <climits>
+#include <optional>
+
+#include "base/check.h"
+#include "base/checked_math.h"
+
 namespace reprise::engine {
+
+Result<int64_t> BudgetMibToBytes(int64_t mib, std::string_view what) {
+  if (mib < 1 || mib > kMaxBudgetMib) {
+    return InvalidArgumentError(std::string(what) + " must be in [1, " +
+                                std::to_string(kMaxBudgetMib) + "] MiB, not " +
+                                std::to_string(mib));
+  }
+  const std::optional<uint64_t> bytes = CheckedMul(static_cast<uint64_t>(mib), uint64_t{1} << 20);
+  REPRISE_CHECK(bytes.has_value() && *bytes <= static_cast<uint64_t>(INT64_MAX));
+  return static_cast<int64_t>(*bytes);
+}
 
 Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& model,
                                                           const StoreSettings& settings) {
   store::StoreOptions options;
   options.dir = settings.dir;
-  if (settings.pool_mb <= 0 || settings.disk_mb <= 0) {
-    return InvalidArgumentError("store budgets must be positive");
-  }
-  options.pool_bytes = settings.pool_mb << 20;
-  options.disk_bytes = settings.disk_mb << 20;
+  REPRISE_ASSIGN_OR_RETURN(options.pool_bytes, BudgetMibToBytes(settings.pool_mb, "pool budget"));
+  REPRISE_ASSIGN_OR_RETURN(options.disk_bytes, BudgetMibToBytes(settings.disk_mb, "disk budget"));
   if (settings.codec == "f16") {
     options.codec = store::KvCodec::kF16;
   } else if (settings.codec == "int8") {

@@ -1,14 +1,25 @@
 // Opening the persistent KV store for a model (`--store DIR` and friends).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "engine/loaded_model.h"
 #include "store/chunk_store.h"
 
 namespace reprise::engine {
+
+// The largest memory or flash budget accepted, in MiB: 16 TiB. Larger values are typing
+// mistakes; unchecked, a huge value shifted into bytes wraps to a tiny budget that evicts the
+// whole store.
+inline constexpr int64_t kMaxBudgetMib = int64_t{16} << 20;
+
+// `mib` MiB in bytes. Errors: InvalidArgument naming `what` when mib is not in
+// [1, kMaxBudgetMib].
+Result<int64_t> BudgetMibToBytes(int64_t mib, std::string_view what);
 
 struct StoreSettings {
   std::string dir;
@@ -22,7 +33,8 @@ struct StoreSettings {
   double compute_ms_per_token = 0.0;
 };
 
-// Errors: InvalidArgument (bad codec or budgets), those of ChunkStore::Open.
+// Errors: InvalidArgument (bad codec, budgets outside [1, kMaxBudgetMib]), those of
+// ChunkStore::Open.
 Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& model,
                                                           const StoreSettings& settings);
 

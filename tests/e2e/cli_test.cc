@@ -1,9 +1,12 @@
 // End-to-end tests of the `reprise` program: every subcommand on real files, exit codes and
 // error messages for bad input.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -262,6 +265,207 @@ TEST_F(CliTest, BenchReuseGuardFallsBackToFullPrefill) {
   EXPECT_LT(guarded["kl_mean"].get<double>(), 1e-5);
   EXPECT_EQ(guarded["top1_agreement"].get<double>(), 1.0);
   EXPECT_EQ(Reprise(bench + " --guard -1").exit_code, 2);
+}
+
+// Overwrites the string value of GGUF metadata `key` in `bytes` with `value` (same length).
+void PatchGgufString(std::string& bytes, const std::string& key, const std::string& value) {
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos) << key;
+  const size_t length_at = at + key.size() + 4;  // after the value type (u32)
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data() + length_at, 8);
+  ASSERT_EQ(length, value.size()) << key;
+  bytes.replace(length_at + 8, value.size(), value);
+}
+
+// Sets the namespace of every chunk of `store_dir`'s catalog, bypassing the store's checks, as
+// an old store (or another program) may have written it.
+void SetAllNamespaces(const std::string& store_dir, const std::string& name) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((store_dir + "/catalog.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE chunks SET namespace = ?", -1, &stmt, nullptr),
+            SQLITE_OK);
+  sqlite3_bind_text(stmt, 1, name.data(), static_cast<int>(name.size()), SQLITE_TRANSIENT);
+  EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE);
+  EXPECT_GE(sqlite3_changes(db), 1);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// A store holding the chunks of one short run, in namespace "e2e".
+class CliStoreTest : public CliTest {
+ protected:
+  void SetUp() override {
+    Outcome o = Reprise("run -m " + model_ + " -p 'The keeper climbed the stairs to the lamp.' " +
+                        "-n 2 --store-dir " + store_.path() + " --namespace e2e");
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+  }
+  testing_support::TempDir store_;
+};
+
+// Invalid UTF-8 in the file's strings or its path made nlohmann's dump throw: abort, exit 134.
+TEST_F(CliTest, InspectJsonSurvivesInvalidUtf8) {
+  std::string bytes = ReadAll(model_);
+  PatchGgufString(bytes, "general.name", std::string(19, '\xff'));
+  PatchGgufString(bytes, "general.architecture", "ll\xffma");
+  const std::string path = dir_->path() + "/bad\xfe\xff.gguf";
+  std::ofstream(path, std::ios::binary) << bytes;
+  Outcome o = Reprise("inspect --json '" + path + "'");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["architecture"], "ll\xef\xbf\xbdma");  // U+FFFD for the bad byte
+  EXPECT_NE(j["path"].get<std::string>().find("\xef\xbf\xbd"), std::string::npos);
+  EXPECT_TRUE(j.contains("config_error"));  // "ll?ma" is no architecture we run
+  Outcome text = Reprise("inspect '" + path + "'");
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+}
+
+// One app's badly named namespace broke `cache ls/stats --json` for every app (exit 134); a
+// newline in a name broke the text listing's lines.
+TEST_F(CliStoreTest, CacheCommandsSurviveInvalidNamespaceNames) {
+  const std::string bad = "\xff\nB";
+  SetAllNamespaces(store_.path(), bad);
+  const std::string store = " --store " + store_.path();
+  Outcome ls = Reprise("cache ls --json" + store);
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  nlohmann::json rows = nlohmann::json::parse(ls.out);
+  ASSERT_GE(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["namespace"], "\xef\xbf\xbd\nB");
+  Outcome stats = Reprise("cache stats --json" + store);
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["chunks"].get<size_t>(), rows.size());
+  Outcome text = Reprise("cache ls" + store);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(static_cast<size_t>(std::count(text.out.begin(), text.out.end(), '\n')), rows.size());
+  EXPECT_EQ(text.out.rfind("\\xff\\nB ", 0), 0u) << text.out;
+  // The name stays usable by the cache commands: clear it by its bytes.
+  Outcome clear = Reprise("cache clear --namespace \"$(printf '\\377\\nB')\"" + store);
+  ASSERT_EQ(clear.exit_code, 0) << clear.err;
+  EXPECT_NE(clear.out.find("\\xff\\nB"), std::string::npos) << clear.out;
+  EXPECT_EQ(nlohmann::json::parse(Reprise("cache stats --json" + store).out)["chunks"], 0);
+}
+
+// `--chunk zz` and ids past 64 bits made std::stoull throw (exit 134); "1234" was echoed as
+// "no chunk 4660".
+TEST_F(CliStoreTest, CachePinTakesHexChunkIdsAsTyped) {
+  const std::string pin = "cache pin --store " + store_.path() + " --namespace e2e --chunk ";
+  for (const char* bad : {"zz", "10000000000000000", "-1", "0x"}) {
+    Outcome o = Reprise(pin + "'" + bad + "'");
+    EXPECT_EQ(o.exit_code, 2) << bad << ": " << o.err;
+    EXPECT_NE(o.err.find(std::string("'") + bad + "'"), std::string::npos) << o.err;
+  }
+  Outcome missing = Reprise(pin + "1234");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no chunk 1234"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.err.find("4660"), std::string::npos) << missing.err;
+
+  Outcome ls = Reprise("cache ls --json --store " + store_.path());
+  const std::string id = nlohmann::json::parse(ls.out).at(0)["chunk"];
+  Outcome pinned = Reprise(pin + id);
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_EQ(pinned.out, "pinned chunk " + id + "\n");
+  ls = Reprise("cache ls --json --store " + store_.path());
+  EXPECT_EQ(nlohmann::json::parse(ls.out).at(0)["pinned"], true);
+}
+
+// Cache commands: no --namespace means every namespace; --namespace '' is an error (it meant
+// "all" before, while `run --namespace ''` wrote chunks under the empty name).
+TEST_F(CliStoreTest, EmptyNamespaceIsAnErrorNotAll) {
+  const std::string store = " --store " + store_.path();
+  for (const char* sub : {"ls", "stats", "pin", "clear"}) {
+    Outcome o = Reprise(std::string("cache ") + sub + " --namespace ''" + store);
+    EXPECT_EQ(o.exit_code, 2) << sub << ": " << o.out;
+    EXPECT_NE(o.err.find("must not be empty"), std::string::npos) << o.err;
+  }
+  EXPECT_NE(Reprise("cache ls" + store).out.find("e2e"), std::string::npos);
+  Outcome run =
+      Reprise("run -m " + model_ + " -p hi -n 1 --namespace ''" + " --store-dir " + store_.path());
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--namespace"), std::string::npos) << run.err;
+  Outcome newline = Reprise("run -m " + model_ + " -p hi -n 1 --namespace \"$(printf 'a\\nb')\"" +
+                            " --store-dir " + store_.path());
+  EXPECT_EQ(newline.exit_code, 2) << newline.err;
+  // The chunks of "e2e" are still all there.
+  EXPECT_EQ(Reprise("cache clear --namespace e2e" + store).exit_code, 0);
+}
+
+// A MiB budget past 2^44 wrapped to a tiny byte budget when shifted by 20 bits, and `cache gc`
+// then evicted the whole store.
+TEST_F(CliStoreTest, BudgetsAreRangeCheckedAndGcSaysWhatItEvicted) {
+  const std::string store = " --store " + store_.path();
+  const int chunks = nlohmann::json::parse(Reprise("cache stats --json" + store).out)["chunks"];
+  ASSERT_GE(chunks, 1);
+  for (const char* huge : {"17592186044417", "9223372036854775807", "0", "-5"}) {
+    Outcome gc = Reprise(std::string("cache gc --disk-mb ") + huge + store);
+    EXPECT_EQ(gc.exit_code, 2) << huge;
+    EXPECT_NE(gc.err.find("--disk-mb"), std::string::npos) << gc.err;
+    Outcome run = Reprise("run -m " + model_ + " -p hi -n 1 --store-dir " + store_.path() +
+                          " --pool-mb " + huge);
+    EXPECT_EQ(run.exit_code, 2) << huge;
+    EXPECT_NE(run.err.find("--pool-mb"), std::string::npos) << run.err;
+  }
+  EXPECT_EQ(nlohmann::json::parse(Reprise("cache stats --json" + store).out)["chunks"], chunks);
+  Outcome gc = Reprise("cache gc --json --disk-mb 16777216" + store);
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  nlohmann::json report = nlohmann::json::parse(gc.out);
+  EXPECT_EQ(report["evicted"], 0);
+  EXPECT_EQ(report["evicted_bytes"], 0);
+  EXPECT_EQ(report["disk_budget_bytes"].get<int64_t>(), int64_t{16} << 40);
+  Outcome text = Reprise("cache gc" + store);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("evicted 0 chunks (0 bytes"), std::string::npos) << text.out;
+}
+
+// Every numeric option is range-checked by the parser (exit 2, the option named); before,
+// `calibrate -r 0` took the median of nothing (segfault), NaN passed as a temperature, and
+// `--top-p 0` passed the parser only to be refused by the sampler.
+TEST_F(CliTest, NumericOptionsAreRangeChecked) {
+  const std::string run = "run -m " + model_ + " -p hi -n 1 ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"calibrate -m " + model_ + " -r 0", "--repetitions"},
+      {"calibrate -m " + model_ + " -r -1", "--repetitions"},
+      {"calibrate -m " + model_ + " -t -2", "--threads"},
+      {run + "--temp nan", "--temp: must be a finite number"},
+      {run + "--temp inf", "--temp: must be a finite number"},
+      {run + "--guard nan", "--guard: must be a finite number"},
+      {run + "--top-p 0", "--top-p: must be in (0, 1]"},
+      {run + "--top-p nan", "--top-p"},
+      {run + "--ratio 0", "--ratio"},
+      {run + "-t 100000", "--threads"},
+      {run + "-c -1", "--context"},
+      {"make-model --layers -1 -o " + dir_->path() + "/x.gguf", "--layers"},
+      {"make-model --layers 100000 -o " + dir_->path() + "/x.gguf", "--layers"},
+      {"bench decode -m " + model_ + " -t -1", "--threads"},
+      {"bench prefill -m " + model_ + " --lengths 16,0", "--lengths"},
+      {"bench reuse -m " + model_ + " --queries 0", "--queries"},
+      {"bench reuse -m " + model_ + " --cache-mb 17592186044417", "--cache-mb"},
+      {"bench reuse -m " + model_ + " --guard nan", "--guard"},
+  };
+  for (const auto& [args, message] : cases) {
+    Outcome o = Reprise(args);
+    EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find(message), std::string::npos) << args << "\n" << o.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_->path() + "/x.gguf"));
+  Outcome ok = Reprise(run + "--top-p 1 --temp 0.5");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// Wrong JSON types in config.json made nlohmann throw type_error out of `convert` (exit 134).
+TEST_F(CliTest, ConvertReportsWrongJsonTypes) {
+  testing_support::TempDir hf;
+  std::ofstream(hf.path() + "/config.json") << R"({"model_type": 5})";
+  Outcome o = Reprise("convert --hf " + hf.path() + " -o " + hf.path() + "/o.gguf");
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_NE(o.err.find("reprise convert: Corrupt"), std::string::npos) << o.err;
+  std::ofstream(hf.path() + "/config.json")
+      << R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+             "num_hidden_layers": 1, "num_attention_heads": 4, "vocab_size": 32,
+             "rope_scaling": {"rope_type": "llama3", "factor": "eight"}})";
+  o = Reprise("convert --hf " + hf.path() + " -o " + hf.path() + "/o.gguf");
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_NE(o.err.find("factor"), std::string::npos) << o.err;
 }
 
 }  // namespace
