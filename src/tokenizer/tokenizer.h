@@ -11,8 +11,9 @@
 //   * BOS/EOS from the vocabulary's add_bos/add_eos when EncodeOptions::add_special is set.
 // Any byte string can be encoded, including invalid UTF-8: SPM falls back to <0xXX> tokens
 // and byte-level BPE has a token for every byte, so Decode(Encode(x), skip_special) == x for
-// every x when no special tokens are parsed (unless an SPM vocabulary lacks byte tokens and
-// has to use <unk>). On valid UTF-8 the ids equal llama.cpp's; on invalid bytes they differ,
+// every x when no special tokens are parsed, except with SPM vocabularies: one that lacks byte
+// tokens has to use <unk>; U+2581 in the input reads as a space; and with add_space_prefix a
+// space is added after every user-defined token found in the text (as llama.cpp does). On valid UTF-8 the ids equal llama.cpp's; on invalid bytes they differ,
 // since llama.cpp replaces them with U+FFFD before byte-level BPE (and SPM groups a broken
 // sequence with the bytes after it), losing them.
 //
