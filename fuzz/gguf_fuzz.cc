@@ -6,6 +6,7 @@
 
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
+#include "model/weight_check.h"
 #include "tokenizer/vocab.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -20,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   (void)reprise::model::ModelConfig::FromGguf(*file);
+  (void)reprise::model::CheckWeightsFinite(*file);
   (void)reprise::tokenizer::ReadVocabFromGguf(*file);
   return 0;
 }
