@@ -223,7 +223,7 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
     s->stats_.persistence_enabled = false;
     s->stats_.persistence_error =
         options.read_only ? "opened read-only"
-                          : "store folder is not writable (" + why_read_only.ToString() +
+                          : "the store cannot be written (" + why_read_only.ToString() +
                                 "); serving without persistence";
     if (!options.read_only) REPRISE_LOG(kWarning) << "store " << options.dir << ": "
                                                   << s->stats_.persistence_error;

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -237,6 +239,58 @@ TEST(ChunkStoreHardeningTest, StoreInAnUnwritableFolderIsServedFromFlash) {
   }
   immutable.Release();
   EXPECT_EQ(KvFiles(options.dir).size(), 3u);
+}
+
+// A small tmpfs for a full disk (root only; is_active() is false where mounting is not
+// allowed, and the test skips).
+class SmallDiskForTest {
+ public:
+  explicit SmallDiskForTest(std::string dir) : dir_(std::move(dir)) {
+    std::filesystem::create_directories(dir_);
+    active_ =
+        std::system(
+            ("mount -t tmpfs -o size=512k,mode=0700 tmpfs '" + dir_ + "' 2>/dev/null").c_str()) ==
+        0;
+  }
+  ~SmallDiskForTest() {
+    if (active_) (void)std::system(("umount '" + dir_ + "' 2>/dev/null").c_str());
+  }
+  bool is_active() const { return active_; }
+  // Writes a filler file until the disk is full.
+  void Fill() {
+    std::FILE* f = std::fopen((dir_ + "/filler").c_str(), "wb");
+    if (f == nullptr) return;
+    const std::string block(4096, 'f');
+    while (std::fwrite(block.data(), 1, block.size(), f) == block.size() && std::fflush(f) == 0) {
+    }
+    std::fclose(f);
+  }
+
+ private:
+  std::string dir_;
+  bool active_ = false;
+};
+
+TEST(ChunkStoreHardeningTest, StoreOnAFullDiskIsServedFromFlash) {
+  testing_support::TempDir dir;
+  SmallDiskForTest disk(dir.path() + "/disk");
+  if (!disk.is_active()) GTEST_SKIP() << "cannot mount a small tmpfs here";
+  const StoreOptions options = Options(dir.path() + "/disk");
+  ThreeChunks chunks;
+  chunks.Write(options);
+  ASSERT_FALSE(std::filesystem::exists(CatalogPath(options) + "-shm"));
+  disk.Fill();
+  auto store = OpenOrDie(options);
+  ASSERT_NE(store, nullptr);
+  const StoreStats stats = store->Stats();
+  EXPECT_EQ(stats.chunks, 3);
+  chunks.ExpectServed(*store);
+  EXPECT_EQ(store->Stats().hits_flash, 3);
+  // Whatever the catalog could do on the full disk, new chunks are served from memory.
+  auto d = Chunk(10);
+  ASSERT_TRUE(store->OpenNamespace("app")->Insert(d).ok());
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(store->OpenNamespace("app")->Find(d->id), d);
 }
 
 // --- 3. corrupt_dropped survives restarts ---------------------------------------------------
