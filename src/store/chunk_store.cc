@@ -162,8 +162,17 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
     if (catalog.ok()) {
       s->catalog_ = std::move(catalog).value();
     } else if (catalog.status().code() != StatusCode::kNotFound) {
-      // A damaged catalog we may not rebuild: serve from memory, and say why.
+      // A damaged catalog we may not rebuild. Opened read-only on purpose (maintenance
+      // commands): say so and stop, rather than report an empty store. Otherwise serve from
+      // memory, and say why.
+      if (options.read_only && catalog.status().code() == StatusCode::kCorrupt) {
+        return catalog.status().WithContext(
+            "store " + options.dir +
+            " (opened read-only; opening it writable sets the catalog aside and rebuilds it)");
+      }
       if (why_read_only.ok()) why_read_only = catalog.status();
+      std::lock_guard<std::mutex> lock(s->mutex_);
+      s->stats_.catalog_error = catalog.status().ToString();
       REPRISE_LOG(kWarning) << "store " << options.dir
                             << ": catalog unusable: " << catalog.status().ToString();
     }

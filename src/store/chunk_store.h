@@ -113,6 +113,9 @@ struct StoreStats {
   bool catalog_rebuilt = false;
   std::string catalog_set_aside;
   int64_t rows_restored = 0;
+  // The catalog exists but could not be opened (damaged, and this process may not rebuild
+  // it): the store serves from memory only. Empty when fine.
+  std::string catalog_error;
   // This process: chunks not persisted because their own file could not be written (e.g. a
   // folder in its place); persistence stays on for the others.
   int64_t chunks_not_persisted = 0;
@@ -130,8 +133,11 @@ struct GcReport {
 
 class ChunkStore {
  public:
-  // Opens (creating when missing) and recovers the store. Errors: InvalidArgument (options),
-  // IoError / Corrupt (the catalog cannot be opened at all).
+  // Opens (creating when missing) and recovers the store; a damaged catalog is rebuilt, a
+  // folder that cannot be written is served read-only. Errors: InvalidArgument (options; a
+  // symlinked store folder), Unavailable (another user's folder), Unimplemented (a catalog
+  // of a newer schema), Corrupt (options.read_only and the catalog is damaged: a writable
+  // open rebuilds it).
   static Result<std::unique_ptr<ChunkStore>> Open(const StoreOptions& options);
   ~ChunkStore();
   ChunkStore(const ChunkStore&) = delete;

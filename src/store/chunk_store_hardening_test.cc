@@ -162,6 +162,18 @@ TEST(ChunkStoreHardeningTest, DamagedCatalogIsSetAsideAndRebuiltFromTheKvFiles) 
     chunks.Write(options);
     ASSERT_GT(std::filesystem::file_size(CatalogPath(options)), 4096u * 2);
     DamageCatalog(CatalogPath(options), how);
+    const bool set_aside = how != "emptied" && how != "deleted";
+    if (set_aside) {
+      // Opened read-only (the cache commands that only read), the damage is an error, not
+      // an empty store, and nothing is changed.
+      StoreOptions read_only = options;
+      read_only.read_only = true;
+      auto opened = ChunkStore::Open(read_only);
+      ASSERT_FALSE(opened.ok());
+      EXPECT_EQ(opened.status().code(), StatusCode::kCorrupt) << opened.status().ToString();
+      EXPECT_TRUE(std::filesystem::exists(CatalogPath(options)));
+      EXPECT_EQ(KvFiles(options.dir).size(), 3u);
+    }
     {
       auto store = OpenOrDie(options);
       ASSERT_NE(store, nullptr);
@@ -171,7 +183,7 @@ TEST(ChunkStoreHardeningTest, DamagedCatalogIsSetAsideAndRebuiltFromTheKvFiles) 
       EXPECT_EQ(stats.chunks, 3);
       EXPECT_EQ(stats.catalog_rebuilds, 1);
       EXPECT_TRUE(stats.persistence_enabled) << stats.persistence_error;
-      const bool set_aside = how != "emptied" && how != "deleted";
+      EXPECT_TRUE(stats.catalog_error.empty()) << stats.catalog_error;
       EXPECT_EQ(stats.catalog_set_aside.empty(), !set_aside) << stats.catalog_set_aside;
       if (set_aside) {
         EXPECT_TRUE(stats.catalog_set_aside.starts_with("catalog.db.corrupt-"));
@@ -290,6 +302,25 @@ TEST(ChunkStoreHardeningTest, StoreOnAFullDiskIsServedFromFlash) {
   auto d = Chunk(10);
   ASSERT_TRUE(store->OpenNamespace("app")->Insert(d).ok());
   ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(store->OpenNamespace("app")->Find(d->id), d);
+}
+
+TEST(ChunkStoreHardeningTest, DamagedCatalogInAnUnwritableFolderIsReportedNotHidden) {
+  testing_support::TempDir dir;
+  const StoreOptions options = Options(dir.path());
+  ThreeChunks chunks;
+  chunks.Write(options);
+  DamageCatalog(CatalogPath(options), "garbage");
+  test_util::ImmutableDirForTest immutable(options.dir);
+  if (!immutable.is_active()) GTEST_SKIP() << "chattr +i is not available here";
+  auto store = OpenOrDie(options);
+  ASSERT_NE(store, nullptr);
+  const StoreStats stats = store->Stats();
+  EXPECT_FALSE(stats.persistence_enabled);
+  EXPECT_NE(stats.catalog_error.find("Corrupt"), std::string::npos) << stats.catalog_error;
+  EXPECT_FALSE(stats.catalog_rebuilt);
+  auto d = Chunk(10);
+  ASSERT_TRUE(store->OpenNamespace("app")->Insert(d).ok());
   EXPECT_EQ(store->OpenNamespace("app")->Find(d->id), d);
 }
 
