@@ -21,6 +21,13 @@
 #define REPRISE_CONCURRENCY_ROUNDS 10
 #endif
 
+// CTest names must be unique across the two builds (their labels would merge otherwise).
+#if REPRISE_CONCURRENCY_ROUNDS > 10
+#define REPRISE_CONCURRENCY_TEST_NAME HundredRoundsOfWriterAndGcLoseNothing
+#else
+#define REPRISE_CONCURRENCY_TEST_NAME WriterAndGcInAnotherProcessLoseNothing
+#endif
+
 namespace reprise::store {
 namespace {
 
@@ -80,7 +87,7 @@ StoreOptions Options(const std::string& dir) {
   _exit(0);
 }
 
-TEST(ChunkStoreConcurrencyTest, WriterAndGcInAnotherProcessLoseNothing) {
+TEST(ChunkStoreConcurrencyTest, REPRISE_CONCURRENCY_TEST_NAME) {
   testing_support::TempDir tmp;
   const std::string dir = tmp.path() + "/store";
   std::set<uint64_t> reported;

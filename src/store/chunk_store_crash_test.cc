@@ -26,6 +26,15 @@
 #define REPRISE_CRASH_KILLS 12
 #endif
 
+// CTest names must be unique across the three builds (their labels would merge otherwise).
+#if REPRISE_CRASH_KILLS >= 1000
+#define REPRISE_CRASH_TEST_NAME SoakOf1000SigkillsNeverLosesConsistency
+#elif REPRISE_CRASH_KILLS > 12
+#define REPRISE_CRASH_TEST_NAME ManySigkillsNeverLoseConsistency
+#else
+#define REPRISE_CRASH_TEST_NAME SigkillAtRandomPointsNeverLosesConsistency
+#endif
+
 namespace reprise::store {
 namespace {
 
@@ -132,7 +141,7 @@ bool KillAndReap(pid_t child, Tally* tally) {
   return false;
 }
 
-TEST(ChunkStoreCrashTest, SigkillAtRandomPointsNeverLosesConsistency) {
+TEST(ChunkStoreCrashTest, REPRISE_CRASH_TEST_NAME) {
   // The soak build takes minutes: only on request, so that a plain `ctest` (scripts/test.sh
   // excludes only fuzz) stays quick.
   if (REPRISE_CRASH_KILLS > 120 && std::getenv("REPRISE_SOAK") == nullptr) {
