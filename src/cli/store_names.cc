@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "store/namespace_name.h"
+
 namespace reprise::cli {
 namespace {
 
@@ -103,20 +105,9 @@ std::string EscapeName(std::string_view name) {
 }
 
 Status CheckNamespaceName(std::string_view name) {
-  if (name.empty()) return InvalidArgumentError("a namespace name must not be empty");
-  if (name.size() > kMaxNamespaceBytes) {
-    return InvalidArgumentError("namespace name of " + std::to_string(name.size()) +
-                                " bytes (at most " + std::to_string(kMaxNamespaceBytes) + ")");
-  }
-  for (size_t i = 0; i < name.size();) {
-    const size_t length = PrintableUtf8Length(name.substr(i));
-    if (length == 0) {
-      return InvalidArgumentError("namespace name '" + EscapeName(name) +
-                                  "' is not printable UTF-8");
-    }
-    i += length;
-  }
-  return Status::Ok();
+  Status s = store::ValidateNamespaceName(name);
+  if (s.ok() || name.empty()) return s;
+  return s.WithContext("'" + EscapeName(name) + "'");
 }
 
 }  // namespace reprise::cli

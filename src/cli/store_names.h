@@ -25,12 +25,9 @@ std::string FormatChunkId(uint64_t id);
 // backslash becomes "\\", \n \t \r their C escapes, every other byte "\xNN".
 std::string EscapeName(std::string_view name);
 
-// The most bytes a namespace name may have.
-inline constexpr size_t kMaxNamespaceBytes = 128;
-
-// A namespace name for new chunks: non-empty, at most kMaxNamespaceBytes, valid UTF-8 with no
-// control characters. Errors: InvalidArgument naming the escaped name.
-// TODO(#12): use store::ValidateNamespaceName once the store has it.
+// A namespace name for new chunks: store::ValidateNamespaceName (non-empty, at most
+// store::kMaxNamespaceNameBytes, valid UTF-8 without control characters), with the escaped
+// name in the message. Errors: InvalidArgument.
 Status CheckNamespaceName(std::string_view name);
 
 }  // namespace reprise::cli

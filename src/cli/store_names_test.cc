@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "store/namespace_name.h"
+
 namespace reprise::cli {
 namespace {
 
@@ -42,14 +44,16 @@ TEST(EscapeNameTest, KeepsPrintableUtf8AndEscapesTheRest) {
 TEST(CheckNamespaceNameTest, NonEmptyPrintableBounded) {
   EXPECT_TRUE(CheckNamespaceName("default").ok());
   EXPECT_TRUE(CheckNamespaceName("caf\xc3\xa9").ok());
-  EXPECT_TRUE(CheckNamespaceName(std::string(kMaxNamespaceBytes, 'a')).ok());
+  EXPECT_TRUE(CheckNamespaceName(std::string(store::kMaxNamespaceNameBytes, 'a')).ok());
   for (const std::string& bad :
        {std::string(), std::string("\xff"), std::string("a\nb"), std::string("a\0b", 3),
-        std::string(kMaxNamespaceBytes + 1, 'a')}) {
+        std::string(store::kMaxNamespaceNameBytes + 1, 'a')}) {
     Status s = CheckNamespaceName(bad);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << EscapeName(bad);
   }
   EXPECT_NE(CheckNamespaceName("").ToString().find("empty"), std::string::npos);
+  EXPECT_NE(CheckNamespaceName("a\nb").ToString().find("'a\\nb'"), std::string::npos)
+      << CheckNamespaceName("a\nb").ToString();
 }
 
 }  // namespace
