@@ -417,6 +417,34 @@ TEST_F(CliStoreTest, BudgetsAreRangeCheckedAndGcSaysWhatItEvicted) {
   EXPECT_NE(text.out.find("evicted 0 chunks (0 bytes"), std::string::npos) << text.out;
 }
 
+// `cache gc` says what it evicted to meet the budget: the count, and bytes that match what
+// left the disk.
+TEST_F(CliTest, CacheGcReportsWhatItEvicted) {
+  testing_support::TempDir store;
+  const char* words[] = {"alpha", "beta", "gamma", "delta", "lamp", "stairs", "keeper", "ship"};
+  std::string text;
+  for (int i = 0; i < 500; ++i) text += std::string(words[(i * 7 + i / 3) % 8]) + " ";
+  // Three prompts of ~1900 tokens: ~1.4 MiB of f16 KV, over a 1 MiB budget.
+  for (int i = 0; i < 3; ++i) {
+    Outcome o = Reprise("run -m " + model_ + " -p '" + std::to_string(i) + " " + text +
+                        "' -n 1 --store-dir " + store.path() + " --namespace e2e");
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+  }
+  const std::string at = " --store " + store.path();
+  const int64_t before =
+      nlohmann::json::parse(Reprise("cache stats --json" + at).out)["bytes_on_disk"];
+  ASSERT_GT(before, int64_t{1} << 20);
+  Outcome gc = Reprise("cache gc --json --disk-mb 1" + at);
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  nlohmann::json report = nlohmann::json::parse(gc.out);
+  const int64_t after =
+      nlohmann::json::parse(Reprise("cache stats --json" + at).out)["bytes_on_disk"];
+  EXPECT_LE(after, int64_t{1} << 20);
+  EXPECT_GT(report["evicted"].get<int>(), 0);
+  EXPECT_EQ(report["evicted_bytes"].get<int64_t>(), before - after);
+  EXPECT_EQ(report["disk_budget_bytes"].get<int64_t>(), int64_t{1} << 20);
+}
+
 // Every numeric option is range-checked by the parser (exit 2, the option named); before,
 // `calibrate -r 0` took the median of nothing (segfault), NaN passed as a temperature, and
 // `--top-p 0` passed the parser only to be refused by the sampler.
