@@ -439,6 +439,47 @@ TEST(ChunkStoreHardeningTest, SymlinkedOrForeignStoreFolderIsRefused) {
   EXPECT_NE(opened.status().ToString().find("12345"), std::string::npos);
 }
 
+// --- 5. Several processes: the lock --------------------------------------------------------
+
+TEST(ChunkStoreHardeningTest, LeftoversAreDeletedOnlyWhenNoOtherOpenerExists) {
+  // Two ChunkStores in one process hold the lock through two open file descriptions, which
+  // exclude each other exactly as two processes do.
+  testing_support::TempDir dir;
+  const StoreOptions options = Options(dir.path());
+  ThreeChunks chunks;
+  chunks.Write(options);
+  const std::string temp = options.dir + "/" + KvTempFileName(KvFileName("app", 77));
+  const auto leave_leftover = [&] { std::ofstream(temp) << "half-written"; };
+  auto first = OpenOrDie(options);
+  ASSERT_NE(first, nullptr);
+  EXPECT_FALSE(first->Stats().recovery_skipped);
+  leave_leftover();
+  {
+    auto second = OpenOrDie(options);  // another opener: no recovery
+    ASSERT_NE(second, nullptr);
+    EXPECT_TRUE(second->Stats().recovery_skipped);
+    EXPECT_TRUE(second->Stats().persistence_enabled);
+    EXPECT_TRUE(std::filesystem::exists(temp));
+    auto gc = first->Gc();
+    ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+    EXPECT_TRUE(gc->recovery_skipped);
+    EXPECT_TRUE(std::filesystem::exists(temp));
+    chunks.ExpectServed(*second);
+    // Both still write.
+    ASSERT_TRUE(second->OpenNamespace("app")->Insert(Chunk(20)).ok());
+    ASSERT_TRUE(second->Flush().ok());
+    EXPECT_TRUE(second->Stats().persistence_enabled);
+  }
+  auto gc = first->Gc();  // alone again
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_FALSE(gc->recovery_skipped);
+  EXPECT_EQ(gc->orphan_files, 1);
+  EXPECT_FALSE(std::filesystem::exists(temp));
+  ASSERT_TRUE(first->OpenNamespace("app")->Insert(Chunk(22)).ok());
+  ASSERT_TRUE(first->Flush().ok());
+  EXPECT_EQ(first->Stats().chunks, 5);
+}
+
 // --- 6. A folder in place of a chunk file; namespace names ----------------------------------
 
 TEST(ChunkStoreHardeningTest, FolderInPlaceOfAChunkFileIsThatChunksMissOnly) {
