@@ -31,7 +31,9 @@ struct RecoveryReport {
   int64_t bytes_removed = 0;             // of removed files (orphans, temporaries, wrong size)
 };
 
-// Requires: nothing else writes `dir` or `catalog` meanwhile. Errors: those of the catalog and
+// Requires: nothing else writes `dir` or `catalog` meanwhile — another process's temporary or
+// freshly renamed file looks exactly like a crash's leftover. ChunkStore runs it only under
+// the store lock held exclusively (store_lock.h). Errors: those of the catalog and
 // the file system; a file that cannot be removed fails the call (the rows were already
 // removed, so a later run finishes the job).
 Result<RecoveryReport> RecoverStore(FileSystem& fs, Catalog& catalog, const std::string& dir);
