@@ -293,8 +293,12 @@ void SetAllNamespaces(const std::string& store_dir, const std::string& name) {
   sqlite3_close(db);
 }
 
+// Hostile input: the tests of these two suites carry the CTest label `hostile` as well, so that
+// the sanitizer build runs them (tests/CMakeLists.txt).
+class CliHostileInputTest : public CliTest {};
+
 // A store holding the chunks of one short run, in namespace "e2e".
-class CliStoreTest : public CliTest {
+class CliHostileStoreTest : public CliTest {
  protected:
   void SetUp() override {
     Outcome o = Reprise("run -m " + model_ + " -p 'The keeper climbed the stairs to the lamp.' " +
@@ -305,7 +309,7 @@ class CliStoreTest : public CliTest {
 };
 
 // Invalid UTF-8 in the file's strings or its path made nlohmann's dump throw: abort, exit 134.
-TEST_F(CliTest, InspectJsonSurvivesInvalidUtf8) {
+TEST_F(CliHostileInputTest, InspectJsonSurvivesInvalidUtf8) {
   std::string bytes = ReadAll(model_);
   PatchGgufString(bytes, "general.name", std::string(19, '\xff'));
   PatchGgufString(bytes, "general.architecture", "ll\xffma");
@@ -323,7 +327,7 @@ TEST_F(CliTest, InspectJsonSurvivesInvalidUtf8) {
 
 // One app's badly named namespace broke `cache ls/stats --json` for every app (exit 134); a
 // newline in a name broke the text listing's lines.
-TEST_F(CliStoreTest, CacheCommandsSurviveInvalidNamespaceNames) {
+TEST_F(CliHostileStoreTest, CacheCommandsSurviveInvalidNamespaceNames) {
   const std::string bad = "\xff\nB";
   SetAllNamespaces(store_.path(), bad);
   const std::string store = " --store " + store_.path();
@@ -348,7 +352,7 @@ TEST_F(CliStoreTest, CacheCommandsSurviveInvalidNamespaceNames) {
 
 // `--chunk zz` and ids past 64 bits made std::stoull throw (exit 134); "1234" was echoed as
 // "no chunk 4660".
-TEST_F(CliStoreTest, CachePinTakesHexChunkIdsAsTyped) {
+TEST_F(CliHostileStoreTest, CachePinTakesHexChunkIdsAsTyped) {
   const std::string pin = "cache pin --store " + store_.path() + " --namespace e2e --chunk ";
   for (const char* bad : {"zz", "10000000000000000", "-1", "0x"}) {
     Outcome o = Reprise(pin + "'" + bad + "'");
@@ -371,7 +375,7 @@ TEST_F(CliStoreTest, CachePinTakesHexChunkIdsAsTyped) {
 
 // Cache commands: no --namespace means every namespace; --namespace '' is an error (it meant
 // "all" before, while `run --namespace ''` wrote chunks under the empty name).
-TEST_F(CliStoreTest, EmptyNamespaceIsAnErrorNotAll) {
+TEST_F(CliHostileStoreTest, EmptyNamespaceIsAnErrorNotAll) {
   const std::string store = " --store " + store_.path();
   for (const char* sub : {"ls", "stats", "pin", "clear"}) {
     Outcome o = Reprise(std::string("cache ") + sub + " --namespace ''" + store);
@@ -392,7 +396,7 @@ TEST_F(CliStoreTest, EmptyNamespaceIsAnErrorNotAll) {
 
 // A MiB budget past 2^44 wrapped to a tiny byte budget when shifted by 20 bits, and `cache gc`
 // then evicted the whole store.
-TEST_F(CliStoreTest, BudgetsAreRangeCheckedAndGcSaysWhatItEvicted) {
+TEST_F(CliHostileStoreTest, BudgetsAreRangeCheckedAndGcSaysWhatItEvicted) {
   const std::string store = " --store " + store_.path();
   const int chunks = nlohmann::json::parse(Reprise("cache stats --json" + store).out)["chunks"];
   ASSERT_GE(chunks, 1);
@@ -448,7 +452,7 @@ TEST_F(CliTest, CacheGcReportsWhatItEvicted) {
 // Every numeric option is range-checked by the parser (exit 2, the option named); before,
 // `calibrate -r 0` took the median of nothing (segfault), NaN passed as a temperature, and
 // `--top-p 0` passed the parser only to be refused by the sampler.
-TEST_F(CliTest, NumericOptionsAreRangeChecked) {
+TEST_F(CliHostileInputTest, NumericOptionsAreRangeChecked) {
   const std::string run = "run -m " + model_ + " -p hi -n 1 ";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"calibrate -m " + model_ + " -r 0", "--repetitions"},
@@ -481,7 +485,7 @@ TEST_F(CliTest, NumericOptionsAreRangeChecked) {
 }
 
 // Wrong JSON types in config.json made nlohmann throw type_error out of `convert` (exit 134).
-TEST_F(CliTest, ConvertReportsWrongJsonTypes) {
+TEST_F(CliHostileInputTest, ConvertReportsWrongJsonTypes) {
   testing_support::TempDir hf;
   std::ofstream(hf.path() + "/config.json") << R"({"model_type": 5})";
   Outcome o = Reprise("convert --hf " + hf.path() + " -o " + hf.path() + "/o.gguf");
