@@ -27,13 +27,15 @@ Result<std::unique_ptr<LoadedModel>> LoadedModel::Load(const std::string& path) 
       tokenizer::Tokenizer::Create(std::move(vocab).value());
   if (!tok.ok()) return tok.error().WithContext(path);
   m->tokenizer_ = std::move(tok).value();
-  // Header, metadata and tensor directory in full, then up to 4 KiB of every tensor.
+  // Header, metadata, tensor directory and every tensor's bytes: two models that differ in any
+  // weight never share stored KV. XXH3 runs at memory speed, a small cost beside packing the
+  // same bytes (docs/benchmarks.md has the figure).
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   const std::span<const uint8_t> bytes = m->file_->bytes();
   XXH3_64bits_update(state, bytes.data(), std::min<size_t>(bytes.size(), m->file_->data_offset()));
   for (const gguf::TensorInfo& t : m->file_->tensors()) {
-    XXH3_64bits_update(state, t.data.data(), std::min<size_t>(t.data.size(), 4096));
+    XXH3_64bits_update(state, t.data.data(), t.data.size());
   }
   m->fingerprint_ = XXH3_64bits_digest(state);
   XXH3_freeState(state);

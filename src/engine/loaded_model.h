@@ -26,8 +26,8 @@ class LoadedModel {
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   tokenizer::ChatFormat chat_format() const { return chat_format_; }
   const std::string& path() const { return path_; }
-  // A 64-bit identity of the model's contents (metadata, tensor directory and a sample of
-  // every tensor's bytes): KV computed by another model never matches.
+  // A 64-bit identity of the model's contents (metadata, tensor directory and every tensor's
+  // bytes): KV computed by another model never matches.
   uint64_t fingerprint() const { return fingerprint_; }
 
  private:
