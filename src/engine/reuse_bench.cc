@@ -227,7 +227,14 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       segments.push_back({s.role, s.text});
     std::vector<float> oracle_logits;
     std::vector<int32_t> oracle_continuation;
+    // The oracle runs first whatever the order asked for (`--methods blend,none`), so that every
+    // other method is compared with it; results keep the asked order.
+    std::vector<MethodRun*> order;
     for (MethodRun& run : runs) {
+      order.insert(run.method == ReuseMethod::kNone ? order.begin() : order.end(), &run);
+    }
+    for (MethodRun* run_ptr : order) {
+      MethodRun& run = *run_ptr;
       const double caller_writes_before = store ? store->Stats().write_ms_on_caller : 0.0;
       REPRISE_ASSIGN_OR_RETURN(PrefillReport report, run.session->Prefill(segments));
       if (store) {
@@ -246,7 +253,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         oracle_continuation = continuation;
       }
       // Every method sees the same prompt: count it once, from the first.
-      if (&run == &runs.front()) prompt_tokens += report.prompt_tokens;
+      if (run_ptr == order.front()) prompt_tokens += report.prompt_tokens;
       MethodStats& st = run.stats;
       ++st.queries;
       st.ttft_ms.push_back(report.ttft_ms);
