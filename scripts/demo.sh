@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Sets up everything (Debian packages, Release build) and runs the demo on the built-in
-# default model. Run as root on a fresh Debian 12 machine, or with sudo rights.
+# Sets up what the demo needs (Debian packages, a Release build of the `reprise` program only)
+# and runs `reprise demo` on the demo kit in data/demo: KV reuse on a small trained model with
+# real documents. Run as root on a fresh Debian 12 machine, or with sudo rights. Arguments go
+# to `reprise demo` (e.g. --model MY.gguf). scripts/test.sh builds and runs everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+start=$(date +%s)
+scripts/build.sh --target reprise
+echo "demo.sh: built build/reprise in $(( $(date +%s) - start )) s"
 exec build/reprise demo "$@"
