@@ -223,6 +223,30 @@ TEST(DemoOwnModelTest, RandomWeightModelSaysItsTextIsNoise) {
   EXPECT_GT(tables.at(2).at("blend").reused + tables.at(2).at("blend").recomputed, 0) << o.out;
 }
 
+TEST(DemoOwnDocumentsTest, RunsTheSessionOnTheGivenFiles) {
+  testing_support::TempDir home;
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"lighthouse.txt", "The lighthouse stands on the northern cliff.\nIt was built in 1902.\n"},
+      {"harbour.txt", "The harbour has two piers.\nFishing boats leave at dawn.\n"},
+      {"bakery.txt", "The village bakery opens at six.\nIt sells bread and buns.\n"}};
+  std::string args = "-n 4 --answer-tokens 4 --repeat 1 --ask 'When was the lighthouse built?'";
+  for (const auto& [name, text] : files) {
+    std::ofstream(home.path() + "/" + name) << text;
+    args += " --doc " + home.path() + "/" + name;
+  }
+  const Outcome o = Demo(args, home.path());
+  ASSERT_EQ(o.exit_code, 0) << o.err << o.out;
+  EXPECT_NE(o.out.find("Documents: \"lighthouse.txt\" \"harbour.txt\" \"bakery.txt\""),
+            std::string::npos)
+      << o.out;
+  const Tables tables = ParseTables(o.out);
+  ASSERT_EQ(tables.size(), 4u) << o.out;
+  EXPECT_GT(tables.at(2).at("blend").reused + tables.at(2).at("blend").recomputed, 0) << o.out;
+  const Outcome one = Demo("--doc " + home.path() + "/bakery.txt", home.path());
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.err.find("--doc: give 2 to 4 files"), std::string::npos) << one.err;
+}
+
 TEST(DemoErrorsTest, AKitFolderWithoutTheKitIsAClearError) {
   testing_support::TempDir home;
   const Outcome o = Demo("--kit " + home.path(), home.path());
