@@ -431,25 +431,30 @@ class DemoCommand : public Command {
     return Status::Ok();
   }
 
-  Result<MethodOutcome> RunOne(MethodRun& run, const Segments& segments) {
-    MethodOutcome out;
+  // One try of the prefill; the first records the report and where the chunks came from,
+  // later ones (nothing was stored in between, so the plan is the same; chunks read from
+  // flash by the first try are now in memory) only keep the best TTFT.
+  Status TryPrefill(MethodRun& run, const Segments& segments, bool first, MethodOutcome& out) {
     const kv::ChunkCacheStats before = run.cache ? run.cache->stats() : kv::ChunkCacheStats{};
-    REPRISE_ASSIGN_OR_RETURN(out.report, run.session->Prefill(segments));
-    out.first_ttft_ms = out.report.ttft_ms;
+    REPRISE_ASSIGN_OR_RETURN(engine::PrefillReport report, run.session->Prefill(segments));
+    if (!first) {
+      out.report.ttft_ms = std::min(out.report.ttft_ms, report.ttft_ms);
+      return Status::Ok();
+    }
+    out.report = report;
+    out.first_ttft_ms = report.ttft_ms;
     if (run.cache) {
       const kv::ChunkCacheStats after = run.cache->stats();
       out.hits_memory = after.hits_pool - before.hits_pool;
       out.hits_flash = after.hits_flash - before.hits_flash;
     }
-    // The same prefill again (nothing was stored in between, so the plan is the same; chunks
-    // read from flash by the first try are now in memory). The best try is the least
-    // disturbed by other work on the machine.
-    for (int i = 1; i < repeat_; ++i) {
-      REPRISE_ASSIGN_OR_RETURN(engine::PrefillReport again, run.session->Prefill(segments));
-      out.report.ttft_ms = std::min(out.report.ttft_ms, again.ttft_ms);
-    }
+    return Status::Ok();
+  }
+
+  // After the last try: the logits, the chunks stored (off the TTFT path: the store writes
+  // back later), and the greedy answer.
+  Status Finish(MethodRun& run, MethodOutcome& out) {
     out.logits.assign(run.session->logits().begin(), run.session->logits().end());
-    // Storing the prompt's chunks is off the TTFT path (the store writes back later).
     REPRISE_RETURN_IF_ERROR(run.session->StoreChunks());
     std::span<const float> logits = run.session->logits();
     for (int i = 0; i < answer_tokens_; ++i) {
@@ -458,7 +463,7 @@ class DemoCommand : public Command {
       if (i + 1 == answer_tokens_) break;
       REPRISE_ASSIGN_OR_RETURN(logits, run.session->Decode(token));
     }
-    return out;
+    return Status::Ok();
   }
 
   static std::string Quote(std::string text) {
@@ -473,11 +478,15 @@ class DemoCommand : public Command {
   Result<std::string> RunRequest(int index, const Scenario::Request& request,
                                  std::vector<MethodRun>& runs, const tokenizer::Tokenizer& tok,
                                  bool after_restart, Tally& tally) {
-    std::vector<MethodOutcome> outcomes;
-    for (MethodRun& run : runs) {
-      REPRISE_ASSIGN_OR_RETURN(MethodOutcome outcome, RunOne(run, request.segments));
-      outcomes.push_back(std::move(outcome));
+    // The methods take turns, try after try, so that other work on the machine disturbs them
+    // alike.
+    std::vector<MethodOutcome> outcomes(runs.size());
+    for (int t = 0; t < repeat_; ++t) {
+      for (size_t m = 0; m < runs.size(); ++m) {
+        REPRISE_RETURN_IF_ERROR(TryPrefill(runs[m], request.segments, t == 0, outcomes[m]));
+      }
     }
+    for (size_t m = 0; m < runs.size(); ++m) REPRISE_RETURN_IF_ERROR(Finish(runs[m], outcomes[m]));
     const MethodOutcome& full = outcomes.front();
     std::printf("\n[%d] %s — %d prompt tokens\n", index + 1, request.title.c_str(),
                 full.report.prompt_tokens);
