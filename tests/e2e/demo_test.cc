@@ -99,7 +99,7 @@ class DemoTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     home_ = new testing_support::TempDir();
-    first_ = new Outcome(Demo("-n 24 --answer-tokens 8", home_->path()));
+    first_ = new Outcome(Demo("-n 24 --answer-tokens 8 --repeat 1", home_->path()));
   }
   static void TearDownTestSuite() {
     delete first_;
@@ -189,7 +189,7 @@ TEST_F(DemoTest, ReportsAnswerAgreement) {
 
 TEST_F(DemoTest, RerunsGiveTheSameCounts) {
   ASSERT_EQ(first_->exit_code, 0) << first_->err;
-  const Outcome again = Demo("-n 24 --answer-tokens 8", home_->path());
+  const Outcome again = Demo("-n 24 --answer-tokens 8 --repeat 1", home_->path());
   ASSERT_EQ(again.exit_code, 0) << again.err;
   const Tables a = ParseTables(first_->out), b = ParseTables(again.out);
   ASSERT_EQ(a.size(), b.size());
