@@ -5,8 +5,11 @@
 // What is read: every value of F32, F16 and BF16 tensors, and the scales (`d`, and `m` or
 // `dmin` where the block has one) of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K..Q6_K blocks; the
 // integer quants of a block cannot be non-finite. Other types are not checked. The scan is one
-// pass over the F32/F16/BF16 data and one strided read per quantized block: 0.5 ms for
-// stories260K (F32, 1.1 MB). Thread-safe (reads only).
+// pass over the F32/F16/BF16 data and one strided read per quantized block. Measured (warm
+// page cache, 2 busy cores): stories260K (F32) 0.05 ms of scanning against ~10 ms of
+// PackedWeights::Create; SmolLM2-135M Q8_0 5-14 ms against 265-770 ms, F16 10-15 ms against
+// 275-400 ms; 48-128 ms when the scan is the first to touch the pages (their faults are then
+// saved by the packing that follows). Thread-safe (reads only).
 #pragma once
 
 #include "base/status.h"
