@@ -4,17 +4,19 @@
 #  1. every libFuzzer target (fuzz/CMakeLists.txt), one after the other, for a time or an
 #     execution budget each, on the corpus kept in build-fuzz/fuzz/corpus-work/ (so that
 #     successive soaks build on each other);
-#  2. the store crash harness at scale: `ctest -L soak` in a Release build (build-soak/);
+#  2. the store crash harness at scale: `REPRISE_SOAK=1 ctest -L soak` in a Release build
+#     (build-soak/, configured and built whole here; --store-build DIR uses an existing one);
 # then prints one summary table. Logs and crash reproducers land in
 # build-fuzz/soak-results/<target>/ (libFuzzer stops a target at its first crash: the crashes
 # column is 0 or 1). Exits non-zero when anything crashed or failed.
 #
 #   scripts/soak.sh [--seconds N] [--runs N] [--targets "gguf tokenizer ..."] [--no-store]
-#                   [--no-build] [--nice N]
+#                   [--store-build DIR] [--no-build] [--nice N]
+# (--no-build: use the binaries as they are, for the fuzz targets and the store harness.)
 #
 # Each target stops after --runs executions or --seconds, whichever comes first. Defaults:
 # 10 million runs or 3600 s per target; every target; the store harness included; nice 10
-# (the machine may be shared). --runs 0 means no execution limit.
+# (the machine may be shared). --runs 0 means no execution limit; --targets "" skips fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +24,7 @@ seconds=3600
 runs=10000000
 targets="gguf kv_file catalog tokenizer chat_template convert"
 store=1
+store_build=""
 build=1
 niceness=10
 while [ $# -gt 0 ]; do
@@ -32,7 +35,8 @@ while [ $# -gt 0 ]; do
     --no-store) store=0; shift ;;
     --no-build) build=0; shift ;;
     --nice) niceness="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --store-build) store_build="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -48,7 +52,7 @@ fuzz_dir=build-fuzz
 results="$fuzz_dir/soak-results"
 mkdir -p "$results"
 
-if [ "$build" = 1 ]; then
+if [ "$build" = 1 ] && [ -n "$targets" ]; then
   echo "== Building the fuzz targets ($fuzz_dir)"
   CC=clang CXX=clang++ cmake -S . -B "$fuzz_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DREPRISE_BUILD_FUZZERS=ON -DREPRISE_SANITIZE=ON -DREPRISE_BUILD_TESTS=OFF -DREPRISE_WERROR=OFF \
@@ -89,12 +93,16 @@ done
 
 store_line="store crash harness: skipped (--no-store)"
 if [ "$store" = 1 ]; then
-  echo "== Store crash harness at scale (ctest -L soak, build-soak/)"
-  cmake -S . -B build-soak -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  nice -n "$niceness" cmake --build build-soak -j"$jobs"
+  dir="${store_build:-build-soak}"
+  echo "== Store crash harness at scale (REPRISE_SOAK=1 ctest -L soak, $dir/)"
+  if [ -z "$store_build" ]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  if [ "$build" = 1 ]; then nice -n "$niceness" cmake --build "$dir" -j"$jobs"; fi
   start=$(date +%s)
   set +e
-  (cd build-soak && nice -n "$niceness" ctest --output-on-failure -L soak) >"$results/soak.log" 2>&1
+  (cd "$dir" && REPRISE_SOAK=1 nice -n "$niceness" ctest --output-on-failure -L soak) \
+    >"$results/soak.log" 2>&1
   rc=$?
   set -e
   elapsed=$(( $(date +%s) - start ))
@@ -106,6 +114,6 @@ fi
 echo
 echo "== Soak summary ($(date -u '+%Y-%m-%d %H:%M UTC'))"
 printf '%-14s %14s %10s %8s %8s\n' target executions exec/s crashes corpus
-for row in "${rows[@]}"; do echo "$row"; done
+for row in "${rows[@]+"${rows[@]}"}"; do echo "$row"; done
 echo "$store_line"
 exit "$status"
