@@ -280,8 +280,8 @@ class DemoCommand : public Command {
     sub->add_option("--ask", ask_, "The question about your documents (with --doc)")
         ->default_val("What are these documents about?");
     sub->add_option("--store-dir", store_dir_,
-                    "The demo's store folder, emptied first (default: demo-store in the cache "
-                    "folder)");
+                    "The demo's store folder (default: demo-store in the cache folder); only its "
+                    "namespaces demo-prefix and demo-blend are emptied");
     sub->add_option("--repeat", repeat_,
                     "Tries of each prefill; the TTFT shown is the best (a shared machine is noisy)")
         ->default_val(3)
@@ -385,11 +385,19 @@ class DemoCommand : public Command {
     return model.ok() && (*model)->config().name.rfind("reprise-random-", 0) == 0;
   }
 
-  // Opens the store and one session per method (sharing weights and threads).
-  // A session first runs a prompt of `warm_tokens` tokens that is never stored, so that the
-  // first request is not the one that touches the graphs' and the KV cache's memory.
+  // The store's namespaces of the demo: one per method that caches.
+  static std::string DemoNamespace(engine::ReuseMethod method) {
+    return std::string("demo-") + engine::ReuseMethodName(method);
+  }
+
+  // Opens the store and one session per method (sharing weights and threads). On the first
+  // open (`fresh`) the demo's namespaces are emptied, so that every run starts alike (other
+  // namespaces of a folder given with --store-dir are left alone), and each session first runs
+  // a prompt of `warm_tokens` tokens that is never stored, so that the first request is not
+  // the one that touches the graphs' and the KV cache's memory. After the restart there is no
+  // warm-up: its lookups would read the stored chunks from flash before the first request.
   Status OpenRuns(const engine::LoadedModel& model, const engine::ReuseOptions& base,
-                  int warm_tokens, std::unique_ptr<store::ChunkStore>& store,
+                  int warm_tokens, bool fresh, std::unique_ptr<store::ChunkStore>& store,
                   std::vector<MethodRun>& runs) {
     const std::string sentence = "The quick brown fox jumps over the lazy dog. ";
     const int per_sentence = std::max<int>(
@@ -404,7 +412,6 @@ class DemoCommand : public Command {
     settings.disk_mb = 1024;
     REPRISE_ASSIGN_OR_RETURN(store, engine::OpenChunkStore(model, settings));
     runs.clear();
-    const bool store_empty = store->Stats().chunks == 0;
     std::shared_ptr<const model::PackedWeights> weights;
     std::shared_ptr<ThreadPool> pool;
     for (engine::ReuseMethod method :
@@ -416,16 +423,15 @@ class DemoCommand : public Command {
       options.shared_weights = weights;
       options.shared_pool = pool;
       if (method != engine::ReuseMethod::kNone) {
-        run.cache = store->OpenNamespace(std::string("demo-") + engine::ReuseMethodName(method));
+        if (fresh) REPRISE_RETURN_IF_ERROR(store->Clear(DemoNamespace(method)));
+        run.cache = store->OpenNamespace(DemoNamespace(method));
       }
       REPRISE_ASSIGN_OR_RETURN(run.session,
                                engine::ReuseSession::Create(model, options, run.cache.get()));
       weights = run.session->backend().shared_weights();
       pool = run.session->backend().shared_pool();
-      // First touch of the graphs' memory, off the record (nothing is stored). Not where a
-      // store holds chunks: its lookups would read them from flash before the first request.
       const engine::PromptSegment warm[] = {{"warm-up", warm_text}};
-      if (!run.cache || store_empty) REPRISE_RETURN_IF_ERROR(run.session->Prefill(warm));
+      if (!run.cache || fresh) REPRISE_RETURN_IF_ERROR(run.session->Prefill(warm));
       runs.push_back(std::move(run));
     }
     return Status::Ok();
@@ -576,12 +582,6 @@ class DemoCommand : public Command {
       if (!cache.ok()) return PrintError("demo", cache.error());
       store_dir_ = *cache + "/demo-store";
     }
-    std::error_code ec;
-    fs::remove_all(store_dir_, ec);  // every run starts from an empty store
-    if (ec) {
-      return PrintError("demo",
-                        IoError("cannot empty the demo store " + store_dir_ + ": " + ec.message()));
-    }
 
     std::printf("\n== 2. KV reuse: a document-QA session on %s\n", model_path.c_str());
     if (model_.empty()) {
@@ -594,7 +594,7 @@ class DemoCommand : public Command {
                 doc_files_.empty() ? " (HotpotQA paragraphs, CC BY-SA 4.0)" : "");
     for (const std::string& t : scenario.document_titles) std::printf(" \"%s\"", t.c_str());
     std::printf(
-        "\n   Store %s (emptied first), one namespace per method; context %d tokens, "
+        "\n   Store %s, namespaces demo-prefix and demo-blend (emptied first); context %d tokens, "
         "prefill graph %d tokens, recompute graph %d (ratio %.2f);\n   TTFT: the best of %d tries "
         "of each prefill.\n",
         store_dir_.c_str(), base.context_tokens, base.prefill_capacity, base.recompute_capacity,
@@ -612,7 +612,7 @@ class DemoCommand : public Command {
     }
     std::unique_ptr<store::ChunkStore> store;
     std::vector<MethodRun> runs;
-    if (Status s = OpenRuns(model, base, warm_tokens, store, runs); !s.ok())
+    if (Status s = OpenRuns(model, base, warm_tokens, true, store, runs); !s.ok())
       return PrintError("demo", s);
     const size_t before_restart = scenario.requests.size() - 1;
     std::string chat_answer;
@@ -640,7 +640,7 @@ class DemoCommand : public Command {
         "\n== 3. Restart: the engine is closed (the store holds %lld chunks, %.1f MiB on "
         "flash) and opened again on the same store\n",
         static_cast<long long>(saved.chunks), saved.bytes_on_disk / 1048576.0);
-    if (Status s = OpenRuns(model, base, warm_tokens, store, runs); !s.ok())
+    if (Status s = OpenRuns(model, base, warm_tokens, false, store, runs); !s.ok())
       return PrintError("demo", s);
     Result<std::string> answer = RunRequest(static_cast<int>(before_restart),
                                             scenario.requests.back(), runs, tok, true, tally);
@@ -669,7 +669,7 @@ class DemoCommand : public Command {
                 static_cast<long long>(tally.memory_after_restart));
     std::printf(
         "   The store stays in %s (`reprise cache stats --store %s`); the next demo "
-        "empties it.\n",
+        "empties its demo namespaces.\n",
         store_dir_.c_str(), store_dir_.c_str());
     return kExitOk;
   }

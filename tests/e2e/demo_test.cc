@@ -247,6 +247,27 @@ TEST(DemoOwnDocumentsTest, RunsTheSessionOnTheGivenFiles) {
   EXPECT_NE(one.err.find("--doc: give 2 to 4 files"), std::string::npos) << one.err;
 }
 
+TEST(DemoStoreTest, AGivenStoreKeepsItsOtherNamespaces) {
+  testing_support::TempDir home;
+  const std::string store = home.path() + "/store";
+  const std::string run = std::string(REPRISE_CLI_PATH) +
+                          " run -m " REPRISE_SOURCE_DIR
+                          "/data/demo/stories260K.gguf -p 'The keeper climbed the stairs.' -n 2 "
+                          "--store-dir " +
+                          store + " --namespace keep >/dev/null";
+  ASSERT_EQ(std::system(run.c_str()), 0);
+  const Outcome o = Demo("-n 2 --answer-tokens 2 --repeat 1 --store-dir " + store, home.path());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("Store " + store + ", namespaces demo-prefix and demo-blend"),
+            std::string::npos)
+      << o.out;
+  const std::string listed = home.path() + "/listed";
+  const std::string ls =
+      std::string(REPRISE_CLI_PATH) + " cache ls --store " + store + " --namespace keep >" + listed;
+  ASSERT_EQ(std::system(ls.c_str()), 0);
+  EXPECT_NE(ReadAll(listed).find("keep "), std::string::npos) << ReadAll(listed);
+}
+
 TEST(DemoErrorsTest, AKitFolderWithoutTheKitIsAClearError) {
   testing_support::TempDir home;
   const Outcome o = Demo("--kit " + home.path(), home.path());
