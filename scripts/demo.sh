@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+build_dir=${REPRISE_BUILD_DIR:-build}
 start=$(date +%s)
 scripts/build.sh --target reprise
-echo "demo.sh: built build/reprise in $(( $(date +%s) - start )) s"
-exec build/reprise demo "$@"
+echo "demo.sh: built $build_dir/reprise in $(( $(date +%s) - start )) s"
+exec "$build_dir/reprise" demo "$@"
