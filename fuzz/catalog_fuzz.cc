@@ -15,6 +15,7 @@
 #include <string>
 
 #include "base/file_util.h"
+#include "base/logging.h"
 #include "store/catalog.h"
 #include "store/chunk_store.h"
 
@@ -62,6 +63,12 @@ void WriteCatalog(const uint8_t* data, size_t size) {
 }
 
 }  // namespace
+
+// Library warnings (e.g. a dropped special token id) would flood the output, once per input.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  reprise::SetLogLevel(reprise::LogLevel::kSilent);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   reprise::store::StoreOptions options;

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "base/file_util.h"
+#include "base/logging.h"
 #include "convert/hf_importer.h"
 #include "convert/hf_tokenizer_import.h"
 #include "convert/json_util.h"
@@ -55,6 +56,12 @@ void Trap(bool failed) {
 }
 
 }  // namespace
+
+// Library warnings (e.g. a dropped special token id) would flood the output, once per input.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  reprise::SetLogLevel(reprise::LogLevel::kSilent);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

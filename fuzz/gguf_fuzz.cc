@@ -4,10 +4,17 @@
 #include <cstdint>
 #include <span>
 
+#include "base/logging.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
 #include "model/weight_check.h"
 #include "tokenizer/vocab.h"
+
+// Library warnings (e.g. a dropped special token id) would flood the output, once per input.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  reprise::SetLogLevel(reprise::LogLevel::kSilent);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto file = reprise::gguf::GgufFile::Parse(std::span<const uint8_t>(data, size));

@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "base/logging.h"
 #include "store/kv_file.h"
 
 namespace {
@@ -28,6 +29,12 @@ void Trap(bool failed) {
 }
 
 }  // namespace
+
+// Library warnings (e.g. a dropped special token id) would flood the output, once per input.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  reprise::SetLogLevel(reprise::LogLevel::kSilent);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
