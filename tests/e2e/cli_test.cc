@@ -339,12 +339,16 @@ TEST_F(CliHostileStoreTest, CacheCommandsSurviveInvalidNamespaceNames) {
   Outcome stats = Reprise("cache stats --json" + store);
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_EQ(nlohmann::json::parse(stats.out)["chunks"].get<size_t>(), rows.size());
+  const std::string bad_arg = " --namespace \"$(printf '\\377\\nB')\"";
+  stats = Reprise("cache stats --json" + bad_arg + store);
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["namespace"], "\xef\xbf\xbd\nB");
   Outcome text = Reprise("cache ls" + store);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(static_cast<size_t>(std::count(text.out.begin(), text.out.end(), '\n')), rows.size());
   EXPECT_EQ(text.out.rfind("\\xff\\nB ", 0), 0u) << text.out;
   // The name stays usable by the cache commands: clear it by its bytes.
-  Outcome clear = Reprise("cache clear --namespace \"$(printf '\\377\\nB')\"" + store);
+  Outcome clear = Reprise("cache clear" + bad_arg + store);
   ASSERT_EQ(clear.exit_code, 0) << clear.err;
   EXPECT_NE(clear.out.find("\\xff\\nB"), std::string::npos) << clear.out;
   EXPECT_EQ(nlohmann::json::parse(Reprise("cache stats --json" + store).out)["chunks"], 0);
@@ -467,7 +471,7 @@ TEST_F(CliHostileInputTest, NumericOptionsAreRangeChecked) {
       {run + "-t 100000", "--threads"},
       {run + "-c -1", "--context"},
       {"make-model --layers -1 -o " + dir_->path() + "/x.gguf", "--layers"},
-      {"make-model --layers 100000 -o " + dir_->path() + "/x.gguf", "--layers"},
+      {"make-model --layers 2000 -o " + dir_->path() + "/x.gguf", "--layers"},
       {"bench decode -m " + model_ + " -t -1", "--threads"},
       {"bench prefill -m " + model_ + " --lengths 16,0", "--lengths"},
       {"bench reuse -m " + model_ + " --queries 0", "--queries"},
