@@ -71,7 +71,10 @@ std::optional<std::string> FindDemoKit() {
       if (holds_kit(dir / "data" / "demo")) return (dir / "data" / "demo").string();
     }
   }
-  if (holds_kit("data/demo")) return fs::weakly_canonical("data/demo").string();
+  if (holds_kit("data/demo")) {
+    const fs::path canonical = fs::weakly_canonical("data/demo", ec);
+    return ec ? std::string("data/demo") : canonical.string();
+  }
   return std::nullopt;
 }
 
@@ -310,7 +313,8 @@ class DemoCommand : public Command {
       kit_ = *kit;
       for (const KitModel& m : kKitModels) {
         const std::string path = kit_ + "/" + m.file;
-        if (fs::exists(path)) models.push_back({m.label, path});
+        std::error_code ec;  // an unreadable file counts as absent
+        if (fs::exists(path, ec)) models.push_back({m.label, path});
       }
       if (models.empty()) {
         return PrintError("demo", NotFoundError("no model in the demo kit " + kit_));
@@ -321,7 +325,8 @@ class DemoCommand : public Command {
       return kExitUsage;
     }
     if (kit_.empty()) kit_ = FindDemoKit().value_or("");
-    if (doc_files_.empty() && (kit_.empty() || !fs::exists(kit_ + "/" + kKitQuestions))) {
+    std::error_code ec;  // an unreadable kit counts as absent
+    if (doc_files_.empty() && (kit_.empty() || !fs::exists(kit_ + "/" + kKitQuestions, ec))) {
       return PrintError("demo",
                         NotFoundError("the demo kit's questions (" + std::string(kKitQuestions) +
                                       ") were not found; pass --kit DIR"));
