@@ -581,6 +581,9 @@ class DemoCommand : public Command {
                                                      " tokens) is too short for the demo"));
     }
     Scenario scenario = BuildScenario(*item, tok, budget, std::string(2 * answer_tokens_, '.'));
+    if (scenario.requests.empty()) {
+      return PrintError("demo", InvalidArgumentError("the question has no paragraphs"));
+    }
 
     if (store_dir_.empty()) {
       Result<std::string> cache = FindCacheDir();
