@@ -679,6 +679,12 @@ class DemoCommand : public Command {
         "   The store stays in %s (`reprise cache stats --store %s`); the next demo "
         "empties its demo namespaces.\n",
         store_dir_.c_str(), store_dir_.c_str());
+    if (std::optional<std::string> data = FindSharedDataDir()) {
+      std::printf(
+          "   Larger workloads are in %s: `reprise bench reuse -m %s --workload "
+          "docqa-distractor --warm-retrieved-only` measures the same over 100 questions.\n",
+          data->c_str(), model_path.c_str());
+    }
     return kExitOk;
   }
 
