@@ -41,17 +41,6 @@ Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
                               "' (none, prefix, full, blend)");
 }
 
-GraphCosts UncalibratedGraphCosts(int num_layers, int check_layer, int prefill_capacity,
-                                  int recompute_capacity, double recompute_ratio) {
-  const int layers = std::max(1, num_layers);
-  const int full_layers = std::clamp(check_layer, 0, layers - 1) + 1;
-  GraphCosts costs;
-  costs.prefill = static_cast<double>(prefill_capacity) * layers;
-  costs.recompute = static_cast<double>(recompute_capacity) *
-                    (full_layers + std::clamp(recompute_ratio, 0.0, 1.0) * (layers - full_layers));
-  return costs;
-}
-
 Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& model,
                                                            const ReuseOptions& options,
                                                            kv::ChunkCache* cache) {
@@ -81,13 +70,11 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   reuse::ChunkMergeOptions merge;
   merge.prefill_capacity = s->backend_->prefill_capacity();
   merge.recompute_capacity = std::max(1, s->backend_->recompute_capacity());
-  const GraphCosts uncalibrated = UncalibratedGraphCosts(
-      model.config().num_layers, graph_options.check_layer, merge.prefill_capacity,
-      merge.recompute_capacity, options.recompute_ratio);
   merge.prefill_latency_ms =
-      options.prefill_latency_ms > 0 ? options.prefill_latency_ms : uncalibrated.prefill;
-  merge.recompute_latency_ms =
-      options.recompute_latency_ms > 0 ? options.recompute_latency_ms : uncalibrated.recompute;
+      options.prefill_latency_ms > 0 ? options.prefill_latency_ms : merge.prefill_capacity;
+  merge.recompute_latency_ms = options.recompute_latency_ms > 0
+                                   ? options.recompute_latency_ms
+                                   : merge.recompute_capacity * options.recompute_ratio;
   merge.recompute_ratio = options.recompute_ratio;
   REPRISE_ASSIGN_OR_RETURN(reuse::ChunkMergeScheduler scheduler,
                            reuse::ChunkMergeScheduler::Create(merge));

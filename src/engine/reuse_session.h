@@ -48,24 +48,13 @@ struct ReuseOptions {
   double guard_deviation = 0.0;
   int min_match_tokens = 32;
   int max_candidates = 8;
-  // Graph latencies for the scheduler (from a calibration); 0 = UncalibratedGraphCosts.
+  // Graph latencies for the scheduler; 0 = proportional to capacity.
   double prefill_latency_ms = 0.0;
   double recompute_latency_ms = 0.0;
   // Share packed weights and threads with other sessions of the same model (null = own).
   std::shared_ptr<const model::PackedWeights> shared_weights;
   std::shared_ptr<ThreadPool> shared_pool;
 };
-
-// The scheduler's cost of one graph call when no calibration was measured, in token-layers (one
-// token through one layer): a prefill call runs its Lp tokens through every layer; a recompute
-// call runs its Ls tokens through the layers up to and including the check layer, and r * Ls
-// selected tokens through the rest. Only the ratio between the two matters to the scheduler.
-struct GraphCosts {
-  double prefill = 0;
-  double recompute = 0;
-};
-GraphCosts UncalibratedGraphCosts(int num_layers, int check_layer, int prefill_capacity,
-                                  int recompute_capacity, double recompute_ratio);
 
 struct PromptSegment {
   std::string role;

@@ -8,7 +8,6 @@
 #include "convert/model_maker.h"
 #include "engine/kv_transfer.h"
 #include "kv/memory_chunk_cache.h"
-#include "reuse/chunk_merge_scheduler.h"
 #include "support/temp_dir.h"
 
 namespace reprise::engine {
@@ -58,15 +57,6 @@ class ReuseSessionTest : public ::testing::Test {
     o.recompute_capacity = 64;
     o.chunk_tokens = 64;
     o.min_match_tokens = 16;
-    return o;
-  }
-
-  // `tiny` has two layers and checks at layer 1, so a recompute call runs every row through
-  // every layer: its honest cost equals a prefill's and the scheduler rightly prefers the exact
-  // prefill. Tests of the recompute path give it the latencies a deeper model calibrates to.
-  static ReuseOptions PreferRecompute(ReuseOptions o) {
-    o.prefill_latency_ms = 100.0;
-    o.recompute_latency_ms = 1.0;
     return o;
   }
 
@@ -177,7 +167,7 @@ TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
                                           {"document", Words(7, 50)},
                                           {"question", Words(5, 8)}};
   kv::MemoryChunkCache cache_a(64 << 20), cache_b(64 << 20), cache_c(64 << 20);
-  ReuseOptions blend_options = PreferRecompute(Options(ReuseMethod::kBlend));
+  ReuseOptions blend_options = Options(ReuseMethod::kBlend);
   blend_options.recompute_ratio = 0.001;
   PrefillReport report;
   const std::vector<float> blend = Run(*model, blend_options, &cache_a, {earlier}, now, &report);
@@ -194,7 +184,7 @@ TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
   EXPECT_GT(RelativeError(full, none), 1e-3);
   // The default ratio lands in between.
   const std::vector<float> blended =
-      Run(*model, PreferRecompute(Options(ReuseMethod::kBlend)), &cache_c, {earlier}, now);
+      Run(*model, Options(ReuseMethod::kBlend), &cache_c, {earlier}, now);
   EXPECT_LT(RelativeError(blended, none), RelativeError(full, none));
 
   // With the check layer's fresh K/V kept for every token (an option), layers 0..check hold
@@ -243,7 +233,7 @@ TEST_F(ReuseSessionTest, QualityGuardPrefillsCallsWhoseReusedKvDeviatesTooMuch) 
   const kv::ContentHash doc = kv::HashTokens(model->fingerprint(), doc_tokens);
   const std::vector<float> truth = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
 
-  ReuseOptions options = PreferRecompute(Options(ReuseMethod::kBlend));
+  ReuseOptions options = Options(ReuseMethod::kBlend);
   options.recompute_ratio = 0.05;  // few tokens repaired: the reused KV matters
   // Ordinary reuse: a residual deviation well below 1, no fallback with the guard at 0.5.
   kv::MemoryChunkCache honest(64 << 20);
@@ -312,45 +302,6 @@ TEST_F(ReuseSessionTest, CountsAddUpAndRejectsOverlongPrompts) {
   EXPECT_EQ(too_long.error().code(), StatusCode::kInvalidArgument);
   // The session still works afterwards.
   EXPECT_TRUE(session->Prefill(b).ok());
-}
-
-TEST(UncalibratedGraphCostsTest, CountLayersUpToTheCheckLayerInFull) {
-  // 5 layers, check layer 1: a recompute call runs layers 0 and 1 for all its rows.
-  const GraphCosts c = UncalibratedGraphCosts(5, 1, 128, 256, 0.25);
-  EXPECT_DOUBLE_EQ(c.prefill, 128.0 * 5);
-  EXPECT_DOUBLE_EQ(c.recompute, 256.0 * (2 + 0.25 * 3));
-  // A tiny ratio still pays for the layers every row runs.
-  EXPECT_GT(UncalibratedGraphCosts(5, 1, 128, 256, 0.004).recompute, 256.0 * 2);
-  // The check layer is clamped to the model.
-  EXPECT_DOUBLE_EQ(UncalibratedGraphCosts(2, 7, 32, 32, 0.5).recompute, 32.0 * 2);
-}
-
-// Review finding: with costs proportional to r alone, --ratio 0.004 made recompute calls look
-// free and one query became dozens of graph calls (each absorbing one new token). With honest
-// costs the schedule needs about as many calls as the prompt needs capacity.
-TEST(UncalibratedGraphCostsTest, ATinyRatioDoesNotSplitAPromptIntoManyCalls) {
-  const int lp = 128, ls = 256;
-  const double r = 0.004;
-  const GraphCosts costs = UncalibratedGraphCosts(5, 1, lp, ls, r);
-  reuse::ChunkMergeOptions options;
-  options.prefill_capacity = lp;
-  options.recompute_capacity = ls;
-  options.prefill_latency_ms = costs.prefill;
-  options.recompute_latency_ms = costs.recompute;
-  options.recompute_ratio = r;
-  Result<reuse::ChunkMergeScheduler> scheduler = reuse::ChunkMergeScheduler::Create(options);
-  ASSERT_TRUE(scheduler.ok());
-  std::vector<reuse::TokenRun> runs;
-  int at = 0;
-  for (int i = 0; i < 8; ++i) {  // a document of 60 reused tokens, then 4 new ones, 8 times
-    runs.push_back({reuse::RunKind::kNonPrefix, at, at + 60});
-    runs.push_back({reuse::RunKind::kNew, at + 60, at + 64});
-    at += 64;
-  }
-  Result<reuse::ChunkSchedule> schedule = scheduler->Schedule(runs);
-  ASSERT_TRUE(schedule.ok());
-  EXPECT_LE(schedule->calls.size(), static_cast<size_t>((at + lp - 1) / lp + 1))
-      << schedule->ToString();
 }
 
 }  // namespace
