@@ -249,7 +249,9 @@ class BenchCommand : public Command {
     reuse_options_.store_cost_aware = eviction_ == "cost";
     reuse_options_.store_prefetch = !no_prefetch_;
     reuse_options_.measure_quality = !no_quality_;
-    reuse_options_.calibration_dir = CacheDir();
+    // Without a cache folder there are no saved calibrations: "" = do not look.
+    Result<std::string> cache_dir = FindCacheDir();
+    reuse_options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
     reuse_options_.keep_capacities = lp_option_->count() > 0 || ls_option_->count() > 0;
     reuse_options_.methods.clear();
     for (const std::string& name : method_names_) {

@@ -41,7 +41,9 @@ class CacheCommand : public Command {
     gc_ = sub->add_subcommand("gc", "Remove orphans, verify every file, enforce the budget");
     clear_ = sub->add_subcommand("clear", "Delete the chunks of a namespace, or all");
     for (CLI::App* s : {stats_, ls_, pin_, gc_, clear_}) {
-      s->add_option("--store", dir_, "Store folder (default: " + CacheDir() + "/store)");
+      s->add_option("--store", dir_,
+                    "Store folder (default: <cache folder>/store; the cache folder is "
+                    "$XDG_CACHE_HOME/reprise or ~/.cache/reprise)");
       ns_options_.push_back(s->add_option("--namespace", name_space_, "Only this namespace")
                                 ->check(ExistingNamespaceName()));
       s->add_flag("--json", json_, "Print JSON");
@@ -57,7 +59,11 @@ class CacheCommand : public Command {
   }
 
   int Run() override {
-    if (dir_.empty()) dir_ = CacheDir() + "/store";
+    if (dir_.empty()) {
+      Result<std::string> cache_dir = FindCacheDir();
+      if (!cache_dir.ok()) return PrintError("cache", cache_dir.error());
+      dir_ = *cache_dir + "/store";
+    }
     // "--namespace not given" means every namespace; "--namespace ''" was rejected by the
     // parser.
     std::optional<std::string> ns;
@@ -109,15 +115,39 @@ class CacheCommand : public Command {
     j["bytes_in_pool"] = s.bytes_in_pool;
     j["namespaces"] = s.namespaces;
     j["corrupt_dropped"] = s.corrupt_dropped;
+    j["bad_rows_dropped"] = s.bad_rows_dropped;
+    j["catalog_rebuilds"] = s.catalog_rebuilds;
+    j["catalog_rebuilt"] = s.catalog_rebuilt;
+    if (s.catalog_rebuilt) {
+      j["catalog_set_aside"] = s.catalog_set_aside;
+      j["rows_restored"] = s.rows_restored;
+    }
+    j["recovery_skipped"] = s.recovery_skipped;
+    j["dir_mode_fixed"] = s.dir_mode_fixed;
+    if (!s.catalog_error.empty()) j["catalog_error"] = s.catalog_error;
     if (json_) {
       std::printf("%s\n", DumpJson(j).c_str());
     } else {
       std::printf(
           "store %s%s\n%lld chunks, %.2f MiB on disk, %lld namespaces, %.2f MiB in "
-          "memory, %lld corrupt dropped\n",
+          "memory, %lld corrupt dropped, %lld bad catalog rows dropped, %lld catalog rebuilds\n",
           EscapeName(dir_).c_str(), ns ? (" namespace " + EscapeName(*ns)).c_str() : "",
           static_cast<long long>(chunks), bytes / 1048576.0, static_cast<long long>(s.namespaces),
-          s.bytes_in_pool / 1048576.0, static_cast<long long>(s.corrupt_dropped));
+          s.bytes_in_pool / 1048576.0, static_cast<long long>(s.corrupt_dropped),
+          static_cast<long long>(s.bad_rows_dropped), static_cast<long long>(s.catalog_rebuilds));
+      if (s.catalog_rebuilt) {
+        std::printf("the damaged catalog was set aside as %s and rebuilt: %lld rows restored\n",
+                    EscapeName(s.catalog_set_aside).c_str(),
+                    static_cast<long long>(s.rows_restored));
+      }
+      if (s.recovery_skipped) {
+        std::printf("another process has the store open: leftovers were not cleaned up\n");
+      }
+    }
+    // A catalog that cannot be read is not an empty store: say so and fail.
+    if (!s.catalog_error.empty()) {
+      return PrintError("cache stats", CorruptError("the catalog of " + dir_ +
+                                                    " cannot be read: " + s.catalog_error));
     }
     return kExitOk;
   }
@@ -129,9 +159,14 @@ class CacheCommand : public Command {
     for (const store::CatalogRow& r : *rows) {
       const std::string id = FormatChunkId(r.chunk_id), parent = FormatChunkId(r.parent_id);
       if (json_) {
-        list.push_back({{"namespace", r.name_space}, {"chunk", id}, {"parent", parent},
-                        {"tokens", r.num_tokens}, {"bytes", r.file_bytes}, {"exact", r.exact},
-                        {"pinned", r.pinned}, {"codec", std::string(store::KvCodecName(r.codec))},
+        list.push_back({{"namespace", r.name_space},
+                        {"chunk", id},
+                        {"parent", parent},
+                        {"tokens", r.num_tokens},
+                        {"bytes", r.file_bytes},
+                        {"exact", r.exact},
+                        {"pinned", r.pinned},
+                        {"codec", std::string(store::KvCodecName(r.codec))},
                         {"accesses", r.access_count}});
       } else {
         std::printf("%-12s %s parent %s %5d tokens %9llu bytes %s%s %s\n",

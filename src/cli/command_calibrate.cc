@@ -50,9 +50,11 @@ class CalibrateCommand : public Command {
     for (const auto& [capacity, t] : c->prefill_ms) {
       std::printf("%9d %14.2f %16.2f\n", capacity, t, c->recompute_ms.at(capacity));
     }
-    const int threads = options_.num_threads > 0 ? options_.num_threads
-                                                 : GetThreadsFromMachine(c->machine);
-    const std::string path = engine::CalibrationPath(CacheDir(), (*model)->fingerprint(), threads);
+    const int threads =
+        options_.num_threads > 0 ? options_.num_threads : GetThreadsFromMachine(c->machine);
+    Result<std::string> cache_dir = FindCacheDir();
+    if (!cache_dir.ok()) return PrintError("calibrate", cache_dir.error());
+    const std::string path = engine::CalibrationPath(*cache_dir, (*model)->fingerprint(), threads);
     Status saved = engine::SaveCalibration(*c, path);
     if (!saved.ok()) return PrintError("calibrate", saved);
     std::printf("\nchosen: prefill capacity Lp = %d, recompute capacity Ls = %d\nsaved %s\n",
@@ -85,8 +87,10 @@ class CalibrateCommand : public Command {
     for (const workload::Request& r : work.requests) {
       for (const workload::Segment& s : r.segments) {
         const int n = std::max(1, wl.count_tokens(s.text));
-        if (workload::IsContextRole(s.role)) options_.recompute_lengths[n] += 1;
-        else options_.prefill_lengths[n] += 1;
+        if (workload::IsContextRole(s.role))
+          options_.recompute_lengths[n] += 1;
+        else
+          options_.prefill_lengths[n] += 1;
       }
     }
     return Status::Ok();

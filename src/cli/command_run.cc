@@ -54,8 +54,9 @@ class RunCommand : public Command {
         ->default_val(0.0)
         ->check(FiniteIn(0.0, 1e9));
     sub->add_flag("--store", use_store_,
-                  "Keep KV caches on flash across runs, in the default store folder (" +
-                      CacheDir() + "/store)");
+                  "Keep KV caches on flash across runs, in the default store folder "
+                  "(<cache folder>/store; the cache folder is $XDG_CACHE_HOME/reprise or "
+                  "~/.cache/reprise)");
     sub->add_option("--store-dir", options_.store_dir, "Keep KV caches in this folder");
     sub->add_option("--namespace", options_.name_space, "Store namespace (one per app)")
         ->default_val("default")
@@ -73,8 +74,13 @@ class RunCommand : public Command {
   }
 
   int Run() override {
-    if (use_store_ && options_.store_dir.empty()) options_.store_dir = CacheDir() + "/store";
-    if (options_.calibration_dir.empty()) options_.calibration_dir = CacheDir();
+    Result<std::string> cache_dir = FindCacheDir();
+    if (use_store_ && options_.store_dir.empty()) {
+      if (!cache_dir.ok()) return PrintError("run", cache_dir.error());
+      options_.store_dir = *cache_dir + "/store";
+    }
+    // Without a cache folder there are no saved calibrations to look for: "" = do not look.
+    if (options_.calibration_dir.empty() && cache_dir.ok()) options_.calibration_dir = *cache_dir;
     Result<std::unique_ptr<Engine>> engine = Engine::Create(options_);
     if (!engine.ok()) return PrintError("run", engine.error());
     // The prompt is echoed once the model has taken it (with the first token), so that a

@@ -37,9 +37,11 @@ std::string PasswdHome() {
 std::optional<std::string> FindSharedDataDir() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("REPRISE_DATA_DIR"); env && *env) {
-    if (fs::is_directory(env)) return std::string(env);
+    std::error_code ec;
+    if (fs::is_directory(env, ec)) return std::string(env);
     return std::nullopt;
   }
+  // Every call takes an error_code: a path we cannot read is "not here", never an exception.
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -47,11 +49,15 @@ std::optional<std::string> FindSharedDataDir() {
     for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
          dir = dir.parent_path()) {
       fs::path candidate = dir / ".." / "shared" / "data";
-      if (fs::is_directory(candidate / "models")) return fs::weakly_canonical(candidate).string();
+      if (fs::is_directory(candidate / "models", ec)) {
+        fs::path canonical = fs::weakly_canonical(candidate, ec);
+        if (!ec) return canonical.string();
+      }
     }
   }
-  if (fs::is_directory("../shared/data/models")) {
-    return fs::weakly_canonical("../shared/data").string();
+  if (fs::is_directory("../shared/data/models", ec)) {
+    fs::path canonical = fs::weakly_canonical("../shared/data", ec);
+    if (!ec) return canonical.string();
   }
   return std::nullopt;
 }
@@ -65,15 +71,6 @@ Result<std::string> FindCacheDir() {
   REPRISE_ASSIGN_OR_RETURN(std::string dir, store::ChooseCacheDir(sources));
   REPRISE_RETURN_IF_ERROR(CreateDirectories(dir));
   return dir;
-}
-
-std::string CacheDir() {
-  Result<std::string> dir = FindCacheDir();
-  if (dir.ok()) return *dir;
-  static bool said = false;
-  if (!said) std::fprintf(stderr, "reprise: %s\n", dir.status().ToString().c_str());
-  said = true;
-  return std::string();
 }
 
 }  // namespace reprise::cli

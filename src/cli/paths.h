@@ -20,8 +20,4 @@ std::optional<std::string> FindSharedDataDir();
 // those of creating it.
 Result<std::string> FindCacheDir();
 
-// FindCacheDir(), or "" after printing its error once to stderr. Prefer FindCacheDir, which
-// lets the caller stop with the message.
-std::string CacheDir();
-
 }  // namespace reprise::cli

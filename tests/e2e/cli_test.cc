@@ -215,6 +215,60 @@ TEST_F(CliTest, StoreKeepsKvAcrossRunsAndCacheCommandsWork) {
   EXPECT_EQ(Reprise("cache stats --store /nonexistent/store").exit_code, 1);
 }
 
+// Issue 12: a damaged catalog used to make every command fail while `cache stats` said
+// "0 chunks" with exit 0. Now stats fails with the reason, a writer sets the catalog aside and
+// rebuilds it from the KV files, and stats then shows the chunks and the rebuild.
+TEST_F(CliTest, DamagedCatalogIsReportedThenRebuiltFromTheKvFiles) {
+  testing_support::TempDir store;
+  const std::string run = "run -m " + model_ +
+                          " -p 'A fox ran across the snowy field to find its den before night.'"
+                          " -n 2 --store-dir " +
+                          store.path() + " --namespace e2e";
+  ASSERT_EQ(Reprise(run).exit_code, 0);
+  Outcome before = Reprise("cache stats --json --store " + store.path());
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  const int chunks = nlohmann::json::parse(before.out)["chunks"].get<int>();
+  ASSERT_GE(chunks, 1);
+  for (const char* suffix : {"-wal", "-shm"}) {
+    std::filesystem::remove(store.path() + "/catalog.db" + suffix);
+  }
+  {
+    std::ofstream garbage(store.path() + "/catalog.db", std::ios::binary | std::ios::trunc);
+    garbage << std::string(8192, '\x5a');
+  }
+  Outcome damaged = Reprise("cache stats --json --store " + store.path());
+  EXPECT_NE(damaged.exit_code, 0) << damaged.out;
+  EXPECT_NE(damaged.err.find("catalog"), std::string::npos) << damaged.err;
+
+  Outcome gc = Reprise("cache gc --store " + store.path());
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  Outcome after = Reprise("cache stats --json --store " + store.path());
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  nlohmann::json j = nlohmann::json::parse(after.out);
+  EXPECT_EQ(j["chunks"].get<int>(), chunks);
+  EXPECT_GE(j["catalog_rebuilds"].get<int>(), 1);
+  Outcome again = Reprise(run + " --stats");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("from flash"), std::string::npos) << again.err;
+}
+
+// Issue 9: `--methods blend,none` crashed (the full-prefill oracle was empty when `none` was
+// not first).
+TEST_F(CliTest, BenchReuseTakesMethodsInAnyOrder) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  REPRISE_REQUIRE_SHARED_FILE(locomo, "workloads/locomo/locomo10.json");
+  const std::string data = locomo.substr(0, locomo.find("/workloads/"));
+  Outcome o = Reprise("bench reuse -m " + stories +
+                      " --workload chat --queries 2 --top-chunks 3 --chunk-tokens 64 "
+                      "--methods blend,none --json --data " +
+                      data);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["methods"]["none"]["kl_mean"].get<double>(), 0.0);
+  EXPECT_EQ(j["methods"]["none"]["top1_agreement"].get<double>(), 1.0);
+  EXPECT_TRUE(j["methods"].contains("blend"));
+}
+
 TEST_F(CliTest, BenchReuseReportsEveryMethod) {
   REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
   REPRISE_REQUIRE_SHARED_FILE(locomo, "workloads/locomo/locomo10.json");
