@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything and runs the test suite with CTest:
 #  1. Release build, every test (unit + integration; fuzz and slow harnesses in short form);
-#  2. an AddressSanitizer + UndefinedBehaviorSanitizer build, the `unit` label;
+#  2. an AddressSanitizer + UndefinedBehaviorSanitizer build, the `unit` and `hostile` labels
+#     (the hostile-input tests of the command line run under the sanitizers too);
 #  3. every libFuzzer target (clang; fuzz/CMakeLists.txt: GGUF, KV file, catalog recovery,
 #     tokenizers, chat template, HF import), each for REPRISE_FUZZ_SECONDS (default 20).
 # Long fuzzing and the store crash harness at scale are scripts/soak.sh's (not run in CI).
@@ -15,7 +16,7 @@ echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREPRISE_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build build -j"$jobs"
 python3 tools/check_layers.py
-(cd build && ctest --output-on-failure -j"$jobs" -LE fuzz)
+(cd build && ctest --output-on-failure -j"$jobs" -LE 'fuzz|soak')
 
 if [ "${REPRISE_TEST_QUICK:-0}" = 1 ]; then exit 0; fi
 
@@ -23,7 +24,7 @@ echo "== ASan + UBSan build, unit tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DREPRISE_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j"$jobs" -L unit)
+  ctest --output-on-failure -j"$jobs" -L 'unit|hostile')
 
 echo "== Fuzzing (libFuzzer), ${REPRISE_FUZZ_SECONDS:-20} s per target"
 # No -Werror here: clang's -Wthread-safety flags libstdc++'s unannotated std::mutex (kv/, store/);
