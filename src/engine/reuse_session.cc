@@ -296,12 +296,16 @@ Result<double> ReuseSession::StoreChunks() {
   if (cache_ == nullptr || options_.method == ReuseMethod::kNone) return 0.0;
   for (size_t i = 0; i < chunks_.size(); ++i) {
     const reuse::PromptChunk& c = chunks_[i];
-    if (cache_->Find(chunk_ids_[i]) != nullptr) continue;
+    // Storing is not a use: Contains loads nothing and counts no hit. An exact computation
+    // replaces a cached inexact (blended) entry of the same prefix-tree node; an inexact one
+    // never replaces anything.
+    const bool exact = c.end <= first_inexact_token_;
+    if (cache_->Contains(chunk_ids_[i], /*require_exact=*/exact)) continue;
     auto entry = std::make_shared<kv::ChunkEntry>();
     entry->id = chunk_ids_[i];
     entry->parent = i == 0 ? kv::kRootChunkId : chunk_ids_[i - 1];
     entry->content = c.content;
-    entry->exact = c.end <= first_inexact_token_;
+    entry->exact = exact;
     entry->tokens.assign(prompt_.begin() + c.begin, prompt_.begin() + c.end);
     entry->text = c.text;
     entry->kv = std::make_shared<kv::ChunkKv>(

@@ -304,5 +304,42 @@ TEST_F(ReuseSessionTest, CountsAddUpAndRejectsOverlongPrompts) {
   EXPECT_TRUE(session->Prefill(b).ok());
 }
 
+// Storing a prompt's chunks is not a use of them (it counted a hit per chunk already cached),
+// and an exact computation of a prefix-tree node replaces the blended KV cached for it.
+TEST_F(ReuseSessionTest, StoringIsNotAUseAndExactKvReplacesBlendedKv) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  const std::vector<PromptSegment> alone = {{"document", Words(7, 50)}};
+  const std::vector<PromptSegment> now = {
+      {"system", Words(1, 30)}, {"document", Words(7, 50)}, {"question", Words(5, 8)}};
+  kv::MemoryChunkCache cache(64 << 20);
+  auto blend =
+      std::move(ReuseSession::Create(*model, Options(ReuseMethod::kBlend), &cache)).value();
+  ASSERT_TRUE(blend->Prefill(alone).ok());
+  ASSERT_TRUE(blend->StoreChunks().ok());
+  Result<PrefillReport> report = blend->Prefill(now);
+  ASSERT_TRUE(report.ok());
+  ASSERT_GT(report->tokens_nonprefix, 0) << report->plan;
+  const int64_t hits = cache.stats().hits;
+  ASSERT_TRUE(blend->StoreChunks().ok());
+  EXPECT_EQ(cache.stats().hits, hits) << "storing counted hits";
+  ASSERT_TRUE(blend->StoreChunks().ok());  // again: everything is cached, nothing counted
+  EXPECT_EQ(cache.stats().hits, hits);
+
+  const std::vector<kv::ChunkId> ids = blend->chunk_ids();
+  int blended = 0;
+  for (kv::ChunkId id : ids) {
+    ASSERT_TRUE(cache.Contains(id, false));
+    blended += !cache.Contains(id, true);
+  }
+  ASSERT_GT(blended, 0) << "the document after the system prompt was stored blended";
+  // A full computation of the same prompt (method prefix reuses only exact KV) upgrades them.
+  auto exact =
+      std::move(ReuseSession::Create(*model, Options(ReuseMethod::kPrefix), &cache)).value();
+  ASSERT_TRUE(exact->Prefill(now).ok());
+  ASSERT_TRUE(exact->StoreChunks().ok());
+  ASSERT_EQ(exact->chunk_ids(), ids);
+  for (kv::ChunkId id : ids) EXPECT_TRUE(cache.Contains(id, true)) << id;
+}
+
 }  // namespace
 }  // namespace reprise::engine

@@ -45,6 +45,11 @@ class ChunkCache {
   // The entry with this prefix-tree id, or null.
   virtual std::shared_ptr<const ChunkEntry> Find(ChunkId id) = 0;
 
+  // Whether an entry with this id is cached (with exact KV, when `require_exact`), from the
+  // index alone: no KV is loaded, no hit counted, no recency changed. For deciding what to
+  // store after a request, which is not a use of the chunk.
+  virtual bool Contains(ChunkId id, bool require_exact) = 0;
+
   // The entries whose parent is `parent` (for the longest common token prefix inside the
   // first chunk that misses the tree). Their `kv` may be null (not loaded): Find() the one
   // that is used.

@@ -70,6 +70,12 @@ std::shared_ptr<const ChunkEntry> MemoryChunkCache::Find(ChunkId id) {
   return it->second.entry;
 }
 
+bool MemoryChunkCache::Contains(ChunkId id, bool require_exact) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = slots_.find(id);
+  return it != slots_.end() && (!require_exact || it->second.entry->exact);
+}
+
 std::vector<std::shared_ptr<const ChunkEntry>> MemoryChunkCache::Children(ChunkId parent) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::shared_ptr<const ChunkEntry>> out;

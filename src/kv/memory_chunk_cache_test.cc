@@ -164,5 +164,24 @@ TEST(MemoryChunkCacheTest, CandidatesAreChunksSharingRareTokens) {
   EXPECT_TRUE(cache.FindCandidates(Range(90000, 30), "", 4).empty());
 }
 
+// Contains answers from the index: it counts no hit and leaves the LRU order alone.
+TEST(MemoryChunkCacheTest, ContainsIsNotAUse) {
+  auto a = MakeEntry(kRootChunkId, Range(10, 8));
+  auto b = MakeEntry(kRootChunkId, Range(20, 8), /*exact=*/false);
+  MemoryChunkCache cache(a->bytes() + b->bytes());
+  ASSERT_TRUE(cache.Insert(a).ok());
+  ASSERT_TRUE(cache.Insert(b).ok());
+  EXPECT_TRUE(cache.Contains(a->id, /*require_exact=*/true));
+  EXPECT_TRUE(cache.Contains(b->id, /*require_exact=*/false));
+  EXPECT_FALSE(cache.Contains(b->id, /*require_exact=*/true));
+  EXPECT_FALSE(cache.Contains(12345, false));
+  EXPECT_EQ(cache.stats().hits, 0);
+  // `a` is still the least recently used: a third entry evicts it, not `b`.
+  auto c = MakeEntry(kRootChunkId, Range(30, 8));
+  ASSERT_TRUE(cache.Insert(c).ok());
+  EXPECT_FALSE(cache.Contains(a->id, false));
+  EXPECT_TRUE(cache.Contains(b->id, false));
+}
+
 }  // namespace
 }  // namespace reprise::kv

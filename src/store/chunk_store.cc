@@ -36,6 +36,9 @@ class NamespaceCache : public kv::ChunkCache {
   std::shared_ptr<const kv::ChunkEntry> Find(kv::ChunkId id) override {
     return store_->Find(ns_, id);
   }
+  bool Contains(kv::ChunkId id, bool require_exact) override {
+    return store_->Contains(ns_, id, require_exact);
+  }
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(kv::ChunkId parent) override {
     return store_->Children(ns_, parent);
   }
@@ -495,6 +498,18 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
     if (found.ok()) row = std::move(found).value();
   }
   return LoadIntoPool(ns, row);
+}
+
+bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_exact) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pool_.find(Key{ns, id});
+    if (it != pool_.end()) return !require_exact || it->second.entry->exact;
+  }
+  if (!catalog_) return false;
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  Result<std::optional<CatalogRow>> found = catalog_->Find(ns, id);
+  return found.ok() && found->has_value() && (!require_exact || (*found)->exact);
 }
 
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadIntoPool(

@@ -87,6 +87,36 @@ TEST(ChunkStoreTest, ChunksSurviveReopenAndComeFromFlash) {
   EXPECT_EQ(other->FindByContent(a->content), nullptr);
 }
 
+// Review finding (issue 9): storing the chunks of a reply asked Find whether each was cached,
+// which counted a hit, bumped recency and loaded flash-only chunks into the pool. Contains
+// answers from the pool's index and the catalog alone.
+TEST(ChunkStoreTest, ContainsLoadsNothingAndCountsNoHit) {
+  testing_support::TempDir dir;
+  auto exact = Chunk(2), blended = Chunk(3);  // even seeds are exact
+  ASSERT_TRUE(exact->exact);
+  ASSERT_FALSE(blended->exact);
+  {
+    auto store = std::move(ChunkStore::Open(Options(dir.path()))).value();
+    auto ns = store->OpenNamespace("app");
+    ASSERT_TRUE(ns->Insert(exact).ok());
+    ASSERT_TRUE(ns->Insert(blended).ok());
+    EXPECT_TRUE(ns->Contains(exact->id, true));  // in the pool
+    EXPECT_FALSE(ns->Contains(blended->id, true));
+    ASSERT_TRUE(store->Flush().ok());
+  }
+  auto store = std::move(ChunkStore::Open(Options(dir.path()))).value();
+  auto ns = store->OpenNamespace("app");
+  EXPECT_TRUE(ns->Contains(exact->id, true));  // on flash only
+  EXPECT_TRUE(ns->Contains(blended->id, false));
+  EXPECT_FALSE(ns->Contains(blended->id, true));
+  EXPECT_FALSE(ns->Contains(Chunk(8)->id, false));
+  EXPECT_FALSE(store->OpenNamespace("other")->Contains(exact->id, false));
+  const StoreStats stats = store->Stats();
+  EXPECT_EQ(stats.hits_pool + stats.hits_flash, 0);
+  EXPECT_EQ(stats.misses, 0);
+  EXPECT_EQ(stats.chunks_in_pool, 0) << "nothing was loaded";
+}
+
 TEST(ChunkStoreTest, CorruptedFilesAreMissesAndDropped) {
   testing_support::TempDir dir;
   auto a = Chunk(2), b = Chunk(4), c = Chunk(6);
@@ -256,8 +286,12 @@ class GatedFileSystem : public FileSystem {
   Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
   Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
   Status Remove(const std::string& p) override { return base_->Remove(p); }
-  Result<std::vector<uint8_t>> ReadFile(const std::string& p) override { return base_->ReadFile(p); }
-  Result<std::vector<std::string>> ListDir(const std::string& p) override { return base_->ListDir(p); }
+  Result<std::vector<uint8_t>> ReadFile(const std::string& p) override {
+    return base_->ReadFile(p);
+  }
+  Result<std::vector<std::string>> ListDir(const std::string& p) override {
+    return base_->ListDir(p);
+  }
   Result<uint64_t> FileSize(const std::string& p) override { return base_->FileSize(p); }
 
  private:
@@ -290,7 +324,8 @@ TEST(ChunkStoreTest, ClearAndGc) {
   StoreOptions options = Options(dir.path());
   auto store = std::move(ChunkStore::Open(options)).value();
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(store->OpenNamespace("a")->Insert(Chunk(2 * i + 2)).ok());
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->OpenNamespace("b")->Insert(Chunk(2 * i + 20)).ok());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(store->OpenNamespace("b")->Insert(Chunk(2 * i + 20)).ok());
   ASSERT_TRUE(store->Flush().ok());
   EXPECT_EQ(store->Stats().namespaces, 2);
   // An orphan file and a corrupted one: Gc removes both.
