@@ -9,6 +9,7 @@
 
 #include "base/file_util.h"
 #include "base/random.h"
+#include "convert/hf_tokenizer_import.h"
 #include "convert/safetensors_file.h"
 #include "gguf/gguf_file.h"
 #include "model/reference_model.h"
@@ -100,7 +101,8 @@ class SyntheticHfFolder {
     std::string data;
     for (const auto& t : tensors_) {
       const uint64_t bytes = t.values.size() * 4;
-      header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+      header[t.name] = {
+          {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
       data.append(reinterpret_cast<const char*>(t.values.data()), bytes);
       offset += bytes;
     }
@@ -143,11 +145,11 @@ nlohmann::json ByteLevelTokenizer() {
   vocab["Ġhe"] = id++;
   nlohmann::json tok;
   tok["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"h e", "Ġ he"}}};
-  tok["pre_tokenizer"] = {{"type", "Sequence"},
-                          {"pretokenizers",
-                           {{{"type", "Split"},
-                             {"pattern", {{"Regex", "(?i:'s|'t)|\\p{N}| ?\\p{L}+"}}}},
-                            {{"type", "ByteLevel"}}}}};
+  tok["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", "(?i:'s|'t)|\\p{N}| ?\\p{L}+"}}}},
+        {{"type", "ByteLevel"}}}}};
   tok["decoder"] = {{"type", "ByteLevel"}};
   tok["added_tokens"] = {{{"id", 100}, {"content", "<|endoftext|>"}, {"special", true}},
                          {{"id", 101}, {"content", "<|im_start|>"}, {"special", true}},
@@ -174,12 +176,12 @@ TEST(HfImporterTest, Qwen3FolderKeepsRotateHalfLayoutAndQkNorms) {
   folder.AddTensor(p + "mlp.gate_proj.weight", {ffn, hidden}, rng);
   folder.AddTensor(p + "mlp.up_proj.weight", {ffn, hidden}, rng);
   folder.AddTensor(p + "mlp.down_proj.weight", {hidden, ffn}, rng);
-  nlohmann::json config = {{"model_type", "qwen3"},     {"hidden_size", hidden},
-                           {"intermediate_size", ffn},  {"num_hidden_layers", layers},
+  nlohmann::json config = {{"model_type", "qwen3"},        {"hidden_size", hidden},
+                           {"intermediate_size", ffn},     {"num_hidden_layers", layers},
                            {"num_attention_heads", heads}, {"num_key_value_heads", kv},
-                           {"head_dim", head_dim},      {"vocab_size", vocab},
-                           {"rms_norm_eps", 1e-6},      {"rope_theta", 1000000.0},
-                           {"tie_word_embeddings", true}, {"max_position_embeddings", 4096},
+                           {"head_dim", head_dim},         {"vocab_size", vocab},
+                           {"rms_norm_eps", 1e-6},         {"rope_theta", 1000000.0},
+                           {"tie_word_embeddings", true},  {"max_position_embeddings", 4096},
                            {"eos_token_id", 102}};
   folder.Write(config, ByteLevelTokenizer());
   const std::string out = tmp.path() + "/q.gguf";
@@ -216,7 +218,8 @@ TEST(HfImporterTest, ReportsMissingAndBrokenInputs) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), StatusCode::kNotFound);
 
-  ASSERT_TRUE(WriteFileAtomically(tmp.path() + "/config.json", "{\"model_type\": \"gpt_neox\"}").ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(tmp.path() + "/config.json", "{\"model_type\": \"gpt_neox\"}").ok());
   r = ImportHfModel(tmp.path(), tmp.path() + "/o.gguf", {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), StatusCode::kUnimplemented);
@@ -328,6 +331,22 @@ TEST(HfImporterTest, WrongJsonTypesInTokenizerConfigAreCorruptOrIgnored) {
     r = ImportHfModel(tmp.path(), out, {});
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code(), StatusCode::kCorrupt) << bad << ": " << r.error().ToString();
+  }
+}
+
+// Found by fuzz/convert_fuzz: a vocabulary id written as a huge float (1E93) reached
+// nlohmann's float-to-integer conversion, which is undefined behaviour (UBSan aborted).
+TEST(HfImporterTest, VocabularyIdsMustBeIntegersInRange) {
+  testing_support::TempDir tmp;
+  const std::string dir = tmp.path();
+  for (const char* vocab : {R"({"a": 1E93})", R"({"a": -5})", R"({"a": "x"})", R"({"a": 2.5})",
+                            R"({"a": 18446744073709551615})", "[1, 2]"}) {
+    const std::string tok = std::string(R"({"model": {"type": "BPE", "byte_fallback": true, )") +
+                            R"("vocab": )" + vocab + R"(, "merges": []}})";
+    ASSERT_TRUE(WriteFileAtomically(dir + "/tokenizer.json", tok).ok());
+    Result<tokenizer::Vocab> r = ImportHfTokenizer(dir, nlohmann::json::object(), 264);
+    ASSERT_FALSE(r.ok()) << vocab;
+    EXPECT_EQ(r.error().code(), StatusCode::kCorrupt) << vocab << ": " << r.error().ToString();
   }
 }
 

@@ -1,6 +1,8 @@
 #include "convert/hf_tokenizer_import.h"
 
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <system_error>
 
 #include "convert/json_util.h"
@@ -86,11 +88,20 @@ std::optional<std::string> ConfigTokenText(const nlohmann::json& tc, std::string
 std::optional<TokenId> ConfigId(const nlohmann::json& config, std::string_view key) {
   auto it = config.find(key);
   if (it == config.end()) return std::nullopt;
-  if (it->is_number_integer()) return static_cast<TokenId>(it->get<int64_t>());
-  if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) {
-    return static_cast<TokenId>((*it)[0].get<int64_t>());
+  const nlohmann::json* value = &*it;
+  if (value->is_array() && !value->empty()) value = &(*value)[0];
+  if (!value->is_number_integer()) return std::nullopt;
+  // An id that does not fit a token id is ignored like a missing one, never truncated.
+  if (value->is_number_unsigned()) {
+    const uint64_t id = value->get<uint64_t>();
+    if (id > static_cast<uint64_t>(std::numeric_limits<TokenId>::max())) return std::nullopt;
+    return static_cast<TokenId>(id);
   }
-  return std::nullopt;
+  const int64_t id = value->get<int64_t>();
+  if (id < std::numeric_limits<TokenId>::min() || id > std::numeric_limits<TokenId>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<TokenId>(id);
 }
 
 std::string ChatTemplate(const nlohmann::json& tc) {
@@ -129,12 +140,25 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
     return UnimplementedError(what + ": tokenizer model '" + type +
                               "' is not supported (BPE only)");
   }
-  REPRISE_ASSIGN_OR_RETURN(auto vocab_map,
-                           (RequiredJson<std::map<std::string, int64_t>>(model, "vocab", what)));
+  // Ids are read one by one: nlohmann's conversion of a float such as 1e93 to an integer is
+  // undefined behaviour (found by fuzz/convert_fuzz), so only JSON integers in range are taken.
+  if (!model.contains("vocab") || !model["vocab"].is_object()) {
+    return CorruptError(what + ": 'model.vocab' must be an object of token ids");
+  }
+  std::map<std::string, int64_t> vocab_map;
+  for (const auto& [text, value] : model["vocab"].items()) {
+    if (!value.is_number_integer()) {
+      return CorruptError(what + ": the id of a vocabulary token is not an integer");
+    }
+    const bool fits = value.is_number_unsigned()
+                          ? value.get<uint64_t>() < (1u << 24)
+                          : value.get<int64_t>() >= 0 && value.get<int64_t>() < (1 << 24);
+    if (!fits) return CorruptError(what + ": a vocabulary token id is out of range");
+    vocab_map[text] = value.get<int64_t>();
+  }
   REPRISE_ASSIGN_OR_RETURN(std::optional<bool> byte_fallback,
                            OptionalJson<bool>(model, "byte_fallback", what));
-  const bool byte_level = HasComponent(tok.value("pre_tokenizer", nlohmann::json()),
-                                       "ByteLevel") ||
+  const bool byte_level = HasComponent(tok.value("pre_tokenizer", nlohmann::json()), "ByteLevel") ||
                           HasComponent(tok.value("decoder", nlohmann::json()), "ByteLevel");
   Vocab vocab;
   if (byte_level) {
@@ -144,8 +168,9 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
              HasComponent(tok.value("decoder", nlohmann::json()), "ByteFallback")) {
     vocab.kind = VocabKind::kSpm;
   } else {
-    return UnimplementedError(what + ": a BPE tokenizer that is neither byte-level nor "
-                                     "SentencePiece-style (byte_fallback) is not supported");
+    return UnimplementedError(what +
+                              ": a BPE tokenizer that is neither byte-level nor "
+                              "SentencePiece-style (byte_fallback) is not supported");
   }
 
   // Ids: base vocab plus added tokens; the table must be dense.
@@ -236,8 +261,10 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
     if (vocab.unk_id) vocab.token_types[static_cast<size_t>(*vocab.unk_id)] = TokenType::kUnknown;
   }
   // End-of-turn markers of the chat formats we know.
-  if (auto eot = find_id(std::string("<|eot_id|>"))) vocab.eot_id = eot;
-  else if (auto im_end = find_id(std::string("<|im_end|>"))) vocab.eot_id = im_end;
+  if (auto eot = find_id(std::string("<|eot_id|>")))
+    vocab.eot_id = eot;
+  else if (auto im_end = find_id(std::string("<|im_end|>")))
+    vocab.eot_id = im_end;
   if (auto eom = find_id(std::string("<|eom_id|>"))) vocab.eom_id = eom;
 
   REPRISE_ASSIGN_OR_RETURN(std::optional<bool> add_bos,
@@ -254,10 +281,9 @@ Result<Vocab> ImportHfTokenizer(const std::string& dir, const nlohmann::json& co
   if (vocab.kind == VocabKind::kSpm) {
     const std::string normalizer = DumpJsonText(tok.value("normalizer", nlohmann::json()));
     const std::string pre = DumpJsonText(tok.value("pre_tokenizer", nlohmann::json()));
-    vocab.add_space_prefix =
-        normalizer.find("Prepend") != std::string::npos ||
-        (pre.find("Metaspace") != std::string::npos &&
-         pre.find("\"prepend_scheme\":\"never\"") == std::string::npos);
+    vocab.add_space_prefix = normalizer.find("Prepend") != std::string::npos ||
+                             (pre.find("Metaspace") != std::string::npos &&
+                              pre.find("\"prepend_scheme\":\"never\"") == std::string::npos);
   }
   vocab.chat_template = ChatTemplate(tc);
   REPRISE_RETURN_IF_ERROR(vocab.Validate().WithContext(what));
