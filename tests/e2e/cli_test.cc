@@ -2,7 +2,6 @@
 // error messages for bad input.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,35 +13,18 @@
 #include <string>
 
 #include "support/shared_data.h"
+#include "support/shell_command.h"
 #include "support/temp_dir.h"
 
 namespace reprise {
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Outcome = testing_support::ShellOutcome;
+using testing_support::ReadWholeFile;
 
 // Runs `reprise <args>` through the shell; `env` is prepended (e.g. "HOME=/x").
 Outcome Reprise(const std::string& args, const std::string& env = "") {
-  testing_support::TempDir dir;
-  const std::string out = dir.path() + "/out", err = dir.path() + "/err";
-  const std::string command = env + " " REPRISE_CLI_PATH " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(command.c_str());
-  Outcome o;
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = ReadAll(out);
-  o.err = ReadAll(err);
-  return o;
+  return testing_support::RunShell(env + " " REPRISE_CLI_PATH " " + args);
 }
 
 class CliTest : public ::testing::Test {
@@ -101,7 +83,7 @@ TEST_F(CliTest, BadInputGetsClearErrors) {
   EXPECT_NE(missing.err.find("reprise run: NotFound"), std::string::npos) << missing.err;
 
   const std::string cut = dir_->path() + "/cut.gguf";
-  std::string bytes = ReadAll(model_);
+  std::string bytes = ReadWholeFile(model_);
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   Outcome truncated = Reprise("inspect " + cut);
   EXPECT_EQ(truncated.exit_code, 1);
@@ -124,7 +106,7 @@ TEST_F(CliTest, BadInputGetsClearErrors) {
 TEST_F(CliTest, TrainedModelGreedyTextMatchesReference) {
   REPRISE_REQUIRE_SHARED_FILE(gguf, "models/stories260K/stories260K.gguf");
   REPRISE_REQUIRE_SHARED_FILE(reference, "models/stories260K/greedy_reference.json");
-  nlohmann::json ref = nlohmann::json::parse(ReadAll(reference));
+  nlohmann::json ref = nlohmann::json::parse(ReadWholeFile(reference));
   // The reference starts from BOS alone; "Once upon a time" is its first four tokens.
   const std::string text = ref["generated_text"];
   Outcome o = Reprise("run -m " + gguf + " -p 'Once upon a time' -n 40");
@@ -370,7 +352,7 @@ class CliHostileStoreTest : public CliTest {
 
 // Invalid UTF-8 in the file's strings or its path made nlohmann's dump throw: abort, exit 134.
 TEST_F(CliHostileInputTest, InspectJsonSurvivesInvalidUtf8) {
-  std::string bytes = ReadAll(model_);
+  std::string bytes = ReadWholeFile(model_);
   PatchGgufString(bytes, "general.name", std::string(19, '\xff'));
   PatchGgufString(bytes, "general.architecture", "ll\xffma");
   const std::string path = dir_->path() + "/bad\xfe\xff.gguf";

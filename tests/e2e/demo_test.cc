@@ -3,7 +3,6 @@
 // checkout (data/demo). Checks the lines a newcomer is shown: TTFT per method, what was
 // reused, answers against a full prefill, and chunks from flash after the restart.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,40 +13,21 @@
 #include <string>
 #include <vector>
 
+#include "support/shell_command.h"
 #include "support/temp_dir.h"
 
 namespace reprise {
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Outcome = testing_support::ShellOutcome;
 
 // Runs `reprise demo <args>` from the checkout's root, with nothing shared and a private
 // cache folder and HOME under `home`.
 Outcome Demo(const std::string& args, const std::string& home) {
-  testing_support::TempDir dir;
-  const std::string out = dir.path() + "/out", err = dir.path() + "/err";
   const std::string empty = home + "/empty-data";
-  const std::string command = "mkdir -p " + empty + " && cd " REPRISE_SOURCE_DIR +
-                              " && env REPRISE_DATA_DIR=" + empty + " HOME=" + home +
-                              " XDG_CACHE_HOME=" + home + "/cache " REPRISE_CLI_PATH " demo " +
-                              args + " >" + out + " 2>" + err;
-  const int status = std::system(command.c_str());
-  Outcome o;
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = ReadAll(out);
-  o.err = ReadAll(err);
-  return o;
+  return testing_support::RunShell(
+      "mkdir -p " + empty + " && cd " REPRISE_SOURCE_DIR + " && env REPRISE_DATA_DIR=" + empty +
+      " HOME=" + home + " XDG_CACHE_HOME=" + home + "/cache " REPRISE_CLI_PATH " demo " + args);
 }
 
 // One row of a request's table.
@@ -265,7 +245,7 @@ TEST(DemoStoreTest, AGivenStoreKeepsItsOtherNamespaces) {
   const std::string ls =
       std::string(REPRISE_CLI_PATH) + " cache ls --store " + store + " --namespace keep >" + listed;
   ASSERT_EQ(std::system(ls.c_str()), 0);
-  EXPECT_NE(ReadAll(listed).find("keep "), std::string::npos) << ReadAll(listed);
+  EXPECT_NE(testing_support::ReadWholeFile(listed).find("keep "), std::string::npos) << testing_support::ReadWholeFile(listed);
 }
 
 TEST(DemoErrorsTest, AKitFolderWithoutTheKitIsAClearError) {
