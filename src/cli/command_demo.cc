@@ -638,9 +638,11 @@ class DemoCommand : public Command {
           RunRequest(static_cast<int>(i), request, runs, tok, false, tally);
       if (!answer.ok()) return PrintError("demo", answer.error());
       chat_answer = *answer;
+      // The next request's text search finds only chunks the catalog holds: wait for the
+      // write-back (off the TTFT path), so that every run finds the same candidates.
+      if (Status s = store->Flush(); !s.ok()) return PrintError("demo", s);
     }
 
-    if (Status s = store->Flush(); !s.ok()) return PrintError("demo", s);
     const store::StoreStats saved = store->Stats();
     runs.clear();
     store.reset();
