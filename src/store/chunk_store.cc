@@ -61,15 +61,6 @@ class NamespaceCache : public kv::ChunkCache {
   std::string ns_;
 };
 
-// The id the policies know a chunk by: unique across namespaces (the same chunk can be
-// stored in two). 0 stays 0 (the root).
-uint64_t PolicyId(std::string_view ns, uint64_t id) {
-  if (id == 0) return 0;
-  const uint64_t h = std::hash<std::string_view>()(ns) * 0x9e3779b97f4a7c15ull;
-  const uint64_t out = id ^ h;
-  return out == 0 ? 1 : out;
-}
-
 // A catalog row as an entry without KV (for the prefix walk's token comparison).
 std::shared_ptr<const kv::ChunkEntry> Skeleton(const CatalogRow& row) {
   auto e = std::make_shared<kv::ChunkEntry>();
@@ -224,10 +215,12 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
     REPRISE_ASSIGN_OR_RETURN(CostAwareEvictionPolicy flash,
                              CostAwareEvictionPolicy::Create(
                                  s->locality_.get(), {StoreTier::kFlash, options.costs, true}));
-    s->pool_policy_ = std::make_unique<CostAwareEvictionPolicy>(std::move(pool));
+    s->pool_ = std::make_unique<MemoryPool>(
+        options.pool_bytes, std::make_unique<CostAwareEvictionPolicy>(std::move(pool)));
     s->flash_policy_ = std::make_unique<CostAwareEvictionPolicy>(std::move(flash));
   } else {
-    s->pool_policy_ = std::make_unique<LruEvictionPolicy>();
+    s->pool_ = std::make_unique<MemoryPool>(options.pool_bytes,
+                                            std::make_unique<LruEvictionPolicy>());
     s->flash_policy_ = std::make_unique<LruEvictionPolicy>();
   }
   if (!writable) {
@@ -366,65 +359,8 @@ Result<std::unique_ptr<kv::ChunkCache>> ChunkStore::OpenValidNamespace(std::stri
   return OpenNamespace(std::move(name_space));
 }
 
-ChunkInfo ChunkStore::InfoOf(const std::string& ns, const kv::ChunkEntry& e, bool pinned,
-                             bool in_pool) const {
-  ChunkInfo info;
-  info.id = PolicyId(ns, e.id);
-  info.parent = PolicyId(ns, e.parent);
-  info.content = e.content;
-  info.num_tokens = static_cast<int>(e.tokens.size());
-  info.bytes = static_cast<int64_t>(e.bytes());
-  info.exact = e.exact;
-  info.pinned = pinned;
-  info.in_pool = in_pool;
-  return info;
-}
-
-void ChunkStore::AddToPoolLocked(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
-                                 bool dirty, bool persisted) {
-  const Key key{ns, entry->id};
-  auto it = pool_.find(key);
-  if (it != pool_.end()) {
-    pool_bytes_ -= it->second.bytes;
-    dirty = dirty || it->second.dirty;
-  }
-  PoolEntry& slot = pool_[key];
-  slot.bytes = static_cast<int64_t>(entry->bytes());
-  slot.entry = std::move(entry);
-  slot.dirty = dirty;
-  slot.persisted = persisted;
-  pool_bytes_ += slot.bytes;
-  pool_policy_->Touch(PolicyId(key.ns, key.id), Now());
-}
-
-void ChunkStore::RemoveFromPoolLocked(const Key& key) {
-  auto it = pool_.find(key);
-  if (it == pool_.end()) return;
-  pool_bytes_ -= it->second.bytes;
-  pool_policy_->Forget(PolicyId(key.ns, key.id));
-  pool_.erase(it);
-}
-
 void ChunkStore::EvictPoolLocked() {
-  if (pool_bytes_ <= options_.pool_bytes) return;
-  std::vector<ChunkInfo> candidates;
-  std::vector<const Key*> keys;
-  for (const auto& [key, slot] : pool_) {
-    if (slot.dirty || slot.pinned) continue;  // dirty ones leave after write-back
-    candidates.push_back(InfoOf(key.ns, *slot.entry, false, true));
-    keys.push_back(&key);
-  }
-  const VictimSelection victims =
-      pool_policy_->SelectVictims(candidates, pool_bytes_ - options_.pool_bytes, Now());
-  std::set<uint64_t> chosen(victims.ids.begin(), victims.ids.end());
-  std::vector<Key> remove;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (chosen.count(candidates[i].id)) remove.push_back(*keys[i]);
-  }
-  for (const Key& key : remove) {
-    RemoveFromPoolLocked(key);
-    ++stats_.pool_evictions;
-  }
+  stats_.pool_evictions += pool_->EvictOverBudget(Now());
 }
 
 Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry) {
@@ -437,7 +373,7 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
   const bool persist = persistence_.load(std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    AddToPoolLocked(ns, entry, persist, false);
+    pool_->Add(ns, entry, persist, false, Now());
     if (persist) write_queue_.push_back(WriteJob{ns, std::move(entry)});
     ++ns_stats_[ns].inserts;
     EvictPoolLocked();
@@ -482,13 +418,11 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadFromFlash(const CatalogRow
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv::ChunkId id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = pool_.find(Key{ns, id});
-    if (it != pool_.end()) {
-      pool_policy_->Touch(PolicyId(ns, id), Now());
+    if (std::shared_ptr<const kv::ChunkEntry> entry = pool_->Use(ns, id, Now())) {
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
       ++ns_stats_[ns].hits_pool;
-      return it->second.entry;
+      return entry;
     }
   }
   std::optional<CatalogRow> row;
@@ -503,8 +437,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
 bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_exact) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = pool_.find(Key{ns, id});
-    if (it != pool_.end()) return !require_exact || it->second.entry->exact;
+    if (const PoolSlot* slot = pool_->Find(ns, id)) return !require_exact || slot->entry->exact;
   }
   if (!catalog_) return false;
   std::lock_guard<std::mutex> lock(catalog_mutex_);
@@ -520,7 +453,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadIntoPool(
     ++stats_.misses;
     return nullptr;
   }
-  AddToPoolLocked(ns, entry, false, true);
+  pool_->Add(ns, entry, false, true, Now());
   ++stats_.hits_flash;
   ++ns_stats_[ns].hits;
   ++ns_stats_[ns].hits_flash;
@@ -534,12 +467,8 @@ std::vector<std::shared_ptr<const kv::ChunkEntry>> ChunkStore::Children(const st
   std::set<kv::ChunkId> seen;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [key, slot] : pool_) {
-      if (key.ns == ns && slot.entry->parent == parent) {
-        out.push_back(slot.entry);
-        seen.insert(key.id);
-      }
-    }
+    out = pool_->Children(ns, parent);
+    for (const auto& entry : out) seen.insert(entry->id);
   }
   if (catalog_) {
     std::lock_guard<std::mutex> lock(catalog_mutex_);
@@ -560,17 +489,11 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
                                                                 kv::ContentHash content) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const PoolEntry* best = nullptr;
-    for (const auto& [key, slot] : pool_) {
-      if (key.ns != ns || slot.entry->content != content) continue;
-      if (best == nullptr || (slot.entry->exact && !best->entry->exact)) best = &slot;
-    }
-    if (best != nullptr) {
-      pool_policy_->Touch(PolicyId(ns, best->entry->id), Now());
+    if (std::shared_ptr<const kv::ChunkEntry> entry = pool_->UseByContent(ns, content, Now())) {
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
       ++ns_stats_[ns].hits_pool;
-      return best->entry;
+      return entry;
     }
   }
   std::optional<CatalogRow> row;
@@ -587,16 +510,35 @@ std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns
                                                            std::string_view text,
                                                            int max_candidates) {
   std::vector<kv::ChunkCandidate> out;
-  if (!catalog_ || text.empty()) return out;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
-  Result<std::vector<int64_t>> rows = catalog_->SearchText(ns, text, max_candidates);
-  if (!rows.ok()) return out;
-  double score = static_cast<double>(rows->size());
-  for (int64_t row_id : *rows) {
-    Result<std::optional<CatalogRow>> row = catalog_->FindByRowId(row_id);
-    if (row.ok() && *row && (*row)->model_fingerprint == options_.model_fingerprint) {
-      out.push_back(kv::ChunkCandidate{(*row)->chunk_id, score});
+  if (text.empty() || max_candidates <= 0) return out;
+  // First the pool's chunks that the catalog does not hold (waiting for write-back, or kept
+  // in memory only): without them a request that comes before the write-back thread has
+  // caught up would miss them, and what it finds would depend on timing. They are few and
+  // the newest. A chunk written meanwhile is in both searches: it is listed once. (It is
+  // marked written only after its row is committed, so no chunk falls between the two.)
+  std::vector<kv::ChunkId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ids = pool_->SearchUnpersistedText(ns, text, max_candidates);
+  }
+  std::set<kv::ChunkId> seen(ids.begin(), ids.end());
+  if (catalog_ && ids.size() < static_cast<size_t>(max_candidates)) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    Result<std::vector<int64_t>> rows = catalog_->SearchText(ns, text, max_candidates);
+    if (rows.ok()) {
+      for (int64_t row_id : *rows) {
+        if (ids.size() == static_cast<size_t>(max_candidates)) break;
+        Result<std::optional<CatalogRow>> row = catalog_->FindByRowId(row_id);
+        if (row.ok() && *row && (*row)->model_fingerprint == options_.model_fingerprint &&
+            seen.insert((*row)->chunk_id).second) {
+          ids.push_back((*row)->chunk_id);
+        }
+      }
     }
+  }
+  double score = static_cast<double>(ids.size());
+  for (kv::ChunkId id : ids) {
+    out.push_back(kv::ChunkCandidate{id, score});
     score -= 1.0;  // ranked best first
   }
   return out;
@@ -605,14 +547,7 @@ std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns
 void ChunkStore::RecordRequest(const std::string& name_space,
                                std::span<const kv::ChunkId> chunk_ids) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<ChunkInfo> infos;
-  for (kv::ChunkId id : chunk_ids) {
-    auto it = pool_.find(Key{name_space, id});
-    if (it != pool_.end()) {
-      infos.push_back(InfoOf(name_space, *it->second.entry, it->second.pinned, true));
-    }
-  }
-  locality_->RecordRequest(infos, Now());
+  locality_->RecordRequest(pool_->Infos(name_space, chunk_ids), Now());
   AccessJob job{name_space, std::vector<kv::ChunkId>(chunk_ids.begin(), chunk_ids.end())};
   recent_requests_.push_back(job);
   if (recent_requests_.size() > 4) recent_requests_.erase(recent_requests_.begin());
@@ -629,7 +564,7 @@ int ChunkStore::RunIdleWork() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     recent = recent_requests_;
-    budget = options_.pool_bytes - pool_bytes_;
+    budget = pool_->budget_bytes() - pool_->bytes();
   }
   if (budget <= 0 || recent.empty()) return 0;
   // Candidates: chunks often used with the recent requests' chunks, not in the pool.
@@ -658,10 +593,10 @@ int ChunkStore::RunIdleWork() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < rows.size(); ++i) {
       const CatalogRow& r = rows[i].second;
-      if (pool_.count(Key{rows[i].first, r.chunk_id})) continue;
+      if (pool_->Find(rows[i].first, r.chunk_id) != nullptr) continue;
       ChunkInfo info;
-      info.id = PolicyId(rows[i].first, r.chunk_id);
-      info.parent = PolicyId(rows[i].first, r.parent_id);
+      info.id = PolicyChunkId(rows[i].first, r.chunk_id);
+      info.parent = PolicyChunkId(rows[i].first, r.parent_id);
       info.content = r.content_hash;
       info.num_tokens = r.num_tokens;
       info.bytes = static_cast<int64_t>(r.file_bytes);
@@ -698,7 +633,7 @@ int ChunkStore::RunIdleWork() {
       std::shared_ptr<const kv::ChunkEntry> entry = LoadFromFlash(row);
       if (!entry) break;
       std::lock_guard<std::mutex> lock(mutex_);
-      AddToPoolLocked(ns, std::move(entry), false, true);
+      pool_->Add(ns, std::move(entry), false, true, Now());
       ++stats_.prefetched;
       ++loaded;
       break;
@@ -711,7 +646,7 @@ bool ChunkStore::DisablePersistenceLocked(const Status& why) {
   if (!persistence_.exchange(false)) return false;
   stats_.persistence_enabled = false;
   stats_.persistence_error = why.ToString();
-  for (auto& [key, slot] : pool_) slot.dirty = false;  // now ordinary, evictable entries
+  pool_->ClearDirty();  // now ordinary, evictable entries
   write_queue_.clear();
   access_queue_.clear();
   return true;
@@ -809,17 +744,8 @@ void ChunkStore::WriterLoop() {
     bool disabled_now = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      for (size_t i : written) {
-        auto it = pool_.find(Key{batch[i].ns, batch[i].entry->id});
-        if (it != pool_.end() && it->second.entry == batch[i].entry) {
-          it->second.dirty = false;
-          it->second.persisted = true;
-        }
-      }
-      for (size_t i : skipped) {
-        auto it = pool_.find(Key{batch[i].ns, batch[i].entry->id});
-        if (it != pool_.end() && it->second.entry == batch[i].entry) it->second.dirty = false;
-      }
+      for (size_t i : written) pool_->MarkWritten(batch[i].ns, batch[i].entry.get());
+      for (size_t i : skipped) pool_->MarkNotWritten(batch[i].ns, batch[i].entry.get());
       stats_.chunks_not_persisted += static_cast<int64_t>(skipped.size());
       stats_.chunks_written += static_cast<int64_t>(written.size());
       stats_.write_ms_total += ms;
@@ -852,8 +778,8 @@ Status ChunkStore::EvictFlash() {
   std::vector<ChunkInfo> infos;
   for (const CatalogRow& r : rows) {
     ChunkInfo info;
-    info.id = PolicyId(r.name_space, r.chunk_id);
-    info.parent = PolicyId(r.name_space, r.parent_id);
+    info.id = PolicyChunkId(r.name_space, r.chunk_id);
+    info.parent = PolicyChunkId(r.name_space, r.parent_id);
     info.content = r.content_hash;
     info.num_tokens = r.num_tokens;
     info.bytes = static_cast<int64_t>(r.file_bytes);
@@ -871,7 +797,7 @@ Status ChunkStore::EvictFlash() {
   std::vector<int64_t> row_ids;
   std::vector<std::string> files;
   for (const CatalogRow& r : rows) {
-    if (chosen.count(PolicyId(r.name_space, r.chunk_id))) {
+    if (chosen.count(PolicyChunkId(r.name_space, r.chunk_id))) {
       row_ids.push_back(r.row_id);
       files.push_back(r.file_name);
     }
@@ -884,8 +810,10 @@ Status ChunkStore::EvictFlash() {
   for (const std::string& f : files) fs_->Remove(PathOf(f)).IgnoreError();
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.flash_evictions += static_cast<int64_t>(row_ids.size());
-  for (auto& [key, slot] : pool_) {
-    if (chosen.count(PolicyId(key.ns, key.id))) slot.persisted = false;
+  for (const CatalogRow& r : rows) {
+    if (chosen.count(PolicyChunkId(r.name_space, r.chunk_id))) {
+      pool_->MarkEvictedFromFlash(r.name_space, r.chunk_id);
+    }
   }
   return Status::Ok();
 }
@@ -905,10 +833,10 @@ StoreStats ChunkStore::Stats() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     s = stats_;
-    s.bytes_in_pool = pool_bytes_;
+    s.bytes_in_pool = pool_->bytes();
     unpersisted = unpersisted_corrupt_;
-    s.chunks_in_pool = static_cast<int64_t>(pool_.size());
-    for (const auto& [key, slot] : pool_) s.dirty_chunks += slot.dirty;
+    s.chunks_in_pool = pool_->num_chunks();
+    s.dirty_chunks = pool_->num_dirty();
   }
   if (catalog_) {
     std::lock_guard<std::mutex> lock(catalog_mutex_);
@@ -932,11 +860,9 @@ StoreStats ChunkStore::Stats() {
 kv::ChunkCacheStats ChunkStore::CacheStats(const std::string& ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   kv::ChunkCacheStats s = ns_stats_[ns];
-  for (const auto& [key, slot] : pool_) {
-    if (key.ns != ns) continue;
-    ++s.num_chunks;
-    s.bytes += slot.bytes;
-  }
+  const PoolUsage usage = pool_->Usage(ns);
+  s.num_chunks = usage.num_chunks;
+  s.bytes = usage.bytes;
   s.budget_bytes = options_.pool_bytes;
   s.evictions = stats_.pool_evictions;
   return s;
@@ -949,9 +875,7 @@ Status ChunkStore::SetPinned(const std::string& name_space, std::optional<kv::Ch
     REPRISE_RETURN_IF_ERROR(catalog_->SetPinned(name_space, chunk_id, pinned));
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [key, slot] : pool_) {
-    if (key.ns == name_space && (!chunk_id || key.id == *chunk_id)) slot.pinned = pinned;
-  }
+  pool_->SetPinned(name_space, chunk_id, pinned);
   return Status::Ok();
 }
 
@@ -1045,11 +969,7 @@ Status ChunkStore::Clear(std::optional<std::string> name_space) {
   REPRISE_RETURN_IF_ERROR(Flush());
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<Key> remove;
-    for (const auto& [key, slot] : pool_) {
-      if (!name_space || key.ns == *name_space) remove.push_back(key);
-    }
-    for (const Key& key : remove) RemoveFromPoolLocked(key);
+    pool_->Clear(name_space);
   }
   if (!catalog_) return Status::Ok();
   if (!persistence_.load(std::memory_order_relaxed)) {

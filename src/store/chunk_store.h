@@ -61,6 +61,7 @@
 #include "store/file_system.h"
 #include "store/kv_codec.h"
 #include "store/locality.h"
+#include "store/memory_pool.h"
 #include "store/store_lock.h"
 
 namespace reprise::store {
@@ -185,23 +186,6 @@ class ChunkStore {
   kv::ChunkCacheStats CacheStats(const std::string& ns);
 
  private:
-  struct Key {
-    std::string ns;
-    kv::ChunkId id;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<std::string>()(k.ns) ^ (k.id * 0x9e3779b97f4a7c15ull);
-    }
-  };
-  struct PoolEntry {
-    std::shared_ptr<const kv::ChunkEntry> entry;
-    bool dirty = false;     // not yet persisted
-    bool persisted = false; // has a row and a file
-    bool pinned = false;
-    int64_t bytes = 0;
-  };
   struct WriteJob {
     std::string ns;
     std::shared_ptr<const kv::ChunkEntry> entry;
@@ -217,12 +201,8 @@ class ChunkStore {
   // Switches persistence off and drops pending writes; true the first time (the caller then
   // says so once in the log).
   bool DisablePersistenceLocked(const Status& why) REPRISE_REQUIRES(mutex_);
-  ChunkInfo InfoOf(const std::string& ns, const kv::ChunkEntry& e, bool pinned,
-                   bool in_pool) const;
-  void AddToPoolLocked(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
-                       bool dirty, bool persisted) REPRISE_REQUIRES(mutex_);
+  // Evicts what exceeds the pool's budget and counts it.
   void EvictPoolLocked() REPRISE_REQUIRES(mutex_);
-  void RemoveFromPoolLocked(const Key& key) REPRISE_REQUIRES(mutex_);
   // Loads a chunk's file; drops the row and file when they are bad.
   std::shared_ptr<const kv::ChunkEntry> LoadFromFlash(const CatalogRow& row);
   void DropCorrupt(const CatalogRow& row, const Status& why);
@@ -249,10 +229,8 @@ class ChunkStore {
   int consecutive_chunk_failures_ = 0;  // writer thread only
 
   std::mutex mutex_;  // pool, policies, queues
-  std::unordered_map<Key, PoolEntry, KeyHash> pool_ REPRISE_GUARDED_BY(mutex_);
-  int64_t pool_bytes_ REPRISE_GUARDED_BY(mutex_) = 0;
   std::unique_ptr<LocalityModel> locality_ REPRISE_GUARDED_BY(mutex_);
-  std::unique_ptr<EvictionPolicy> pool_policy_ REPRISE_GUARDED_BY(mutex_);
+  std::unique_ptr<MemoryPool> pool_ REPRISE_GUARDED_BY(mutex_);
   std::unique_ptr<EvictionPolicy> flash_policy_ REPRISE_GUARDED_BY(mutex_);
   std::deque<WriteJob> write_queue_ REPRISE_GUARDED_BY(mutex_);
   std::deque<AccessJob> access_queue_ REPRISE_GUARDED_BY(mutex_);

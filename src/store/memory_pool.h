@@ -1,0 +1,127 @@
+// MemoryPool: the store's memory tier (DESIGN.md §6) — the chunks just produced, loaded from
+// flash or prefetched, under a byte budget.
+//
+// Indexes, all hashed: by (namespace, chunk id), by (namespace, content hash) and by
+// (namespace, parent), so that Find, FindByContent and Children cost one hash lookup plus the
+// handful of matching chunks, not a scan of the pool; and a keyword index
+// (pool_text_index.h) over the text of the chunks the catalog does not hold.
+//
+// Each chunk carries three flags:
+//  - dirty: inserted and waiting for the write-back thread; never evicted (it would be
+//    lost), cleared when written (or skipped, or persistence stops);
+//  - persisted: it has a catalog row and a KV file; a chunk without one is in the keyword
+//    index, so a text search finds it before write-back catches up;
+//  - pinned: never evicted.
+// Eviction: when the pool exceeds its budget, EvictOverBudget asks the eviction policy
+// (eviction_policy.h; it is told every placement and use through Touch) for victims among
+// the clean, unpinned chunks.
+//
+// Thread-compatible: ChunkStore uses it under its pool lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/chunk.h"
+#include "kv/chunk_cache.h"
+#include "store/eviction_policy.h"
+#include "store/locality.h"
+#include "store/pool_key.h"
+#include "store/pool_text_index.h"
+
+namespace reprise::store {
+
+struct PoolSlot {
+  std::shared_ptr<const kv::ChunkEntry> entry;
+  bool dirty = false;      // waiting for write-back
+  bool persisted = false;  // has a catalog row and a file
+  bool pinned = false;
+  int64_t bytes = 0;
+};
+
+// What the pool holds of one namespace.
+struct PoolUsage {
+  int64_t num_chunks = 0;
+  int64_t bytes = 0;
+};
+
+class MemoryPool {
+ public:
+  // `policy` chooses victims (owned). Requires: budget_bytes > 0, policy not null.
+  MemoryPool(int64_t budget_bytes, std::unique_ptr<EvictionPolicy> policy);
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  // Adds `entry` (not null), or replaces the chunk of the same id, keeping its pin and, when
+  // it was dirty, its dirty flag. Counts as a use at `now_s`. Does not evict.
+  void Add(const std::string& name_space, std::shared_ptr<const kv::ChunkEntry> entry,
+           bool dirty, bool persisted, double now_s);
+  // Removes a chunk; nothing when it is absent.
+  void Remove(const std::string& name_space, kv::ChunkId id);
+  // Removes every chunk of `name_space`, or every chunk.
+  void Clear(const std::optional<std::string>& name_space);
+
+  // The chunk, or null. Valid until the pool changes.
+  const PoolSlot* Find(const std::string& name_space, kv::ChunkId id) const;
+  // Find, counted as a use at `now_s` (eviction recency).
+  std::shared_ptr<const kv::ChunkEntry> Use(const std::string& name_space, kv::ChunkId id,
+                                            double now_s);
+  // A chunk with this content — an exact one if any, else the latest placed — counted as a
+  // use; or null.
+  std::shared_ptr<const kv::ChunkEntry> UseByContent(const std::string& name_space,
+                                                     kv::ContentHash content, double now_s);
+  // The chunks whose parent is `parent`.
+  std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(const std::string& name_space,
+                                                              kv::ChunkId parent) const;
+  // Chunks not in the catalog whose text shares words with `query`, best first (PoolTextIndex).
+  std::vector<kv::ChunkId> SearchUnpersistedText(const std::string& name_space,
+                                                 std::string_view query, int max_results) const;
+  // The policies' view of these chunks (those in the pool; others are skipped).
+  std::vector<ChunkInfo> Infos(const std::string& name_space,
+                               std::span<const kv::ChunkId> ids) const;
+
+  // Write-back's outcome for `entry` (ignored when the pool now holds another entry under
+  // its id): written (persisted), or not written (its own file failed; stays in memory).
+  void MarkWritten(const std::string& name_space, const kv::ChunkEntry* entry);
+  void MarkNotWritten(const std::string& name_space, const kv::ChunkEntry* entry);
+  // Flash evicted the chunk: it is no longer persisted.
+  void MarkEvictedFromFlash(const std::string& name_space, kv::ChunkId id);
+  // Persistence stopped: dirty chunks become ordinary, evictable ones.
+  void ClearDirty();
+  // Pins or unpins one chunk, or every chunk of the namespace when `id` is nullopt.
+  void SetPinned(const std::string& name_space, std::optional<kv::ChunkId> id, bool pinned);
+
+  // Evicts clean, unpinned chunks until the pool fits its budget (or none is left to evict);
+  // returns how many went.
+  int EvictOverBudget(double now_s);
+
+  int64_t budget_bytes() const { return budget_bytes_; }
+  int64_t bytes() const { return bytes_; }
+  int64_t num_chunks() const { return static_cast<int64_t>(slots_.size()); }
+  int64_t num_dirty() const { return num_dirty_; }
+  PoolUsage Usage(const std::string& name_space) const;
+
+ private:
+  static ChunkInfo InfoOf(const std::string& name_space, const PoolSlot& slot);
+  void Unindex(const PoolKey& key, const PoolSlot& slot);
+  void SetDirty(PoolSlot& slot, bool dirty);
+  void SetPersisted(const PoolKey& key, PoolSlot& slot, bool persisted);
+  void RemoveKey(const PoolKey& key);
+
+  const int64_t budget_bytes_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  std::unordered_map<PoolKey, PoolSlot, PoolKeyHash> slots_;  // key value: chunk id
+  // key value: content hash / parent id -> chunk ids, in order of placement.
+  std::unordered_map<PoolKey, std::vector<kv::ChunkId>, PoolKeyHash> by_content_;
+  std::unordered_map<PoolKey, std::vector<kv::ChunkId>, PoolKeyHash> by_parent_;
+  std::unordered_map<std::string, PoolUsage> usage_;
+  PoolTextIndex unpersisted_text_;
+  int64_t bytes_ = 0;
+  int64_t num_dirty_ = 0;
+};
+
+}  // namespace reprise::store
