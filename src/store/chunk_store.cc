@@ -233,7 +233,8 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
     if (!options.read_only) REPRISE_LOG(kWarning) << "store " << options.dir << ": "
                                                   << s->stats_.persistence_error;
   }
-  s->writer_ = std::thread([p = s.get()] { p->WriterLoop(); });
+  WriteBackSink* sink = s.get();  // a private base: converted here, inside the class
+  s->write_back_ = std::make_unique<WriteBack>(sink, options.writeback_batch);
   return s;
 }
 
@@ -335,13 +336,8 @@ void ChunkStore::CountCorrupt(int64_t n, bool bad_rows) {
 }
 
 ChunkStore::~ChunkStore() {
-  Flush().IgnoreError();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  work_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  // Finishes the queue while the rest of the store is still here.
+  write_back_.reset();
 }
 
 double ChunkStore::Now() const {
@@ -370,15 +366,14 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
     return ResourceExhaustedError("a chunk of " + std::to_string(entry->bytes()) +
                                   " bytes exceeds the memory pool");
   }
-  const bool persist = persistence_.load(std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pool_->Add(ns, entry, persist, false, Now());
-    if (persist) write_queue_.push_back(WriteJob{ns, std::move(entry)});
-    ++ns_stats_[ns].inserts;
-    EvictPoolLocked();
-  }
-  work_cv_.notify_one();
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Queued before it is placed, under the pool lock: the write-back thread marks it written
+  // under that lock too, so never before it is in the pool.
+  const bool queued = persistence_.load(std::memory_order_relaxed) &&
+                      write_back_->Enqueue(WriteJob{ns, entry});
+  pool_->Add(ns, std::move(entry), queued, false, Now());
+  ++ns_stats_[ns].inserts;
+  EvictPoolLocked();
   return Status::Ok();
 }
 
@@ -551,14 +546,23 @@ void ChunkStore::RecordRequest(const std::string& name_space,
   AccessJob job{name_space, std::vector<kv::ChunkId>(chunk_ids.begin(), chunk_ids.end())};
   recent_requests_.push_back(job);
   if (recent_requests_.size() > 4) recent_requests_.erase(recent_requests_.begin());
-  if (persistence_.load(std::memory_order_relaxed)) {
-    access_queue_.push_back(std::move(job));
-    work_cv_.notify_one();
-  }
+  if (persistence_.load(std::memory_order_relaxed)) write_back_->EnqueueAccess(std::move(job));
+  if (options_.prefetch && options_.prefetch_in_background) write_back_->RequestIdleWork();
 }
 
 int ChunkStore::RunIdleWork() {
+  if (options_.prefetch_in_background) {
+    write_back_->RequestIdleWork();
+    return 0;
+  }
+  return Prefetch();
+}
+
+int ChunkStore::PerformIdleWork() { return Prefetch(); }
+
+int ChunkStore::Prefetch() {
   if (!options_.prefetch || !catalog_ || options_.model_fingerprint == 0) return 0;
+  std::lock_guard<std::mutex> prefetch_lock(prefetch_mutex_);
   std::vector<AccessJob> recent;
   int64_t budget;
   {
@@ -576,13 +580,13 @@ int ChunkStore::RunIdleWork() {
     for (const AccessJob& job : recent) {
       for (size_t i = 0; i < job.ids.size() && i < 16; ++i) {
         Result<std::vector<CoAccessPartner>> partners =
-            catalog_->CoAccessPartners(job.ns, job.ids[i], 8);
+            catalog_->CoAccessPartners(job.name_space, job.ids[i], 8);
         if (!partners.ok()) continue;
         for (const CoAccessPartner& p : *partners) {
           co_access[p.chunk_id] = std::max(co_access[p.chunk_id], p.count);
           if (!seen.insert(p.chunk_id).second) continue;
-          Result<std::optional<CatalogRow>> row = catalog_->Find(job.ns, p.chunk_id);
-          if (row.ok() && *row) rows.emplace_back(job.ns, std::move(**row));
+          Result<std::optional<CatalogRow>> row = catalog_->Find(job.name_space, p.chunk_id);
+          if (row.ok() && *row) rows.emplace_back(job.name_space, std::move(**row));
         }
       }
     }
@@ -647,122 +651,103 @@ bool ChunkStore::DisablePersistenceLocked(const Status& why) {
   stats_.persistence_enabled = false;
   stats_.persistence_error = why.ToString();
   pool_->ClearDirty();  // now ordinary, evictable entries
-  write_queue_.clear();
-  access_queue_.clear();
+  write_back_->Disable();
   return true;
 }
 
-void ChunkStore::WriterLoop() {
-  while (true) {
-    std::vector<WriteJob> batch;
-    std::vector<AccessJob> accesses;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      work_cv_.wait(lock, [&] { return stopping_ || !write_queue_.empty() || !access_queue_.empty(); });
-      if (stopping_ && write_queue_.empty() && access_queue_.empty()) return;
-      while (!write_queue_.empty() && static_cast<int>(batch.size()) < options_.writeback_batch) {
-        batch.push_back(std::move(write_queue_.front()));
-        write_queue_.pop_front();
+void ChunkStore::PersistBatch(std::span<const WriteJob> batch,
+                              std::span<const AccessJob> accesses) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<CatalogRow> rows;
+  std::vector<size_t> written;
+  std::vector<size_t> skipped;  // chunks whose own file failed; the others go on
+  Status failure;
+  // Not while Gc() changes the lock (store_lock.h: conversions briefly release it).
+  std::unique_lock<std::mutex> batch_lock(batch_mutex_);
+  for (size_t i = 0; i < batch.size() && failure.ok(); ++i) {
+    const kv::ChunkEntry& e = *batch[i].entry;
+    const std::string name = KvFileName(batch[i].name_space, e.id);
+    Result<KvFileInfo> info = WriteKvFile(*fs_, options_.dir, name, e, options_.codec,
+                                          options_.model_fingerprint, batch[i].name_space);
+    if (!info.ok()) {
+      const StatusCode code = info.status().code();
+      // A full disk or a read-only folder stops persistence; anything else is first taken
+      // as this chunk's own problem (say, a folder where its file should go): skipped, its
+      // obstacle removed when that is safe, and persistence stays on unless it keeps
+      // happening.
+      if (code == StatusCode::kResourceExhausted || code == StatusCode::kUnavailable ||
+          ++consecutive_chunk_failures_ >= kMaxConsecutiveChunkFailures) {
+        failure = info.error();
+        break;
       }
-      accesses.assign(std::make_move_iterator(access_queue_.begin()),
-                      std::make_move_iterator(access_queue_.end()));
-      access_queue_.clear();
-      in_flight_ = static_cast<int>(batch.size());
+      REPRISE_LOG(kWarning) << "store " << options_.dir << ": chunk file " << name
+                            << " cannot be written (" << info.status().ToString()
+                            << "); that chunk stays in memory only";
+      fs_->Remove(PathOf(name)).IgnoreError();
+      skipped.push_back(i);
+      continue;
     }
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<CatalogRow> rows;
-    std::vector<size_t> written;
-    std::vector<size_t> skipped;  // chunks whose own file failed; the others go on
-    Status failure;
-    // Not while Gc() changes the lock (store_lock.h: conversions briefly release it).
-    std::unique_lock<std::mutex> batch_lock(batch_mutex_);
-    for (size_t i = 0; i < batch.size() && failure.ok(); ++i) {
-      const kv::ChunkEntry& e = *batch[i].entry;
-      const std::string name = KvFileName(batch[i].ns, e.id);
-      Result<KvFileInfo> info = WriteKvFile(*fs_, options_.dir, name, e, options_.codec,
-                                            options_.model_fingerprint, batch[i].ns);
-      if (!info.ok()) {
-        const StatusCode code = info.status().code();
-        // A full disk or a read-only folder stops persistence; anything else is first taken
-        // as this chunk's own problem (say, a folder where its file should go): skipped, its
-        // obstacle removed when that is safe, and persistence stays on unless it keeps
-        // happening.
-        if (code == StatusCode::kResourceExhausted || code == StatusCode::kUnavailable ||
-            ++consecutive_chunk_failures_ >= kMaxConsecutiveChunkFailures) {
-          failure = info.error();
-          break;
-        }
-        REPRISE_LOG(kWarning) << "store " << options_.dir << ": chunk file " << name
-                              << " cannot be written (" << info.status().ToString()
-                              << "); that chunk stays in memory only";
-        fs_->Remove(PathOf(name)).IgnoreError();
-        skipped.push_back(i);
-        continue;
-      }
-      consecutive_chunk_failures_ = 0;
-      CatalogRow row;
-      row.name_space = batch[i].ns;
-      row.chunk_id = e.id;
-      row.parent_id = e.parent;
-      row.content_hash = e.content;
-      row.exact = e.exact;
-      row.tokens = e.tokens;
-      row.text = e.text;
-      row.model_fingerprint = options_.model_fingerprint;
-      row.codec = info->codec;
-      row.file_name = name;
-      row.file_bytes = info->file_bytes;
-      row.payload_checksum = info->payload_checksum;
-      row.created_us = static_cast<int64_t>(Now() * 1e6);
-      row.last_access_us = row.created_us;
-      rows.push_back(std::move(row));
-      written.push_back(i);
-    }
-    if (!rows.empty() && catalog_) {
-      std::lock_guard<std::mutex> lock(catalog_mutex_);
-      Result<std::vector<int64_t>> ids = catalog_->InsertBatch(rows, OnConflict::kReplace);
-      if (!ids.ok()) {
-        if (failure.ok()) failure = ids.error();
-        written.clear();  // the files are orphans; the next open removes them
-      }
-    }
-    batch_lock.unlock();
-    if (catalog_ && failure.ok()) {
-      std::lock_guard<std::mutex> lock(catalog_mutex_);
-      for (const AccessJob& job : accesses) {
-        catalog_->AddCoAccess(job.ns, job.ids).IgnoreError();
-        std::vector<int64_t> row_ids;
-        for (kv::ChunkId id : job.ids) {
-          Result<std::optional<CatalogRow>> row = catalog_->Find(job.ns, id);
-          if (row.ok() && *row) row_ids.push_back((*row)->row_id);
-        }
-        catalog_->RecordAccess(row_ids, static_cast<int64_t>(Now() * 1e6), AccessTier::kPool)
-            .IgnoreError();
-      }
-    }
-    const double ms = MillisecondsSince(start);
-    bool disabled_now = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (size_t i : written) pool_->MarkWritten(batch[i].ns, batch[i].entry.get());
-      for (size_t i : skipped) pool_->MarkNotWritten(batch[i].ns, batch[i].entry.get());
-      stats_.chunks_not_persisted += static_cast<int64_t>(skipped.size());
-      stats_.chunks_written += static_cast<int64_t>(written.size());
-      stats_.write_ms_total += ms;
-      // Persistence is switched off in the same critical section that ends the batch, so a
-      // Flush() that returns sees either the batch pending or its failure recorded.
-      if (!failure.ok()) disabled_now = DisablePersistenceLocked(failure);
-      in_flight_ = 0;
-      EvictPoolLocked();
-    }
-    if (disabled_now) {
-      REPRISE_LOG(kWarning) << "store " << options_.dir << ": cannot persist chunks ("
-                            << failure.ToString()
-                            << "); serving from memory without persistence";
-    }
-    if (!written.empty()) EvictFlash().IgnoreError();
-    idle_cv_.notify_all();
+    consecutive_chunk_failures_ = 0;
+    CatalogRow row;
+    row.name_space = batch[i].name_space;
+    row.chunk_id = e.id;
+    row.parent_id = e.parent;
+    row.content_hash = e.content;
+    row.exact = e.exact;
+    row.tokens = e.tokens;
+    row.text = e.text;
+    row.model_fingerprint = options_.model_fingerprint;
+    row.codec = info->codec;
+    row.file_name = name;
+    row.file_bytes = info->file_bytes;
+    row.payload_checksum = info->payload_checksum;
+    row.created_us = static_cast<int64_t>(Now() * 1e6);
+    row.last_access_us = row.created_us;
+    rows.push_back(std::move(row));
+    written.push_back(i);
   }
+  if (!rows.empty() && catalog_) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    Result<std::vector<int64_t>> ids = catalog_->InsertBatch(rows, OnConflict::kReplace);
+    if (!ids.ok()) {
+      if (failure.ok()) failure = ids.error();
+      written.clear();  // the files are orphans; the next open removes them
+    }
+  }
+  batch_lock.unlock();
+  if (catalog_ && failure.ok()) {
+    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    for (const AccessJob& job : accesses) {
+      catalog_->AddCoAccess(job.name_space, job.ids).IgnoreError();
+      std::vector<int64_t> row_ids;
+      for (kv::ChunkId id : job.ids) {
+        Result<std::optional<CatalogRow>> row = catalog_->Find(job.name_space, id);
+        if (row.ok() && *row) row_ids.push_back((*row)->row_id);
+      }
+      catalog_->RecordAccess(row_ids, static_cast<int64_t>(Now() * 1e6), AccessTier::kPool)
+          .IgnoreError();
+    }
+  }
+  const double ms = MillisecondsSince(start);
+  bool disabled_now = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i : written) pool_->MarkWritten(batch[i].name_space, batch[i].entry.get());
+    for (size_t i : skipped) pool_->MarkNotWritten(batch[i].name_space, batch[i].entry.get());
+    stats_.chunks_not_persisted += static_cast<int64_t>(skipped.size());
+    stats_.chunks_written += static_cast<int64_t>(written.size());
+    stats_.write_ms_total += ms;
+    // Persistence is switched off before the batch ends (WriteBack::Flush waits for it), so
+    // a Flush() that returns sees either the batch pending or its failure recorded.
+    if (!failure.ok()) disabled_now = DisablePersistenceLocked(failure);
+    EvictPoolLocked();
+  }
+  if (disabled_now) {
+    REPRISE_LOG(kWarning) << "store " << options_.dir << ": cannot persist chunks ("
+                          << failure.ToString()
+                          << "); serving from memory without persistence";
+  }
+  if (!written.empty()) EvictFlash().IgnoreError();
 }
 
 Status ChunkStore::EvictFlash() {
@@ -819,11 +804,7 @@ Status ChunkStore::EvictFlash() {
 }
 
 Status ChunkStore::Flush() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  idle_cv_.wait(lock, [&] {
-    return (write_queue_.empty() && access_queue_.empty() && in_flight_ == 0) ||
-           !persistence_.load(std::memory_order_relaxed);
-  });
+  write_back_->Flush();
   return Status::Ok();
 }
 

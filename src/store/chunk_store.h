@@ -9,10 +9,13 @@
 //    and files without rows. A file that fails its checks is a cache miss: its row and file
 //    are dropped and counted, never used.
 //  - Lazy write-back: Insert only queues; a background thread writes in batches, so nothing
-//    is written on the request's path. Flush() (and the destructor) waits for the queue.
+//    is written on the request's path (write_back.h). Flush() (and the destructor) waits for
+//    the queue.
 //  - Eviction: the pool and the flash tier each evict by locality x cost (or LRU for
 //    ablations); pinned chunks are never evicted. Prefetch loads, in idle time, chunks whose
-//    locality passes a threshold.
+//    locality passes a threshold: on the write-back thread once its queue is empty after a
+//    request (options.prefetch_in_background), never on the caller's thread unless the
+//    caller asks (RunIdleWork with prefetch_in_background off).
 //  - Failures to persist (disk full, read-only folder) switch persistence off: the store
 //    keeps serving from memory (and, read-only, from flash: the catalog is then opened
 //    without its -shm, catalog.h), logs it once, and damages nothing already stored. A
@@ -40,15 +43,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -63,6 +63,7 @@
 #include "store/locality.h"
 #include "store/memory_pool.h"
 #include "store/store_lock.h"
+#include "store/write_back.h"
 
 namespace reprise::store {
 
@@ -77,6 +78,9 @@ struct StoreOptions {
   CostModel costs{1000.0 * 1024, 10.0, 2.5};
   bool cost_aware = true;   // false: LRU in both tiers (for ablations)
   bool prefetch = true;
+  // Prefetch on the write-back thread after each recorded request (RunIdleWork then only
+  // asks for it); false: only when RunIdleWork is called, on the caller's thread.
+  bool prefetch_in_background = true;
   double prefetch_threshold = 0.25;
   int writeback_batch = 16;
   // Injected for tests: the file system (borrowed; null = POSIX) and the clock (seconds).
@@ -132,7 +136,7 @@ struct GcReport {
   bool recovery_skipped = false;
 };
 
-class ChunkStore {
+class ChunkStore : private WriteBackSink {
  public:
   // Opens (creating when missing) and recovers the store; a damaged catalog is rebuilt, a
   // folder that cannot be written is served read-only. Errors: InvalidArgument (options; a
@@ -140,7 +144,7 @@ class ChunkStore {
   // of a newer schema), Corrupt (options.read_only and the catalog is damaged: a writable
   // open rebuilds it).
   static Result<std::unique_ptr<ChunkStore>> Open(const StoreOptions& options);
-  ~ChunkStore();
+  ~ChunkStore() override;
   ChunkStore(const ChunkStore&) = delete;
   ChunkStore& operator=(const ChunkStore&) = delete;
 
@@ -154,10 +158,14 @@ class ChunkStore {
   // Records that one prompt used these chunks (locality, co-access); cheap, queued.
   void RecordRequest(const std::string& name_space, std::span<const kv::ChunkId> chunk_ids);
 
-  // Idle-time work: prefetch into the pool. Returns the chunks loaded.
+  // Idle-time work: prefetch into the pool. With options.prefetch_in_background (the
+  // default) it asks the write-back thread for a pass and returns 0 at once (Flush waits for
+  // that pass); otherwise it runs the pass on the caller's thread and returns the chunks
+  // loaded.
   int RunIdleWork();
 
-  // Waits until every queued chunk is persisted (or persistence is off).
+  // Waits until every queued chunk is persisted (or persistence is off), and any idle work
+  // asked for is done.
   Status Flush();
 
   StoreStats Stats();
@@ -186,18 +194,14 @@ class ChunkStore {
   kv::ChunkCacheStats CacheStats(const std::string& ns);
 
  private:
-  struct WriteJob {
-    std::string ns;
-    std::shared_ptr<const kv::ChunkEntry> entry;
-  };
-  struct AccessJob {
-    std::string ns;
-    std::vector<kv::ChunkId> ids;
-  };
-
   explicit ChunkStore(const StoreOptions& options) : options_(options) {}
   double Now() const;
-  void WriterLoop();
+  // WriteBackSink, on the write-back thread: writes a batch's files and catalog rows, then
+  // records the accesses; and prefetches.
+  void PersistBatch(std::span<const WriteJob> batch, std::span<const AccessJob> accesses) override;
+  int PerformIdleWork() override;
+  // One prefetch pass; returns the chunks loaded.
+  int Prefetch();
   // Switches persistence off and drops pending writes; true the first time (the caller then
   // says so once in the log).
   bool DisablePersistenceLocked(const Status& why) REPRISE_REQUIRES(mutex_);
@@ -228,24 +232,20 @@ class ChunkStore {
   std::mutex batch_mutex_;
   int consecutive_chunk_failures_ = 0;  // writer thread only
 
-  std::mutex mutex_;  // pool, policies, queues
+  std::mutex mutex_;  // pool, policies, statistics
   std::unique_ptr<LocalityModel> locality_ REPRISE_GUARDED_BY(mutex_);
   std::unique_ptr<MemoryPool> pool_ REPRISE_GUARDED_BY(mutex_);
   std::unique_ptr<EvictionPolicy> flash_policy_ REPRISE_GUARDED_BY(mutex_);
-  std::deque<WriteJob> write_queue_ REPRISE_GUARDED_BY(mutex_);
-  std::deque<AccessJob> access_queue_ REPRISE_GUARDED_BY(mutex_);
   std::vector<AccessJob> recent_requests_ REPRISE_GUARDED_BY(mutex_);  // for prefetch
-  int in_flight_ REPRISE_GUARDED_BY(mutex_) = 0;
-  bool stopping_ REPRISE_GUARDED_BY(mutex_) = false;
-  std::condition_variable work_cv_;
-  std::condition_variable idle_cv_;
+  std::mutex prefetch_mutex_;  // one prefetch pass at a time (write-back thread or caller)
   StoreStats stats_ REPRISE_GUARDED_BY(mutex_);
   // Drops not persisted in the catalog (read-only store, or the catalog write failed).
   int64_t unpersisted_corrupt_ REPRISE_GUARDED_BY(mutex_) = 0;
   std::map<std::string, kv::ChunkCacheStats> ns_stats_ REPRISE_GUARDED_BY(mutex_);
   // Relaxed reads on the request path; set once by the writer thread under mutex_.
   std::atomic<bool> persistence_{true};
-  std::thread writer_;
+  // Last: started when the store is ready, stopped (after finishing its queue) first.
+  std::unique_ptr<WriteBack> write_back_;
 };
 
 }  // namespace reprise::store

@@ -373,30 +373,55 @@ TEST(ChunkStoreTest, ClearAndGc) {
   EXPECT_TRUE(KvFiles(options.dir).empty());
 }
 
+// Two runs: a and b used together twice; then a request uses a alone.
+void StoreCoAccessedPair(const StoreOptions& options, const kv::ChunkEntry& a,
+                         const kv::ChunkEntry& b, const kv::ChunkEntry& c) {
+  auto store = std::move(ChunkStore::Open(options)).value();
+  auto ns = store->OpenNamespace("app");
+  for (const kv::ChunkEntry* e : {&a, &b, &c}) {
+    ASSERT_TRUE(ns->Insert(std::make_shared<const kv::ChunkEntry>(*e)).ok());
+  }
+  const kv::ChunkId ab[] = {a.id, b.id};
+  store->RecordRequest("app", ab);
+  store->RecordRequest("app", ab);
+  ASSERT_TRUE(store->Flush().ok());
+}
+
 TEST(ChunkStoreTest, PrefetchLoadsCoAccessedChunksInIdleTime) {
   testing_support::TempDir dir;
   StoreOptions options = Options(dir.path());
+  options.prefetch_in_background = false;  // only when asked, on the caller's thread
   auto a = Chunk(2), b = Chunk(4), c = Chunk(6);
-  {
-    auto store = std::move(ChunkStore::Open(options)).value();
-    auto ns = store->OpenNamespace("app");
-    for (auto& e : {a, b, c}) ASSERT_TRUE(ns->Insert(e).ok());
-    // a and b are used together twice.
-    const kv::ChunkId ab[] = {a->id, b->id};
-    store->RecordRequest("app", ab);
-    store->RecordRequest("app", ab);
-    ASSERT_TRUE(store->Flush().ok());
-  }
+  StoreCoAccessedPair(options, *a, *b, *c);
   auto store = std::move(ChunkStore::Open(options)).value();
   auto ns = store->OpenNamespace("app");
   ASSERT_NE(ns->Find(a->id), nullptr);  // a is back in the pool
   const kv::ChunkId used[] = {a->id};
   store->RecordRequest("app", used);
   ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(store->Stats().prefetched, 0);
   EXPECT_GE(store->RunIdleWork(), 1);
   const int64_t flash_before = store->Stats().hits_flash;
   ASSERT_NE(ns->Find(b->id), nullptr);
   EXPECT_EQ(store->Stats().hits_flash, flash_before);  // b was prefetched: a pool hit
+}
+
+TEST(ChunkStoreTest, WriteBackThreadPrefetchesAfterARequest) {
+  testing_support::TempDir dir;
+  StoreOptions options = Options(dir.path());  // prefetch_in_background by default
+  auto a = Chunk(2), b = Chunk(4), c = Chunk(6);
+  StoreCoAccessedPair(options, *a, *b, *c);
+  auto store = std::move(ChunkStore::Open(options)).value();
+  auto ns = store->OpenNamespace("app");
+  ASSERT_NE(ns->Find(a->id), nullptr);
+  const kv::ChunkId used[] = {a->id};
+  store->RecordRequest("app", used);
+  EXPECT_EQ(store->RunIdleWork(), 0);  // only asks the write-back thread
+  ASSERT_TRUE(store->Flush().ok());    // which has prefetched by now
+  EXPECT_GE(store->Stats().prefetched, 1);
+  const int64_t flash_before = store->Stats().hits_flash;
+  ASSERT_NE(ns->Find(b->id), nullptr);
+  EXPECT_EQ(store->Stats().hits_flash, flash_before);
 }
 
 }  // namespace
