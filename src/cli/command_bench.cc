@@ -9,6 +9,7 @@
 #include "cli/json_output.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
+#include "cli/progress_bar.h"
 #include "engine/reuse_bench.h"
 #include "engine/speed_bench.h"
 
@@ -99,7 +100,10 @@ class BenchCommand : public Command {
     options_.run_prefill = prefill_->parsed();
     options_.run_decode = decode_->parsed();
     const char* name = options_.run_prefill ? "bench prefill" : "bench decode";
+    ProgressBar progress(ProgressBar::ForStderr(json_));
+    options_.progress = progress.Callback();
     Result<engine::SpeedBenchResult> result = engine::RunSpeedBench(options_);
+    progress.Finish();
     if (!result.ok()) return PrintError(name, result.error());
     std::map<int, double> peer;
     if (!llama_bench_.empty()) {
@@ -260,10 +264,13 @@ class BenchCommand : public Command {
       reuse_options_.methods.push_back(*method);
     }
     const bool verbose = reuse_options_.verbose;
+    ProgressBar progress(ProgressBar::ForStderr(json_));
+    reuse_options_.progress = progress.Callback();
     Result<engine::ReuseBenchResult> result =
         engine::RunReuseBench(reuse_options_, [&](const std::string& line) {
-          if (verbose || line.rfind("query", 0) != 0) std::fprintf(stderr, "%s\n", line.c_str());
+          if (verbose || line.rfind("query", 0) != 0) progress.PrintLine(line);
         });
+    progress.Finish();
     if (!result.ok()) return PrintError("bench reuse", result.error());
     std::printf("%s\n", json_ ? result->ToJson().c_str() : result->ToText().c_str());
     return kExitOk;

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
+#include "cli/progress_bar.h"
 #include "engine/calibration.h"
 #include "workload/named_workload.h"
 
@@ -43,7 +44,10 @@ class CalibrateCommand : public Command {
     }
     std::fprintf(stderr, "profiling capacities 32..%d (this takes a while)\n",
                  options_.max_capacity);
+    ProgressBar progress(ProgressBar::ForStderr(/*json=*/false));
+    options_.progress = progress.Callback();
     Result<engine::Calibration> c = engine::Calibrate(**model, options_);
+    progress.Finish();
     if (!c.ok()) return PrintError("calibrate", c.error());
     std::printf("model %s\nmachine %s\n\n%9s %14s %16s\n", model_path_.c_str(), c->machine.c_str(),
                 "capacity", "prefill ms", "recompute ms");

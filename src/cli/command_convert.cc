@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/progress_bar.h"
 #include "convert/hf_importer.h"
 #include "convert/llama2c_importer.h"
 
@@ -35,15 +36,18 @@ class ConvertCommand : public Command {
     std::optional<DType> type;
     if (type_ != "auto") type = *ParseDTypeName(type_);
     Result<convert::ImportSummary> summary = InvalidArgumentError("give --llama2c or --hf");
+    ProgressBar progress(ProgressBar::ForStderr(/*json=*/false));
     if (!llama2c_.empty()) {
       if (tokenizer_.empty()) {
         return PrintError("convert", InvalidArgumentError("--llama2c needs --tokenizer"));
       }
       summary = convert::ImportLlama2c(llama2c_, tokenizer_, output_,
-                                       convert::Llama2cImportOptions{type});
+                                       convert::Llama2cImportOptions{type, progress.Callback()});
     } else if (!hf_dir_.empty()) {
-      summary = convert::ImportHfModel(hf_dir_, output_, convert::HfImportOptions{type});
+      summary = convert::ImportHfModel(hf_dir_, output_,
+                                       convert::HfImportOptions{type, progress.Callback()});
     }
+    progress.Finish();
     if (!summary.ok()) return PrintError("convert", summary.error());
     std::printf("wrote %s: %s, %d tensors, vocab %d, %.2f MiB\n", output_.c_str(),
                 summary->architecture.c_str(), summary->num_tensors, summary->vocab_size,

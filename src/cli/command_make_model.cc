@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
+#include "cli/progress_bar.h"
 #include "convert/model_maker.h"
 
 namespace reprise::cli {
@@ -36,7 +37,10 @@ class MakeModelCommand : public Command {
   int Run() override {
     options_.weight_type = *ParseDTypeName(type_);
     if (layers_ > 0) options_.num_layers = layers_;
+    ProgressBar progress(ProgressBar::ForStderr(/*json=*/false));
+    options_.progress = progress.Callback();
     Result<convert::MakeModelSummary> summary = convert::MakeModel(options_, output_);
+    progress.Finish();
     if (!summary.ok()) return PrintError("make-model", summary.error());
     std::printf("wrote %s: %s shape %s, %s weights, %.1f M parameters, %.1f MiB; tokenizer: %s\n",
                 output_.c_str(), summary->shape.arch.c_str(), summary->shape.name.c_str(),

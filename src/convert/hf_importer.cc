@@ -263,6 +263,7 @@ Result<ImportSummary> ImportHfModel(const std::string& dir, const std::string& o
       cp.Find("model.embed_tokens.weight") ? "model.embed_tokens.weight" : "lm_head.weight";
   REPRISE_RETURN_IF_ERROR(add(embed, "token_embd.weight", {vocab_rows, hidden}, true, 0));
   for (int l = 0; l < h.layers; ++l) {
+    ReportProgress(options.progress, "converting", l, h.layers, "layers");
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const std::string b = "blk." + std::to_string(l) + ".";
     REPRISE_RETURN_IF_ERROR(add(p + "input_layernorm.weight", b + "attn_norm.weight", {hidden},
@@ -309,8 +310,11 @@ Result<ImportSummary> ImportHfModel(const std::string& dir, const std::string& o
     REPRISE_RETURN_IF_ERROR(AddEncodedTensor(w, "rope_freqs.weight", {factors.size()}, factors,
                                              DType::kF32));
   }
+  ReportProgress(options.progress, "converting", h.layers, h.layers, "layers");
   SetFileType(w, main_type);
+  ReportProgress(options.progress, "writing the file", 0, 1, "files");
   REPRISE_RETURN_IF_ERROR(w.WriteToFile(out_path));
+  ReportProgress(options.progress, "writing the file", 1, 1, "files");
   ImportSummary summary;
   summary.architecture = h.arch;
   summary.num_tensors = static_cast<int>(w.num_tensors());

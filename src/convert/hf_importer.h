@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/dtype.h"
+#include "base/progress.h"
 #include "base/status.h"
 
 namespace reprise::convert {
@@ -19,6 +20,8 @@ struct HfImportOptions {
   // Stored type of the weight matrices; nullopt keeps each tensor's source type (BF16 and
   // F16 stay 16-bit, F32 stays F32). Norms and biases are always F32.
   std::optional<DType> weight_type;
+  // Told of each layer converted ("converting", layers) and of writing the file.
+  ProgressCallback progress;
 };
 
 struct ImportSummary {

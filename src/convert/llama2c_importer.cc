@@ -142,6 +142,12 @@ Result<ImportSummary> ImportLlama2c(const std::string& model_path,
     cursor += count;
     return out;
   };
+  // The embedding, nine tensors per layer, the output norm and the classifier.
+  const int64_t num_tensors = 3 + 9 * static_cast<int64_t>(layers);
+  int64_t tensors_done = 0;
+  auto report = [&] {
+    ReportProgress(options.progress, "converting", tensors_done, num_tensors, "tensors");
+  };
   auto layer_name = [](uint64_t l, const char* suffix) {
     return "blk." + std::to_string(l) + "." + suffix;
   };
@@ -153,12 +159,17 @@ Result<ImportSummary> ImportLlama2c(const std::string& model_path,
                                                    : std::vector<uint64_t>{row_length, rows};
       REPRISE_RETURN_IF_ERROR(
           AddEncodedTensor(w, layer_name(l, suffix), dims, take(rows * row_length), type));
+      ++tensors_done;
+      report();
     }
     return Status::Ok();
   };
+  report();
   const std::span<const float> embedding = take(v * dim);
   REPRISE_RETURN_IF_ERROR(AddEncodedTensor(w, "token_embd.weight", {dim, v}, embedding,
                                            matrix_type));
+  ++tensors_done;
+  report();
   REPRISE_RETURN_IF_ERROR(add_per_layer("attn_norm.weight", dim, 1, DType::kF32));
   REPRISE_RETURN_IF_ERROR(add_per_layer("attn_q.weight", dim, dim, matrix_type));
   REPRISE_RETURN_IF_ERROR(add_per_layer("attn_k.weight", kv_dim, dim, matrix_type));
@@ -175,7 +186,11 @@ Result<ImportSummary> ImportLlama2c(const std::string& model_path,
   const std::span<const float> classifier = shared_classifier ? embedding : take(v * dim);
   REPRISE_RETURN_IF_ERROR(AddEncodedTensor(w, "output.weight", {dim, v}, classifier,
                                            matrix_type));
+  tensors_done = num_tensors;  // with the output norm
+  report();
+  ReportProgress(options.progress, "writing the file", 0, 1, "files");
   REPRISE_RETURN_IF_ERROR(w.WriteToFile(out_path));
+  ReportProgress(options.progress, "writing the file", 1, 1, "files");
   ImportSummary summary;
   summary.architecture = "llama";
   summary.num_tensors = static_cast<int>(w.num_tensors());

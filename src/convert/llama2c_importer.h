@@ -19,6 +19,8 @@ namespace reprise::convert {
 struct Llama2cImportOptions {
   // Stored type of the weight matrices (default F32, the checkpoint's own precision).
   std::optional<DType> weight_type;
+  // Told of each tensor converted ("converting", tensors) and of writing the file.
+  ProgressCallback progress;
 };
 
 // Errors: NotFound, Corrupt (header values out of range, file size not matching the header,

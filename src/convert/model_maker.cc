@@ -221,6 +221,7 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
   const float attn_out =
       1.0f / std::sqrt(static_cast<float>(qd)) / std::sqrt(2.0f * shape.num_layers);
   for (int l = 0; l < shape.num_layers; ++l) {
+    ReportProgress(options.progress, "making weights", l, shape.num_layers, "layers");
     const std::string b = "blk." + std::to_string(l) + ".";
     REPRISE_RETURN_IF_ERROR(vector(b + "attn_norm.weight", NormWeights(rng, d)));
     REPRISE_RETURN_IF_ERROR(matrix(b + "attn_q.weight", d, qd, proj));
@@ -252,7 +253,10 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
     REPRISE_RETURN_IF_ERROR(vector("rope_freqs.weight", factors));
     params -= factors.size();
   }
+  ReportProgress(options.progress, "making weights", shape.num_layers, shape.num_layers, "layers");
+  ReportProgress(options.progress, "writing the file", 0, 1, "files");
   REPRISE_RETURN_IF_ERROR(w.WriteToFile(out_path));
+  ReportProgress(options.progress, "writing the file", 1, 1, "files");
   summary.shape = shape;
   summary.num_parameters = params;
   struct stat st;

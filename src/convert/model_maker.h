@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/progress.h"
 #include "base/status.h"
 #include "tokenizer/vocab.h"
 
@@ -43,6 +44,8 @@ struct MakeModelOptions {
   uint64_t seed = 1234;
   // Overrides the shape's layer count (small test files); in [1, kMaxMadeLayers].
   std::optional<int> num_layers;
+  // Told of each layer made ("making weights", layers) and of writing the file.
+  ProgressCallback progress;
 };
 
 struct MakeModelSummary {

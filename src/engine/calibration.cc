@@ -150,7 +150,11 @@ Result<Calibration> Calibrate(const LoadedModel& model, const CalibrationOptions
   Random rng(5);
   const int vocab = model.config().vocab_size;
   int threads = 1;
+  const int num_capacities = (max - options.min_capacity) / options.step + 1;
   for (int capacity = options.min_capacity; capacity <= max; capacity += options.step) {
+    const std::string detail = "capacity " + std::to_string(capacity);
+    ReportProgress(options.progress, "profiling", (capacity - options.min_capacity) / options.step,
+                   num_capacities, "capacities", detail);
     GraphBackendOptions o;
     o.context_tokens = 2 * max;
     o.prefill_capacity = capacity;
@@ -189,6 +193,7 @@ Result<Calibration> Calibrate(const LoadedModel& model, const CalibrationOptions
     c.prefill_ms[capacity] = Median(prefill);
     c.recompute_ms[capacity] = Median(recompute);
   }
+  ReportProgress(options.progress, "profiling", num_capacities, num_capacities, "capacities");
   c.machine = MachineDescription(threads);
   c.prefill_capacity = ChooseCapacity(
       c.prefill_ms, options.prefill_lengths.empty() ? DefaultLengths() : options.prefill_lengths);

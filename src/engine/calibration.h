@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "engine/loaded_model.h"
 
@@ -26,6 +27,8 @@ struct CalibrationOptions {
   // default spread over 32..1024.
   std::map<int, double> prefill_lengths;
   std::map<int, double> recompute_lengths;
+  // Told of each capacity profiled ("profiling", capacities).
+  ProgressCallback progress;
 };
 
 struct Calibration {

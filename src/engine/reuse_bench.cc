@@ -183,8 +183,11 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     for (MethodRun& run : runs) {
       if (run.cache && !first) first = &run;
     }
+    int64_t num_warmed = 0;
     for (const workload::Segment& segment : warm) {
       if (!first) break;
+      ReportProgress(options.progress, "warming", num_warmed++, static_cast<int64_t>(warm.size()),
+                     "segments");
       const PromptSegment one[] = {{segment.role, segment.text}};
       REPRISE_RETURN_IF_ERROR(first->session->Prefill(one));
       REPRISE_RETURN_IF_ERROR(first->session->StoreChunks());
@@ -197,6 +200,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       }
     }
     if (first) {
+      ReportProgress(options.progress, "warming", num_warmed, num_warmed, "segments");
       const kv::ChunkCacheStats warmed = first->cache->stats();
       char line[256];
       std::snprintf(line, sizeof(line),
@@ -221,6 +225,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   result.model = options.model_path;
   result.workload_stats = workload::FormatWorkloadStats(work.stats);
   double prompt_tokens = 0;
+  const int64_t num_query_runs = static_cast<int64_t>(work.requests.size() * runs.size());
+  int64_t query_runs_done = 0;
   for (size_t q = 0; q < work.requests.size(); ++q) {
     std::vector<PromptSegment> segments;
     for (const workload::Segment& s : work.requests[q].segments)
@@ -235,6 +241,11 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     }
     for (MethodRun* run_ptr : order) {
       MethodRun& run = *run_ptr;
+      const std::string detail = "query " + std::to_string(q + 1) + "/" +
+                                 std::to_string(work.requests.size()) + " " +
+                                 ReuseMethodName(run.method);
+      ReportProgress(options.progress, "queries", query_runs_done++, num_query_runs, "runs",
+                     detail);
       const double caller_writes_before = store ? store->Stats().write_ms_on_caller : 0.0;
       REPRISE_ASSIGN_OR_RETURN(PrefillReport report, run.session->Prefill(segments));
       if (store) {
@@ -296,6 +307,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         if (!report.schedule.empty()) say(report.schedule);
       }
     }
+    ReportProgress(options.progress, "queries", query_runs_done, num_query_runs, "runs");
     char line[160];
     std::snprintf(line, sizeof(line), "query %zu/%zu done (%d prompt tokens)", q + 1,
                   work.requests.size(),

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "engine/reuse_session.h"
 
@@ -51,6 +52,9 @@ struct ReuseBenchOptions {
   // latencies replace those of `reuse` (unless `keep_capacities`).
   std::string calibration_dir;
   bool keep_capacities = false;
+  // Told of each segment warmed ("warming", segments) and of each method's run of each query
+  // ("queries", runs: queries x methods, the full-prefill oracle included).
+  ProgressCallback progress;
 };
 
 struct MethodStats {

@@ -75,6 +75,13 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
     return 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * context * 2 / 1048576.0;
   };
 
+  // Each figure takes a warm-up run and `repetitions` timed ones.
+  const int64_t runs_per_figure = options.repetitions + 1;
+  const int64_t num_runs =
+      runs_per_figure * ((options.run_prefill ? static_cast<int64_t>(options.prefill_lengths.size())
+                                              : 0) +
+                         (options.run_decode ? 1 : 0));
+  int64_t runs_done = 0;
   if (options.run_prefill) {
     for (int length : options.prefill_lengths) {
       const int capacity =
@@ -84,7 +91,9 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
       result.num_threads = backend->num_threads();
       const std::vector<int32_t> prompt = RandomTokens(length, vocab, 42);
       std::vector<double> rates;
+      const std::string detail = "pp" + std::to_string(length);
       for (int r = 0; r <= options.repetitions; ++r) {
+        ReportProgress(options.progress, "measuring", runs_done++, num_runs, "runs", detail);
         backend->Truncate(0);
         const auto start = std::chrono::steady_clock::now();
         REPRISE_RETURN_IF_ERROR(backend->Append(prompt));
@@ -103,7 +112,9 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
     result.num_threads = backend->num_threads();
     const std::vector<int32_t> tokens = RandomTokens(options.decode_tokens, vocab, 7);
     std::vector<double> rates;
+    const std::string detail = "tg" + std::to_string(options.decode_tokens);
     for (int r = 0; r <= options.repetitions; ++r) {
+      ReportProgress(options.progress, "measuring", runs_done++, num_runs, "runs", detail);
       backend->Truncate(0);
       const auto start = std::chrono::steady_clock::now();
       for (int32_t t : tokens) {
@@ -116,6 +127,7 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
     result.decode_tokens_per_second = Median(rates);
     result.kv_cache_mb = std::max(result.kv_cache_mb, kv_mb(context));
   }
+  ReportProgress(options.progress, "measuring", runs_done, num_runs, "runs");
   result.peak_rss_mb = PeakRssMb();
   return result;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 
 namespace reprise::engine {
@@ -23,6 +24,8 @@ struct SpeedBenchOptions {
   bool run_prefill = true;
   bool run_decode = true;
   bool use_reference = false;
+  // Told of each timed run ("measuring", runs; the warm-up runs included).
+  ProgressCallback progress;
 };
 
 struct SpeedBenchResult {
