@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev libpcre2-dev libxxhash-dev
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev
   python3
+  chromium  # renders the HTML benchmark reports in their test (skipped without it)
 )
 
 missing=()

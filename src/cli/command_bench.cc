@@ -1,10 +1,14 @@
 // `reprise bench prefill|decode`: tokens/s of the inference backends, optionally side by side
 // with llama.cpp's llama-bench on the same file and threads (ratios from the same run).
 #include <cstdio>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/file_util.h"
+#include "cli/bench_report.h"
 #include "cli/command.h"
+#include "cli/html_report.h"
 #include "cli/commands.h"
 #include "cli/json_output.h"
 #include "cli/option_checks.h"
@@ -76,6 +80,8 @@ class BenchCommand : public Command {
           ->check(IntegerIn(1, 100));
       s->add_flag("--json", json_, "Print JSON");
       s->add_flag("--reference", options_.use_reference, "Benchmark the reference forward pass");
+      s->add_option("--report", report_path_,
+                    "Also write the results as a self-contained HTML page with charts");
       s->add_option("--llama-bench", llama_bench_,
                     "Path of llama.cpp's llama-bench: measure it on the same file and threads "
                     "in the same run and print the ratios");
@@ -100,6 +106,10 @@ class BenchCommand : public Command {
     options_.run_prefill = prefill_->parsed();
     options_.run_decode = decode_->parsed();
     const char* name = options_.run_prefill ? "bench prefill" : "bench decode";
+    if (!report_path_.empty()) {
+      Status can_write = CheckReportPath(report_path_);
+      if (!can_write.ok()) return PrintError(name, can_write);
+    }
     ProgressBar progress(ProgressBar::ForStderr(json_));
     options_.progress = progress.Callback();
     Result<engine::SpeedBenchResult> result = engine::RunSpeedBench(options_);
@@ -113,6 +123,25 @@ class BenchCommand : public Command {
                         options_.run_decode ? options_.decode_tokens : 0, options_.repetitions);
       if (!measured.ok()) return PrintError(name, measured.error());
       peer = *measured;
+    }
+    if (!report_path_.empty()) {
+      std::string command = std::string("reprise ") + name + " -m " + options_.model_path +
+                            " -t " + std::to_string(result->num_threads) + " -r " +
+                            std::to_string(options_.repetitions);
+      if (options_.run_prefill) {
+        command += " --lengths ";
+        for (size_t i = 0; i < options_.prefill_lengths.size(); ++i) {
+          command += (i ? "," : "") + std::to_string(options_.prefill_lengths[i]);
+        }
+      }
+      if (options_.run_decode) command += " -n " + std::to_string(options_.decode_tokens);
+      if (!peer.empty()) command += " --llama-bench " + llama_bench_;
+      const std::string html =
+          SpeedBenchReportHtml(*result, peer, options_.decode_tokens,
+                               CurrentReportContext(command, result->num_threads));
+      Status written = WriteFileAtomically(report_path_, html);
+      if (!written.ok()) return PrintError(name, written);
+      if (!json_) std::fprintf(stderr, "wrote the report %s\n", report_path_.c_str());
     }
     if (json_) {
       nlohmann::json j = nlohmann::json::parse(result->ToJson(), nullptr, false);
@@ -238,9 +267,36 @@ class BenchCommand : public Command {
                 "Skip the comparison with full prefill (faster; quality columns empty)");
     s->add_flag("--verbose", reuse_options_.verbose, "Print each query's plan and schedule");
     s->add_flag("--json", json_, "Print JSON");
+    s->add_option("--report", report_path_,
+                  "Also write the results as a self-contained HTML page with charts");
+  }
+
+  // The command line of a reuse run, for its report (the options that change the figures).
+  std::string ReuseCommandLine() const {
+    std::string methods;
+    for (const std::string& m : method_names_) methods += (methods.empty() ? "" : ",") + m;
+    const engine::ReuseOptions& r = reuse_options_.reuse;
+    std::string command = "reprise bench reuse -m " + reuse_options_.model_path +
+                          " --workload " + reuse_options_.workload + " --methods " + methods +
+                          " --queries " + std::to_string(reuse_options_.num_queries) +
+                          " --top-chunks " + std::to_string(reuse_options_.top_chunks) +
+                          " --chunk-tokens " + std::to_string(reuse_options_.chunk_tokens) +
+                          " --ratio " + std::to_string(r.recompute_ratio).substr(0, 5);
+    if (reuse_options_.warm_corpus) command += " --warm-corpus";
+    if (reuse_options_.warm_retrieved_only) command += " --warm-retrieved-only";
+    if (!reuse_options_.store_dir.empty()) command += " --store " + reuse_options_.store_dir;
+    if (eviction_ != "cost") command += " --eviction " + eviction_;
+    if (no_prefetch_) command += " --no-prefetch";
+    if (no_quality_) command += " --no-quality";
+    if (r.guard_deviation > 0) command += " --guard " + std::to_string(r.guard_deviation);
+    return command;
   }
 
   int RunReuse() {
+    if (!report_path_.empty()) {
+      Status can_write = CheckReportPath(report_path_);
+      if (!can_write.ok()) return PrintError("bench reuse", can_write);
+    }
     if (reuse_options_.data_dir.empty()) {
       std::optional<std::string> found = FindSharedDataDir();
       if (!found) {
@@ -273,6 +329,17 @@ class BenchCommand : public Command {
     progress.Finish();
     if (!result.ok()) return PrintError("bench reuse", result.error());
     std::printf("%s\n", json_ ? result->ToJson().c_str() : result->ToText().c_str());
+    if (!report_path_.empty()) {
+      const int threads = reuse_options_.reuse.num_threads > 0
+                              ? reuse_options_.reuse.num_threads
+                              : static_cast<int>(std::thread::hardware_concurrency());
+      const std::string html =
+          ReuseBenchReportHtml(std::span(&*result, 1),
+                               CurrentReportContext(ReuseCommandLine(), threads));
+      Status written = WriteFileAtomically(report_path_, html);
+      if (!written.ok()) return PrintError("bench reuse", written);
+      if (!json_) std::fprintf(stderr, "wrote the report %s\n", report_path_.c_str());
+    }
     return kExitOk;
   }
 
@@ -289,6 +356,7 @@ class BenchCommand : public Command {
   CLI::App* decode_ = nullptr;
   bool json_ = false;
   std::string llama_bench_;
+  std::string report_path_;
 };
 
 }  // namespace
