@@ -26,8 +26,10 @@
 //                     [--interleave=1] ...
 // --interleave=1 replays chat as a user switching between conversations (round-robin):
 // in file order one conversation's chunks fit any budget and every policy ties.
-// (an unknown flag lists them all).
+// (an unknown flag lists them all). --report=FILE.html also writes the tables as charts on a
+// self-contained HTML page (cli/html_report.h).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -42,6 +44,8 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/file_util.h"
+#include "cli/html_report.h"
 #include "store/eviction_policy.h"
 #include "store/locality.h"
 #include "store/prefetch_policy.h"
@@ -57,6 +61,7 @@ using store::ChunkInfo;
 struct Flags {
   std::string data = "/work/shared/data";
   std::string workloads = "docqa,chat";
+  std::string report;  // an HTML page of the results; empty = none
   int num_queries = 0;
   int store_duplicates = 0;
   int content_keys = 1;  // pass content hashes to the locality model
@@ -85,7 +90,8 @@ struct Flags {
 
 bool ParseFlags(int argc, char** argv, Flags& flags) {
   std::map<std::string, std::string*> strings = {{"data", &flags.data},
-                                                 {"workloads", &flags.workloads}};
+                                                 {"workloads", &flags.workloads},
+                                                 {"report", &flags.report}};
   std::map<std::string, double*> doubles = {
       {"pool_fraction", &flags.pool_fraction},
       {"flash_fraction", &flags.flash_fraction},
@@ -586,8 +592,84 @@ void PrintRow(const std::string& label, const Metrics& m, double lru_mean_ms) {
               lru_mean_ms > 0 ? mean / lru_mean_ms : 0.0, prefetch);
 }
 
+// What one workload's run found, for the HTML report: the rows of tables (1) and (2) and the
+// budget sweep (3).
+struct WorkloadRecord {
+  std::string name;
+  std::vector<std::pair<std::string, Metrics>> memory_only, two_tier;
+  std::vector<double> sweep_fractions;
+  std::vector<std::array<Metrics, 4>> sweep;  // lru, cost-aware, paper S x C, belady
+};
+
+double HitPercent(const Metrics& m) {
+  return 100.0 * static_cast<double>(m.prefix_hits + m.nonprefix_hits) /
+         static_cast<double>(std::max<int64_t>(m.chunk_uses, 1));
+}
+
+// The page: per table, the mean modeled TTFT and the chunk hit rate of each policy, one
+// series per workload; per workload, the budget sweep.
+std::string ReportHtml(const std::vector<WorkloadRecord>& records, const Flags& flags) {
+  cli::HtmlReport page("Reprise: eviction ablation (trace-driven, modeled TTFT)");
+  page.AddParagraph("Made by: eviction_ablation --workloads=" + flags.workloads +
+                    " --pool_fraction=" + std::to_string(flags.pool_fraction) +
+                    " --interleave=" + std::to_string(flags.interleave));
+  page.AddParagraph(
+      "A replay of the real request traces through a simulated KV store; TTFT is modeled from "
+      "the cost model (compute, non-prefix recompute, flash reads), not measured.");
+  using Rows = std::vector<std::pair<std::string, Metrics>>;
+  const auto table_charts = [&](const char* title, Rows WorkloadRecord::*rows) {
+    if (records.empty()) return;
+    cli::BarChart ttft{std::string(title) + ": mean modeled TTFT", "ms", {}, {}, false, 620, 320};
+    cli::BarChart hits{std::string(title) + ": chunk uses reused", "%", {}, {}, false, 620, 320};
+    for (const auto& [label, metrics] : records.front().*rows) ttft.categories.push_back(label);
+    hits.categories = ttft.categories;
+    for (const WorkloadRecord& r : records) {
+      cli::BarSeries t{r.name, {}}, h{r.name, {}};
+      for (const auto& [label, metrics] : r.*rows) {
+        t.values.push_back(Mean(metrics.ttft_ms));
+        h.values.push_back(HitPercent(metrics));
+      }
+      ttft.series.push_back(t);
+      hits.series.push_back(h);
+    }
+    page.AddChart(ttft);
+    page.AddChart(hits);
+  };
+  page.AddHeading("(1) Memory-only store; a victim is lost");
+  table_charts("memory-only", &WorkloadRecord::memory_only);
+  page.AddHeading("(2) Pool over flash, with and without prefetch");
+  table_charts("pool over flash", &WorkloadRecord::two_tier);
+  page.AddHeading("(3) Memory-only store, budget sweep");
+  static constexpr const char* kPolicies[] = {"lru", "cost-aware", "paper S x C", "belady"};
+  for (const WorkloadRecord& r : records) {
+    cli::BarChart ttft{r.name + ": mean modeled TTFT by budget (share of the working set)",
+                       "ms", {}, {}, false, 620, 320};
+    cli::BarChart hits{r.name + ": chunk uses reused by budget (share of the working set)",
+                       "%", {}, {}, false, 620, 320};
+    for (double fraction : r.sweep_fractions) {
+      char label[32];
+      std::snprintf(label, sizeof(label), "%.3f", fraction);
+      ttft.categories.push_back(label);
+    }
+    hits.categories = ttft.categories;
+    for (size_t p = 0; p < std::size(kPolicies); ++p) {
+      cli::BarSeries t{kPolicies[p], {}}, h{kPolicies[p], {}};
+      for (const std::array<Metrics, 4>& results : r.sweep) {
+        t.values.push_back(Mean(results[p].ttft_ms));
+        h.values.push_back(HitPercent(results[p]));
+      }
+      ttft.series.push_back(t);
+      hits.series.push_back(h);
+    }
+    page.AddChart(ttft);
+    page.AddChart(hits);
+  }
+  return page.Render();
+}
+
 int RunWorkload(std::string_view name, const Flags& flags, const store::CostModel& costs,
-                const store::LocalityOptions& locality) {
+                const store::LocalityOptions& locality, WorkloadRecord& record) {
+  record.name = std::string(name);
   Result<std::vector<TraceRequest>> built = BuildTrace(name, flags);
   if (!built.ok()) {
     std::fprintf(stderr, "workload %.*s: %s\n", static_cast<int>(name.size()), name.data(),
@@ -646,13 +728,16 @@ int RunWorkload(std::string_view name, const Flags& flags, const store::CostMode
   PrintHeader();
   const Metrics lru1 = run(PolicyKind::kLru, false, false, pool, 0);
   const double lru1_ms = Mean(lru1.ttft_ms);
-  PrintRow("no reuse", none, lru1_ms);
-  PrintRow("unbounded store", unbounded, lru1_ms);
-  PrintRow("lru", lru1, lru1_ms);
-  PrintRow("cost-aware", run(PolicyKind::kCostAware, false, false, pool, 0), lru1_ms);
-  PrintRow("cost-aware, paper's S x C", run(PolicyKind::kCostAwareSxC, false, false, pool, 0),
-           lru1_ms);
-  PrintRow("belady (offline bound)", run(PolicyKind::kBelady, false, false, pool, 0), lru1_ms);
+  const auto row1 = [&](const std::string& label, const Metrics& m) {
+    PrintRow(label, m, lru1_ms);
+    record.memory_only.emplace_back(label, m);
+  };
+  row1("no reuse", none);
+  row1("unbounded store", unbounded);
+  row1("lru", lru1);
+  row1("cost-aware", run(PolicyKind::kCostAware, false, false, pool, 0));
+  row1("cost-aware, paper's S x C", run(PolicyKind::kCostAwareSxC, false, false, pool, 0));
+  row1("belady (offline bound)", run(PolicyKind::kBelady, false, false, pool, 0));
 
   std::printf(
       "\n  (2) pool %.0f MB (%.2f) over flash %.0f MB (%.2f); prefetch: up to %.2f of "
@@ -662,22 +747,27 @@ int RunWorkload(std::string_view name, const Flags& flags, const store::CostMode
   PrintHeader();
   const Metrics lru2 = run(PolicyKind::kLru, true, false, pool, flash);
   const double lru2_ms = Mean(lru2.ttft_ms);
-  PrintRow("lru", lru2, lru2_ms);
-  PrintRow("lru + prefetch", run(PolicyKind::kLru, true, true, pool, flash), lru2_ms);
-  PrintRow("cost-aware", run(PolicyKind::kCostAware, true, false, pool, flash), lru2_ms);
-  PrintRow("cost-aware + prefetch", run(PolicyKind::kCostAware, true, true, pool, flash), lru2_ms);
-  PrintRow("cost-aware S x C + prefetch", run(PolicyKind::kCostAwareSxC, true, true, pool, flash),
-           lru2_ms);
+  const auto row2 = [&](const std::string& label, const Metrics& m) {
+    PrintRow(label, m, lru2_ms);
+    record.two_tier.emplace_back(label, m);
+  };
+  row2("lru", lru2);
+  row2("lru + prefetch", run(PolicyKind::kLru, true, true, pool, flash));
+  row2("cost-aware", run(PolicyKind::kCostAware, true, false, pool, flash));
+  row2("cost-aware + prefetch", run(PolicyKind::kCostAware, true, true, pool, flash));
+  row2("cost-aware S x C + prefetch", run(PolicyKind::kCostAwareSxC, true, true, pool, flash));
 
   std::printf("\n  (3) memory-only store, budget sweep: chunk hit %% and mean TTFT (ms)\n");
   std::printf("  %8s %14s %14s %14s %14s %9s %9s\n", "budget", "lru", "cost-aware", "paper S x C",
               "belady", "ca/lru", "SxC/lru");
   for (double fraction : {1.0 / 3, 0.2, 0.1, 0.05}) {
     const auto bytes = static_cast<int64_t>(fraction * working_set);
-    const Metrics results[] = {run(PolicyKind::kLru, false, false, bytes, 0),
-                               run(PolicyKind::kCostAware, false, false, bytes, 0),
-                               run(PolicyKind::kCostAwareSxC, false, false, bytes, 0),
-                               run(PolicyKind::kBelady, false, false, bytes, 0)};
+    const std::array<Metrics, 4> results = {run(PolicyKind::kLru, false, false, bytes, 0),
+                                            run(PolicyKind::kCostAware, false, false, bytes, 0),
+                                            run(PolicyKind::kCostAwareSxC, false, false, bytes, 0),
+                                            run(PolicyKind::kBelady, false, false, bytes, 0)};
+    record.sweep_fractions.push_back(fraction);
+    record.sweep.push_back(results);
     std::printf("  %8.3f", fraction);
     for (const Metrics& m : results) {
       std::printf(" %5.1f%% %7.0f",
@@ -741,13 +831,32 @@ int Main(int argc, char** argv) {
       "the LRU row of the same store; prefetch = prefetched chunks used later / "
       "prefetched\n");
 
+  if (!flags.report.empty()) {
+    if (Status s = cli::CheckReportPath(flags.report); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 2;
+    }
+  }
   int rc = 0;
+  std::vector<WorkloadRecord> records;
   std::string_view list = flags.workloads;
   while (!list.empty()) {
     const size_t comma = list.find(',');
     const std::string_view name = list.substr(0, comma);
-    if (!name.empty()) rc |= RunWorkload(name, flags, costs, locality);
+    if (!name.empty()) {
+      WorkloadRecord record;
+      const int workload_rc = RunWorkload(name, flags, costs, locality, record);
+      rc |= workload_rc;
+      if (workload_rc == 0) records.push_back(std::move(record));
+    }
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  if (!flags.report.empty()) {
+    if (Status s = WriteFileAtomically(flags.report, ReportHtml(records, flags)); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "wrote the report %s\n", flags.report.c_str());
   }
   return rc;
 }

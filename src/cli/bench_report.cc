@@ -64,8 +64,8 @@ bool HasQuality(const engine::ReuseBenchResult& result) {
 void AddReuseRun(HtmlReport& page, const engine::ReuseBenchResult& r) {
   page.AddHeading("Workload " + r.workload);
   page.AddParagraph(std::to_string(r.queries) + " queries, " + Fixed(r.prompt_tokens_mean, 0) +
-                    " prompt tokens on average; model " + r.model + "; graphs " +
-                    r.calibration + ".");
+                    " prompt tokens on average; model " + r.model + "; graphs " + r.calibration +
+                    ".");
   // One paragraph per line of the workload's statistics.
   for (size_t start = 0; start < r.workload_stats.size();) {
     size_t end = r.workload_stats.find('\n', start);
@@ -76,12 +76,11 @@ void AddReuseRun(HtmlReport& page, const engine::ReuseBenchResult& r) {
   std::vector<std::vector<std::string>> rows;
   for (const engine::MethodStats& m : r.methods) {
     rows.push_back({m.method, Fixed(m.ttft_ms_mean, 1), Fixed(m.ttft_ms_p50, 1),
-                    Fixed(m.ttft_ms_p90, 1), Fixed(m.speedup_vs_none, 2) + "x",
-                    Fixed(m.kl_mean, 5), Fixed(m.top1_agreement, 3),
-                    Fixed(m.continuation_agreement, 3), std::to_string(m.tokens_prefix),
-                    std::to_string(m.tokens_nonprefix), std::to_string(m.tokens_recomputed),
-                    std::to_string(m.tokens_new), std::to_string(m.hits_pool),
-                    std::to_string(m.hits_flash)});
+                    Fixed(m.ttft_ms_p90, 1), Fixed(m.speedup_vs_none, 2) + "x", Fixed(m.kl_mean, 5),
+                    Fixed(m.top1_agreement, 3), Fixed(m.continuation_agreement, 3),
+                    std::to_string(m.tokens_prefix), std::to_string(m.tokens_nonprefix),
+                    std::to_string(m.tokens_recomputed), std::to_string(m.tokens_new),
+                    std::to_string(m.hits_pool), std::to_string(m.hits_flash)});
   }
   page.AddTable({"method", "TTFT ms", "p50", "p90", "speedup", "KL", "top-1", "continuation",
                  "prefix", "reused", "recomputed", "new", "memory hits", "flash hits"},
@@ -90,7 +89,8 @@ void AddReuseRun(HtmlReport& page, const engine::ReuseBenchResult& r) {
 
   BarChart per_query{"TTFT per query: " + r.workload, "ms", {}, {}, false, 1280, 300};
   size_t num_queries = 0;
-  for (const engine::MethodStats& m : r.methods) num_queries = std::max(num_queries, m.ttft_ms.size());
+  for (const engine::MethodStats& m : r.methods)
+    num_queries = std::max(num_queries, m.ttft_ms.size());
   for (size_t q = 0; q < num_queries; ++q) per_query.categories.push_back(std::to_string(q + 1));
   for (const engine::MethodStats& m : r.methods) {
     std::vector<double> values(num_queries, NAN);
@@ -127,10 +127,15 @@ std::string ReuseBenchReportHtml(std::span<const engine::ReuseBenchResult> resul
   BarChart ttft{"Mean time to first token", "ms", methods, {}, false, 620, 300};
   BarChart split{"Where the time to first token goes (mean)", "ms", methods, {}, true, 620, 300};
   BarChart tokens{"Prompt tokens by kind (total)", "tokens", methods, {}, true, 620, 300};
-  BarChart kl{"KL divergence from a full prefill (mean, lower is better)", "nats", methods,
-              {}, false, 620, 300};
-  BarChart agreement{"Agreement with a full prefill (higher is better)", "%", methods,
-                     {}, false, 620, 300};
+  BarChart kl{"KL divergence from a full prefill (mean, lower is better)",
+              "nats",
+              methods,
+              {},
+              false,
+              620,
+              300};
+  BarChart agreement{
+      "Agreement with a full prefill (higher is better)", "%", methods, {}, false, 620, 300};
   for (const engine::ReuseBenchResult& r : results) {
     ttft.series.push_back({r.workload, PerMethod(r, methods, [](const engine::MethodStats& m) {
                              return m.ttft_ms_mean;
@@ -159,9 +164,9 @@ std::string ReuseBenchReportHtml(std::span<const engine::ReuseBenchResult> resul
     has_quality = true;
     kl.series.push_back(
         {r.workload, PerMethod(r, methods, [](const auto& m) { return m.kl_mean; })});
-    agreement.series.push_back(
-        {"top-1, " + r.workload,
-         PerMethod(r, methods, [](const auto& m) { return 100 * m.top1_agreement; })});
+    agreement.series.push_back({"top-1, " + r.workload, PerMethod(r, methods, [](const auto& m) {
+                                  return 100 * m.top1_agreement;
+                                })});
     agreement.series.push_back(
         {"continuation, " + r.workload,
          PerMethod(r, methods, [](const auto& m) { return 100 * m.continuation_agreement; })});
@@ -219,16 +224,15 @@ std::string SpeedBenchReportHtml(const engine::SpeedBenchResult& result,
     decode.series.push_back({"reprise", {result.decode_tokens_per_second}});
     if (has_peer) decode.series.push_back({"llama.cpp", {peer(-1)}});
     page.AddChart(decode, "Tokens/s generating one token at a time (median).");
-    rows.push_back({test, Fixed(result.decode_tokens_per_second, 1),
-                    has_peer ? Fixed(peer(-1), 1) : "",
-                    has_peer && peer(-1) > 0
-                        ? Fixed(result.decode_tokens_per_second / peer(-1), 2) + "x"
-                        : ""});
+    rows.push_back(
+        {test, Fixed(result.decode_tokens_per_second, 1), has_peer ? Fixed(peer(-1), 1) : "",
+         has_peer && peer(-1) > 0 ? Fixed(result.decode_tokens_per_second / peer(-1), 2) + "x"
+                                  : ""});
   }
   page.AddHeading("Figures");
-  page.AddTable({"test", "reprise tok/s", has_peer ? "llama.cpp tok/s" : "llama.cpp (not run)",
-                 "ratio"},
-                rows);
+  page.AddTable(
+      {"test", "reprise tok/s", has_peer ? "llama.cpp tok/s" : "llama.cpp (not run)", "ratio"},
+      rows);
   page.AddTable({"memory", "MiB"}, {{"model file", Fixed(result.model_file_mb, 1)},
                                     {"packed weights", Fixed(result.packed_weights_mb, 1)},
                                     {"KV cache (largest context)", Fixed(result.kv_cache_mb, 1)},

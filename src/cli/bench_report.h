@@ -19,8 +19,8 @@ namespace reprise::cli {
 
 // Where and when a report was made, printed at its top.
 struct ReportContext {
-  std::string command;  // the command line that made it
-  std::string machine;  // CPU and threads
+  std::string command;   // the command line that made it
+  std::string machine;   // CPU and threads
   std::string time_utc;  // "2026-12-03 18:40 UTC"
 };
 

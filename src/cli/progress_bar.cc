@@ -63,8 +63,7 @@ ProgressBar::~ProgressBar() { Finish(); }
 
 double ProgressBar::Now() const {
   if (options_.clock_seconds) return options_.clock_seconds();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 void ProgressBar::Write(std::string_view text) {
@@ -91,8 +90,7 @@ void ProgressBar::StartStage(const ProgressUpdate& update, double now) {
   last_line_percent_step_ = 0;
 }
 
-std::string ProgressBar::Describe(const ProgressUpdate& update, double now,
-                                  bool is_final) const {
+std::string ProgressBar::Describe(const ProgressUpdate& update, double now, bool is_final) const {
   const double elapsed_s = std::max(0.0, now - stage_start_s_);
   std::vector<std::string> parts;
   // Work that counts nothing (no total, nothing done) shows only the time it has taken.

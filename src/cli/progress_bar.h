@@ -21,11 +21,11 @@ enum class ProgressStyle {
 
 struct ProgressBarOptions {
   ProgressStyle style = ProgressStyle::kLines;
-  std::function<double()> clock_seconds;         // monotonic; empty = std::chrono::steady_clock
-  std::function<void(std::string_view)> write;   // empty = stderr, flushed
-  double redraw_interval_s = 0.1;  // kBar: redraw at most this often
-  double line_interval_s = 5.0;    // kLines: a line at least this often while work goes on...
-  int line_percent_step = 10;      // ...and when the percentage passes a multiple of this,
+  std::function<double()> clock_seconds;        // monotonic; empty = std::chrono::steady_clock
+  std::function<void(std::string_view)> write;  // empty = stderr, flushed
+  double redraw_interval_s = 0.1;               // kBar: redraw at most this often
+  double line_interval_s = 5.0;      // kLines: a line at least this often while work goes on...
+  int line_percent_step = 10;        // ...and when the percentage passes a multiple of this,
   double min_line_interval_s = 1.0;  // ...but not more often than this
   int bar_cells = 24;
   int max_columns = 100;  // kBar: longer lines are cut (a wrapped line cannot be redrawn)

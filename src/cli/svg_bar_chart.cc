@@ -5,14 +5,48 @@
 #include <cmath>
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 namespace reprise::cli {
 namespace {
 
 constexpr int kNumGridSteps = 5;
 constexpr double kMarginLeftPx = 64, kMarginRightPx = 16, kMarginTopPx = 46;
-constexpr double kAxisLabelsPx = 40;  // below the plot: category labels
+constexpr double kAxisLabelsPx = 52;  // below the plot: category labels (two lines)
 constexpr double kLegendRowPx = 20;
+constexpr double kCharPx = 6.5;  // the mean width of a character of 12 px text
+
+// `text` cut to at most `max_bytes` bytes, between UTF-8 characters, with "…" when cut.
+std::string Shorten(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes > 1 ? max_bytes - 1 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
+// `text` in at most two lines of about `max_chars` characters, broken at spaces; what does
+// not fit is cut with "…".
+std::vector<std::string> WrapLabel(const std::string& text, size_t max_chars) {
+  std::vector<std::string> lines(1);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    start = end + 1;
+    if (word.empty()) continue;
+    std::string& line = lines.back();
+    if (line.empty() || line.size() + 1 + word.size() <= max_chars) {
+      line += (line.empty() ? "" : " ") + word;
+    } else if (lines.size() < 2) {
+      lines.push_back(word);
+    } else {
+      line += " " + word;  // the rest goes on the last line and is cut below
+    }
+  }
+  for (std::string& line : lines) line = Shorten(line, max_chars);
+  return lines;
+}
 
 bool HasValue(double v) { return std::isfinite(v) && v >= 0; }
 
@@ -52,12 +86,23 @@ std::string EscapeXml(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -111,8 +156,8 @@ std::string RenderBarChartSvg(const BarChart& chart) {
 
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"" +
                     Px(width) + "\" height=\"" + Px(height) + "\" viewBox=\"0 0 " + Px(width) +
-                    " " + Px(height) + "\" role=\"img\" aria-label=\"" +
-                    EscapeXml(chart.title) + "\">\n";
+                    " " + Px(height) + "\" role=\"img\" aria-label=\"" + EscapeXml(chart.title) +
+                    "\">\n";
   svg += "<text class=\"title\" x=\"" + Px(width / 2) + "\" y=\"20\" text-anchor=\"middle\">" +
          EscapeXml(chart.title) + "</text>\n";
   if (num_categories == 0 || num_series == 0) {
@@ -139,8 +184,8 @@ std::string RenderBarChartSvg(const BarChart& chart) {
   for (int i = 0; i <= kNumGridSteps; ++i) {
     const double v = axis_top * i / kNumGridSteps;
     const std::string y = Px(y_of(v));
-    svg += "<line class=\"grid\" x1=\"" + Px(plot_left) + "\" x2=\"" + Px(plot_right) +
-           "\" y1=\"" + y + "\" y2=\"" + y + "\"/>\n";
+    svg += "<line class=\"grid\" x1=\"" + Px(plot_left) + "\" x2=\"" + Px(plot_right) + "\" y1=\"" +
+           y + "\" y2=\"" + y + "\"/>\n";
     svg += "<text class=\"tick\" x=\"" + Px(plot_left - 6) + "\" y=\"" + y +
            "\" dy=\"0.32em\" text-anchor=\"end\">" + EscapeXml(FormatValue(v)) + "</text>\n";
   }
@@ -155,12 +200,16 @@ std::string RenderBarChartSvg(const BarChart& chart) {
   const double group_width = slot * 0.78;
   const double bar_width =
       chart.is_stacked ? group_width : group_width / static_cast<double>(num_series);
-  const bool has_room_for_labels = !chart.is_stacked && bar_width >= 22;
-  // Label every k-th category when they would overlap (about 7 px per character).
-  size_t longest = 1;
-  for (const std::string& c : chart.categories) longest = std::max(longest, c.size());
-  const size_t label_every = std::max<size_t>(
-      1, static_cast<size_t>(std::ceil(std::min<double>(longest, 18) * 7 / slot)));
+  // Category labels wrap onto two lines of the slot's width; when even a short word does not
+  // fit, only every k-th category is labelled.
+  const size_t chars_per_line = static_cast<size_t>(std::max(0.0, slot / kCharPx));
+  size_t label_every = 1;
+  if (chars_per_line < 4) {
+    size_t longest = 1;
+    for (const std::string& c : chart.categories) longest = std::max(longest, c.size());
+    label_every = static_cast<size_t>(std::ceil(std::min<double>(longest, 12) * kCharPx / slot));
+  }
+  const size_t label_chars = std::max<size_t>(chars_per_line, 4);
   for (size_t c = 0; c < num_categories; ++c) {
     const double group_left = plot_left + slot * static_cast<double>(c) + (slot - group_width) / 2;
     double pile = 0;
@@ -177,22 +226,24 @@ std::string RenderBarChartSvg(const BarChart& chart) {
       svg += "<rect class=\"bar\" x=\"" + Px(x) + "\" y=\"" + Px(top) + "\" width=\"" +
              Px(std::max(1.0, bar_width - 1)) + "\" height=\"" + Px(bar_height) + "\" fill=\"" +
              std::string(SeriesColor(s)) + "\"><title>" + EscapeXml(tooltip) + "</title></rect>\n";
-      if (has_room_for_labels) {
+      const std::string value_label = FormatValue(value);
+      // Value labels (11 px text) only over bars at least as wide as they are.
+      if (!chart.is_stacked && value_label.size() * kCharPx * 0.9 <= bar_width) {
         svg += "<text class=\"value\" x=\"" + Px(x + bar_width / 2) + "\" y=\"" + Px(top - 3) +
-               "\" text-anchor=\"middle\">" + EscapeXml(FormatValue(value)) + "</text>\n";
+               "\" text-anchor=\"middle\">" + EscapeXml(value_label) + "</text>\n";
       }
       pile += value;
     }
     if (c % label_every == 0) {
-      std::string label = chart.categories[c];
-      if (label.size() > 18) {
-        size_t cut = 17;
-        while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) --cut;
-        label = label.substr(0, cut) + "…";  // cut between UTF-8 characters
+      const std::string x = Px(plot_left + slot * (static_cast<double>(c) + 0.5));
+      svg += "<text class=\"category\" x=\"" + x + "\" y=\"" + Px(plot_bottom + 16) +
+             "\" text-anchor=\"middle\">";
+      const std::vector<std::string> lines = WrapLabel(chart.categories[c], label_chars);
+      for (size_t i = 0; i < lines.size(); ++i) {
+        svg += "<tspan x=\"" + x + "\" dy=\"" + (i == 0 ? "0" : "1.15em") + "\">" +
+               EscapeXml(lines[i]) + "</tspan>";
       }
-      svg += "<text class=\"category\" x=\"" + Px(plot_left + slot * (c + 0.5)) + "\" y=\"" +
-             Px(plot_bottom + 16) + "\" text-anchor=\"middle\">" + EscapeXml(label) +
-             "</text>\n";
+      svg += "</text>\n";
     }
   }
   svg += "<line class=\"axis\" x1=\"" + Px(plot_left) + "\" x2=\"" + Px(plot_right) + "\" y1=\"" +

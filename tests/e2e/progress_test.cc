@@ -26,7 +26,8 @@ class ProgressTest : public ::testing::Test {
 };
 
 TEST_F(ProgressTest, MakeModelPrintsPlainLinesWhenStderrIsAFile) {
-  const ShellOutcome o = Reprise("make-model --shape tiny --layers 3 -o " + dir_.path() + "/m.gguf");
+  const ShellOutcome o =
+      Reprise("make-model --shape tiny --layers 3 -o " + dir_.path() + "/m.gguf");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_TRUE(Contains(o.err, "making weights: 0/3 layers (0%)")) << o.err;
   EXPECT_TRUE(Contains(o.err, "making weights: 3/3 layers (100%)")) << o.err;

@@ -64,13 +64,12 @@ std::vector<RenderedChart> RenderAndProbe(const std::string& chromium, const std
     std::ofstream out(probed);
     out << ReadWholeFile(report) << kProbe;
   }
-  const ShellOutcome o = RunShell(chromium +
-                                  " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir +
-                                  "/profile --dump-dom file://" + probed);
+  const ShellOutcome o =
+      RunShell(chromium + " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir +
+               "/profile --dump-dom file://" + probed);
   EXPECT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_NE(o.out.find("probe done"), std::string::npos)
-      << "the probe did not run; rendered DOM:\n"
-      << o.out.substr(0, 2000) << o.err;
+  EXPECT_NE(o.out.find("probe done"), std::string::npos) << "the probe did not run; rendered DOM:\n"
+                                                         << o.out.substr(0, 2000) << o.err;
   static const std::regex kChart(R"(chart visible=(\d+) bars=(\d+) title=([^\n]*))");
   std::vector<RenderedChart> charts;
   for (std::sregex_iterator it(o.out.begin(), o.out.end(), kChart), end; it != end; ++it) {
@@ -133,7 +132,8 @@ TEST_F(ReportRenderTest, SpeedReportRendersItsCharts) {
 }
 
 TEST(ReportPathTest, AnUnwritableReportPathFailsBeforeTheBench) {
-  const ShellOutcome o = RunShell(REPRISE_CLI_PATH " bench prefill -m /nonexistent.gguf "
+  const ShellOutcome o = RunShell(REPRISE_CLI_PATH
+                                  " bench prefill -m /nonexistent.gguf "
                                   "--report /no/such/folder/r.html");
   EXPECT_EQ(o.exit_code, 1) << o.err;
   EXPECT_NE(o.err.find("no folder /no/such/folder"), std::string::npos) << o.err;
