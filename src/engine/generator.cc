@@ -50,6 +50,10 @@ Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& token
   const auto start = std::chrono::steady_clock::now();
   stats.stop_reason = "length";
   for (int i = 0; i < options.max_new_tokens; ++i) {
+    if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
+      stats.stop_reason = "cancelled";
+      break;
+    }
     const int32_t token = sampler.Sample(logits);
     if (generated) generated->push_back(token);
     ++stats.generated_tokens;

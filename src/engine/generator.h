@@ -2,6 +2,7 @@
 // a time until a stop condition.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -23,6 +24,8 @@ struct GenerationOptions {
   // Drop the space an SPM tokenizer puts before the first word (right after BOS or a chat
   // header); keep it when continuing text.
   bool strip_leading_space = false;
+  // Set (from any thread) to stop before the next token; stop reason "cancelled".
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerationStats {
@@ -30,7 +33,8 @@ struct GenerationStats {
   int generated_tokens = 0;
   double prefill_ms = 0.0;  // time to the first token's logits (TTFT)
   double decode_ms = 0.0;   // time spent producing the following tokens
-  std::string stop_reason;  // "length", "end of generation", "context full", "stopped"
+  std::string stop_reason;  // "length", "end of generation", "context full", "stopped",
+                            // "cancelled"
 };
 
 // Streams text as it becomes complete (UTF-8 safe); returning false stops generation.

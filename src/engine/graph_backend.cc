@@ -11,53 +11,47 @@ namespace reprise::engine {
 
 Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& model,
                                                            const GraphBackendOptions& options) {
+  CompiledModelOptions compiled_options;
+  compiled_options.num_threads = options.num_threads;
+  compiled_options.scalar_kernels = options.scalar_kernels;
+  compiled_options.pack = options.pack;
+  compiled_options.shared_weights = options.shared_weights;
+  compiled_options.shared_pool = options.shared_pool;
+  REPRISE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> compiled,
+                           CompiledModel::Create(model, compiled_options));
+  return Create(std::move(compiled), options);
+}
+
+Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
+    std::shared_ptr<const CompiledModel> compiled, const GraphBackendOptions& options) {
+  if (!compiled) return InvalidArgumentError("no compiled model");
   if (options.context_tokens <= 0) return InvalidArgumentError("context size must be positive");
   if (options.prefill_capacity <= 0) {
     return InvalidArgumentError("prefill capacity must be positive");
   }
   std::unique_ptr<GraphBackend> b(new GraphBackend());
-  if (options.shared_pool) {
-    b->pool_ = options.shared_pool;
-  } else {
-    REPRISE_ASSIGN_OR_RETURN(b->pool_, ThreadPool::Create({.num_threads = options.num_threads}));
-  }
-  if (options.shared_weights) {
-    b->weights_ = options.shared_weights;
-  } else {
-    REPRISE_ASSIGN_OR_RETURN(b->weights_, model::PackedWeights::Create(model.file(), model.config(),
-                                                                       *b->pool_, options.pack));
-  }
-  REPRISE_LOG(kDebug) << "weights packed: " << b->weights_->packed_bytes() / 1048576.0
-                      << " MiB; resident " << CurrentRssMb() << " MiB";
+  b->compiled_ = std::move(compiled);
+  const CompiledModel& m = *b->compiled_;
   const int prefill_capacity = std::min(options.prefill_capacity, options.context_tokens);
-  REPRISE_ASSIGN_OR_RETURN(
-      graph::CompiledGraph prefill,
-      model::Compile(*b->weights_, graph::GraphKind::kPrefill, prefill_capacity));
-  REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph decode,
-                           model::Compile(*b->weights_, graph::GraphKind::kDecode, 1));
-  b->prefill_ = std::make_unique<graph::CompiledGraph>(std::move(prefill));
-  b->decode_ = std::make_unique<graph::CompiledGraph>(std::move(decode));
+  REPRISE_ASSIGN_OR_RETURN(b->prefill_, m.PrefillGraph(prefill_capacity));
+  REPRISE_ASSIGN_OR_RETURN(b->decode_, m.DecodeGraph());
   REPRISE_ASSIGN_OR_RETURN(b->prefill_context_, graph::ExecutionContext::Create(*b->prefill_));
   REPRISE_ASSIGN_OR_RETURN(b->decode_context_, graph::ExecutionContext::Create(*b->decode_));
   b->prefill_context_->set_strict_shapes(options.strict_shapes);
   if (options.recompute_capacity > 0) {
-    model::CompileOptions recompute_options;
-    recompute_options.check_layer = options.check_layer;
-    recompute_options.recompute_ratio = options.recompute_ratio;
-    recompute_options.deviation_includes_v = options.deviation_includes_v;
-    recompute_options.refresh_check_layer = options.refresh_check_layer;
-    REPRISE_ASSIGN_OR_RETURN(
-        graph::CompiledGraph recompute,
-        model::Compile(*b->weights_, graph::GraphKind::kRecompute,
-                       std::min(options.recompute_capacity, options.context_tokens),
-                       recompute_options));
-    b->recompute_ = std::make_unique<graph::CompiledGraph>(std::move(recompute));
+    RecomputeGraphSpec spec;
+    spec.capacity = std::min(options.recompute_capacity, options.context_tokens);
+    spec.ratio = options.recompute_ratio;
+    spec.check_layer = options.check_layer;
+    spec.deviation_includes_v = options.deviation_includes_v;
+    spec.refresh_check_layer = options.refresh_check_layer;
+    REPRISE_ASSIGN_OR_RETURN(b->recompute_, m.RecomputeGraph(spec));
     REPRISE_ASSIGN_OR_RETURN(b->recompute_context_,
                              graph::ExecutionContext::Create(*b->recompute_));
     b->recompute_context_->set_strict_shapes(options.strict_shapes);
     b->recompute_context_->set_abort_above(options.guard_deviation);
   }
-  const model::ModelConfig& c = model.config();
+  const model::ModelConfig& c = m.config();
   REPRISE_ASSIGN_OR_RETURN(
       b->kv_, kv::KvCache::Create(
                   kv::KvShape{c.num_layers, c.num_kv_heads, c.head_dim, options.context_tokens}));
@@ -69,16 +63,14 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
   b->prefill_context_->BindKv(binding);
   b->decode_context_->BindKv(binding);
   if (b->recompute_context_) b->recompute_context_->BindKv(binding);
-  const kernels::KernelSet& kernels =
-      options.scalar_kernels ? kernels::ScalarKernels() : kernels::BestKernels();
-  b->executor_ = std::make_unique<graph::Executor>(*b->pool_, kernels);
+  b->executor_ = std::make_unique<graph::Executor>(m.pool(), m.kernels());
   b->positions_scratch_.resize(static_cast<size_t>(options.context_tokens));
   b->slots_scratch_.resize(static_cast<size_t>(options.context_tokens));
-  REPRISE_LOG(kDebug) << "graphs compiled: arenas " << b->prefill_->arena_bytes() / 1048576.0
+  REPRISE_LOG(kDebug) << "session ready: arenas " << b->prefill_->arena_bytes() / 1048576.0
                       << " + " << b->decode_->arena_bytes() / 1048576.0 << " MiB; resident "
                       << CurrentRssMb() << " MiB";
-  b->name_ = std::string("cpu-graphs/") + kernels.name + ", prefill " +
-             std::to_string(prefill_capacity) + ", " + std::to_string(b->pool_->num_threads()) +
+  b->name_ = std::string("cpu-graphs/") + m.kernels().name + ", prefill " +
+             std::to_string(prefill_capacity) + ", " + std::to_string(m.pool().num_threads()) +
              " threads";
   return b;
 }
@@ -111,6 +103,9 @@ Status GraphBackend::RunPrefill(std::span<const int32_t> tokens, std::span<const
   graph::ExecutionContext& context = tokens.size() == 1 ? *decode_context_ : *prefill_context_;
   const size_t capacity = static_cast<size_t>(context.graph().capacity());
   for (size_t begin = 0; begin < tokens.size(); begin += capacity) {
+    if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+      return CancelledError("the request was cancelled");
+    }
     const size_t n = std::min(capacity, tokens.size() - begin);
     REPRISE_RETURN_IF_ERROR(RunCall(context, tokens.subspan(begin, n), positions.subspan(begin, n),
                                     slots.subspan(begin, n), {}, num_tokens_after));

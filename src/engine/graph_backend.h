@@ -1,14 +1,19 @@
 // GraphBackend: InferenceBackend over fixed-shape compiled graphs on the CPU (DESIGN.md §3).
 //
-// Holds the packed weights, a prefill graph of capacity Lp and a decode graph of capacity 1,
-// one execution context for each, and the sequence's KV cache. A prompt runs through the
-// prefill graph in chunks of Lp tokens (the last one padded); each generated token runs
-// through the decode graph. Confined to one thread; the LoadedModel must outlive it.
+// One session of a CompiledModel (compiled_model.h): it borrows the packed weights, the
+// thread pool and the compiled graphs (a prefill graph of capacity Lp, the decode graph, a
+// recompute graph) and owns what one sequence needs — an execution context per graph and the
+// KV cache. A prompt runs through the prefill graph in chunks of Lp tokens (the last one
+// padded); each generated token runs through the decode graph. Confined to one thread; other
+// sessions of the same CompiledModel may run on other threads. The LoadedModel must outlive
+// it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "base/thread_pool.h"
+#include "engine/compiled_model.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
 #include "graph/compiled_graph.h"
@@ -39,24 +44,31 @@ struct GraphBackendOptions {
   // Weights already packed and a pool already running, shared by several backends of one
   // model (e.g. the sessions of a benchmark); both null = the backend makes its own.
   // Shared because each session's backend may be created and dropped independently.
+  // Ignored when the backend is created on a CompiledModel (which holds its own).
   std::shared_ptr<const model::PackedWeights> shared_weights;
   std::shared_ptr<ThreadPool> shared_pool;
 };
 
 class GraphBackend : public InferenceBackend {
  public:
-  // Packs the weights and compiles the graphs. Errors: those of PackedWeights::Create and
+  // A session of `compiled`: takes (compiling on first use) the graphs `options` asks for
+  // and allocates the execution contexts and the KV cache; the weight, thread and kernel
+  // fields of `options` are the CompiledModel's. Errors: InvalidArgument, those of
   // model::Compile, ResourceExhausted.
+  static Result<std::unique_ptr<GraphBackend>> Create(std::shared_ptr<const CompiledModel> compiled,
+                                                      const GraphBackendOptions& options);
+  // A backend with a CompiledModel of its own (packing the weights unless shared ones are
+  // given). Errors: also those of CompiledModel::Create.
   static Result<std::unique_ptr<GraphBackend>> Create(const LoadedModel& model,
                                                       const GraphBackendOptions& options);
 
-  const model::ModelConfig& config() const override { return weights_->config(); }
+  const model::ModelConfig& config() const override { return compiled_->config(); }
   int num_tokens() const override { return num_tokens_; }
   int capacity_tokens() const override { return kv_->shape().capacity; }
   Result<std::span<const float>> Append(std::span<const int32_t> tokens) override;
   void Truncate(int num_tokens) override;
   const char* name() const override { return name_.c_str(); }
-  int num_threads() const override { return pool_->num_threads(); }
+  int num_threads() const override { return compiled_->pool().num_threads(); }
 
   // Runs `tokens` through the prefill graph (in chunks of its capacity) at explicit
   // positions, writing their KV to `slots`; afterwards the first `num_tokens` slots hold the
@@ -80,6 +92,10 @@ class GraphBackend : public InferenceBackend {
   // KV above that layer is stale and must be recomputed (by RunPrefill).
   bool last_recompute_aborted() const;
 
+  // A flag that, once set (from any thread), makes RunPrefill stop before its next graph
+  // call with Cancelled (the KV then holds part of the tokens); null = never.
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+
   // Declares that the first `num_tokens` slots of the cache hold the sequence (after KV was
   // placed in them from outside, e.g. reused chunks). Requires: <= capacity_tokens().
   void SetNumTokens(int num_tokens);
@@ -89,10 +105,14 @@ class GraphBackend : public InferenceBackend {
   int recompute_capacity() const { return recompute_ ? recompute_->capacity() : 0; }
 
   const graph::CompiledGraph& prefill_graph() const { return *prefill_; }
-  const model::PackedWeights& weights() const { return *weights_; }
-  std::shared_ptr<const model::PackedWeights> shared_weights() const { return weights_; }
-  std::shared_ptr<ThreadPool> shared_pool() const { return pool_; }
-  ThreadPool& pool() { return *pool_; }
+  const CompiledModel& compiled() const { return *compiled_; }
+  std::shared_ptr<const CompiledModel> shared_compiled() const { return compiled_; }
+  const model::PackedWeights& weights() const { return compiled_->weights(); }
+  std::shared_ptr<const model::PackedWeights> shared_weights() const {
+    return compiled_->shared_weights();
+  }
+  std::shared_ptr<ThreadPool> shared_pool() const { return compiled_->shared_pool(); }
+  ThreadPool& pool() { return compiled_->pool(); }
   kv::KvCache& kv_cache() { return *kv_; }
   int prefill_capacity() const { return prefill_->capacity(); }
 
@@ -105,11 +125,10 @@ class GraphBackend : public InferenceBackend {
   Status CheckTokens(std::span<const int32_t> tokens) const;
 
   std::string name_;
-  std::shared_ptr<ThreadPool> pool_;
-  std::shared_ptr<const model::PackedWeights> weights_;
-  std::unique_ptr<graph::CompiledGraph> prefill_;
-  std::unique_ptr<graph::CompiledGraph> decode_;
-  std::unique_ptr<graph::CompiledGraph> recompute_;
+  std::shared_ptr<const CompiledModel> compiled_;
+  std::shared_ptr<const graph::CompiledGraph> prefill_;
+  std::shared_ptr<const graph::CompiledGraph> decode_;
+  std::shared_ptr<const graph::CompiledGraph> recompute_;
   std::unique_ptr<graph::ExecutionContext> recompute_context_;
   std::unique_ptr<graph::ExecutionContext> prefill_context_;
   std::unique_ptr<graph::ExecutionContext> decode_context_;
@@ -119,6 +138,7 @@ class GraphBackend : public InferenceBackend {
   std::vector<int32_t> positions_scratch_, slots_scratch_;  // [prefill capacity]
   int num_tokens_ = 0;
   std::span<const float> last_logits_;
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 }  // namespace reprise::engine

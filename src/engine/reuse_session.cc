@@ -66,7 +66,14 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.refresh_check_layer = options.refresh_check_layer;
     graph_options.guard_deviation = options.guard_deviation;
   }
-  REPRISE_ASSIGN_OR_RETURN(s->backend_, GraphBackend::Create(model, graph_options));
+  if (options.compiled) {
+    if (&options.compiled->model() != &model) {
+      return InvalidArgumentError("the compiled model is not of this loaded model");
+    }
+    REPRISE_ASSIGN_OR_RETURN(s->backend_, GraphBackend::Create(options.compiled, graph_options));
+  } else {
+    REPRISE_ASSIGN_OR_RETURN(s->backend_, GraphBackend::Create(model, graph_options));
+  }
   reuse::ChunkMergeOptions merge;
   merge.prefill_capacity = s->backend_->prefill_capacity();
   merge.recompute_capacity = std::max(1, s->backend_->recompute_capacity());
@@ -158,6 +165,13 @@ void ReuseSession::PrepareKv(const reuse::ReusePlan& plan) {
   }
 }
 
+Status ReuseSession::CheckCancelled() const {
+  if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+    return CancelledError("the request was cancelled");
+  }
+  return Status::Ok();
+}
+
 Status ReuseSession::RunNew(int begin, int end) {
   const auto count = static_cast<size_t>(end - begin);
   return backend_->RunPrefill(std::span<const int32_t>(prompt_.data() + begin, count),
@@ -189,6 +203,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
       }
       continue;
     }
+    REPRISE_RETURN_IF_ERROR(CheckCancelled());
     const auto count = static_cast<size_t>(call.end - call.begin);
     for (int i = call.begin; i < call.end; ++i) {
       const reuse::TokenSource& t = plan.tokens[static_cast<size_t>(i)];
@@ -239,6 +254,11 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
 
 Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segments) {
   const auto start = std::chrono::steady_clock::now();
+  prefilled_ = false;
+  REPRISE_RETURN_IF_ERROR(CheckCancelled());
+  if (cache_ == nullptr && options_.method != ReuseMethod::kNone) {
+    return InvalidArgumentError("reuse needs a chunk cache");
+  }
   REPRISE_RETURN_IF_ERROR(Tokenize(segments));
   const int n = static_cast<int>(prompt_.size());
   PrefillReport report;
@@ -283,6 +303,8 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
   REPRISE_RETURN_IF_ERROR(Compute(plan, report));
   report.compute_ms = MillisecondsSince(compute_start);
   report.ttft_ms = MillisecondsSince(start);
+  prefilled_ = true;
+  prefilled_cache_ = cache_;
   return report;
 }
 
@@ -293,14 +315,18 @@ Result<std::span<const float>> ReuseSession::Decode(int32_t token) {
 
 Result<double> ReuseSession::StoreChunks() {
   const auto start = std::chrono::steady_clock::now();
-  if (cache_ == nullptr || options_.method == ReuseMethod::kNone) return 0.0;
+  // Only a completed prefill's KV is stored (one that failed or was cancelled left part of
+  // it uncomputed), and into the cache it was planned against.
+  if (!prefilled_) return InvalidArgumentError("no completed prefill to store");
+  kv::ChunkCache* const cache = prefilled_cache_;
+  if (cache == nullptr || options_.method == ReuseMethod::kNone) return 0.0;
   for (size_t i = 0; i < chunks_.size(); ++i) {
     const reuse::PromptChunk& c = chunks_[i];
     // Storing is not a use: Contains loads nothing and counts no hit. An exact computation
     // replaces a cached inexact (blended) entry of the same prefix-tree node; an inexact one
     // never replaces anything.
     const bool exact = c.end <= first_inexact_token_;
-    if (cache_->Contains(chunk_ids_[i], /*require_exact=*/exact)) continue;
+    if (cache->Contains(chunk_ids_[i], /*require_exact=*/exact)) continue;
     auto entry = std::make_shared<kv::ChunkEntry>();
     entry->id = chunk_ids_[i];
     entry->parent = i == 0 ? kv::kRootChunkId : chunk_ids_[i - 1];
@@ -310,10 +336,10 @@ Result<double> ReuseSession::StoreChunks() {
     entry->text = c.text;
     entry->kv = std::make_shared<kv::ChunkKv>(
         ExtractChunkKv(backend_->kv_cache(), c.begin, c.end - c.begin));
-    Status status = cache_->Insert(std::move(entry));
+    Status status = cache->Insert(std::move(entry));
     if (!status.ok() && status.code() != StatusCode::kResourceExhausted) return status;
   }
-  cache_->RecordUse(chunk_ids_);
+  cache->RecordUse(chunk_ids_);
   return MillisecondsSince(start);
 }
 

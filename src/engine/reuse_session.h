@@ -8,6 +8,7 @@
 // Confined to one thread. The LoadedModel and the ChunkCache must outlive it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
@@ -51,7 +52,10 @@ struct ReuseOptions {
   // Graph latencies for the scheduler; 0 = proportional to capacity.
   double prefill_latency_ms = 0.0;
   double recompute_latency_ms = 0.0;
-  // Share packed weights and threads with other sessions of the same model (null = own).
+  // The session of a CompiledModel shared with other sessions of the same model: weights,
+  // threads and graphs are its (num_threads is then ignored). Null = a CompiledModel of its
+  // own, on the shared weights and threads below when given.
+  std::shared_ptr<const CompiledModel> compiled;
   std::shared_ptr<const model::PackedWeights> shared_weights;
   std::shared_ptr<ThreadPool> shared_pool;
 };
@@ -99,9 +103,21 @@ class ReuseSession {
   // Feeds `token` and returns the next logits (decode graph).
   Result<std::span<const float>> Decode(int32_t token);
 
-  // Stores the chunks of the last prompt in the cache (call after the first token: this is
-  // not on the TTFT path). Returns the milliseconds it took.
+  // Stores the chunks of the last prompt in the cache it was prefilled with (call after the
+  // first token: this is not on the TTFT path). Returns the milliseconds it took. Errors:
+  // InvalidArgument when the last Prefill failed or was cancelled, those of the cache.
   Result<double> StoreChunks();
+
+  // The chunk cache of the next Prefill and StoreChunks (e.g. another tenant's namespace);
+  // null only for ReuseMethod::kNone. The cache must outlive its use.
+  void set_cache(kv::ChunkCache* cache) { cache_ = cache; }
+  kv::ChunkCache* cache() const { return cache_; }
+  // A flag that, once set (from any thread), makes Prefill stop between graph calls with
+  // Cancelled; null = never.
+  void set_cancel(const std::atomic<bool>* cancel) {
+    cancel_ = cancel;
+    backend_->set_cancel(cancel);
+  }
 
   // Tokens of the last prompt.
   const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
@@ -116,11 +132,15 @@ class ReuseSession {
   Status Tokenize(std::span<const PromptSegment> segments);
   void PrepareKv(const reuse::ReusePlan& plan);
   Status RunNew(int begin, int end);
+  Status CheckCancelled() const;
   Status Compute(const reuse::ReusePlan& plan, PrefillReport& report);
 
   const LoadedModel* model_;
   ReuseOptions options_;
   kv::ChunkCache* cache_;
+  const std::atomic<bool>* cancel_ = nullptr;
+  bool prefilled_ = false;                    // the last Prefill completed
+  kv::ChunkCache* prefilled_cache_ = nullptr;  // the cache it was planned against
   uint64_t fingerprint_ = 0;
   std::unique_ptr<GraphBackend> backend_;
   std::unique_ptr<reuse::ChunkMergeScheduler> scheduler_;

@@ -1,0 +1,75 @@
+#include "engine/compiled_model.h"
+
+#include "base/logging.h"
+#include "base/memory_usage.h"
+
+namespace reprise::engine {
+
+Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
+    const LoadedModel& model, const CompiledModelOptions& options) {
+  std::shared_ptr<CompiledModel> m(new CompiledModel());
+  m->model_ = &model;
+  if (options.shared_pool) {
+    m->pool_ = options.shared_pool;
+  } else {
+    REPRISE_ASSIGN_OR_RETURN(m->pool_, ThreadPool::Create({.num_threads = options.num_threads}));
+  }
+  if (options.shared_weights) {
+    m->weights_ = options.shared_weights;
+  } else {
+    REPRISE_ASSIGN_OR_RETURN(m->weights_, model::PackedWeights::Create(model.file(), model.config(),
+                                                                       *m->pool_, options.pack));
+  }
+  REPRISE_LOG(kDebug) << "weights packed: " << m->weights_->packed_bytes() / 1048576.0
+                      << " MiB; resident " << CurrentRssMb() << " MiB";
+  m->kernels_ = options.scalar_kernels ? &kernels::ScalarKernels() : &kernels::BestKernels();
+  return std::shared_ptr<const CompiledModel>(std::move(m));
+}
+
+Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::GetOrCompile(
+    const GraphKey& key, graph::GraphKind kind, int capacity,
+    const model::CompileOptions& options) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = graphs_.find(key);
+  if (it != graphs_.end()) return it->second;
+  REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph compiled,
+                           model::Compile(*weights_, kind, capacity, options));
+  auto shared = std::make_shared<const graph::CompiledGraph>(std::move(compiled));
+  graphs_.emplace(key, shared);
+  REPRISE_LOG(kDebug) << "graph compiled: capacity " << capacity << ", arena "
+                      << shared->arena_bytes() / 1048576.0 << " MiB";
+  return shared;
+}
+
+Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::PrefillGraph(
+    int capacity) const {
+  return GetOrCompile(GraphKey{static_cast<int>(graph::GraphKind::kPrefill), capacity, 0.0, 0,
+                               false, false},
+                      graph::GraphKind::kPrefill, capacity, model::CompileOptions{});
+}
+
+Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::DecodeGraph() const {
+  return GetOrCompile(
+      GraphKey{static_cast<int>(graph::GraphKind::kDecode), 1, 0.0, 0, false, false},
+      graph::GraphKind::kDecode, 1, model::CompileOptions{});
+}
+
+Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::RecomputeGraph(
+    const RecomputeGraphSpec& spec) const {
+  model::CompileOptions options;
+  options.check_layer = spec.check_layer;
+  options.recompute_ratio = spec.ratio;
+  options.deviation_includes_v = spec.deviation_includes_v;
+  options.refresh_check_layer = spec.refresh_check_layer;
+  return GetOrCompile(GraphKey{static_cast<int>(graph::GraphKind::kRecompute), spec.capacity,
+                               spec.ratio, spec.check_layer, spec.deviation_includes_v,
+                               spec.refresh_check_layer},
+                      graph::GraphKind::kRecompute, spec.capacity, options);
+}
+
+int CompiledModel::graphs_compiled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(graphs_.size());
+}
+
+}  // namespace reprise::engine
