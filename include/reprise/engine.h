@@ -1,13 +1,22 @@
-// Reprise's public API: load a model, tokenize, generate — with KV reuse across requests.
+// Reprise's public C++ API: load a model once, serve many requests and conversations, with KV
+// reuse across them. (C programs and other languages' FFIs: reprise/reprise.h.)
 //
-// An Engine owns one loaded model and one sequence state. Prompts are lists of segments (a
-// system prompt, documents, chat turns, skills, the question); with reuse on, the KV of
-// segments seen before is reused: a shared prefix exactly, other chunks at their new
-// positions with selective recompute (method "blend"). An Engine is confined to one thread;
-// run several Engines (or the server) for concurrency. Fallible calls return a Status /
-// Result (reprise/status.h); nothing throws.
+// An Engine owns the model, compiled once (packed weights, fixed-shape graphs, threads), the
+// chunk cache (a persistent store when `store_dir` is set) and a pool of `sessions` slots.
+//  - Engine::Generate is thread-safe: each call takes a free slot (waiting for one when all
+//    are busy), so up to `sessions` requests run at once, e.g. the requests of a server.
+//  - Engine::OpenSession gives a Session of one's own (one conversation, one thread); it
+//    costs KV memory only — no second model load, no second compilation.
+// Prompts are lists of segments (a system prompt, documents, chat turns, skills, the
+// question); with reuse on, the KV of segments seen before is reused: a shared prefix
+// exactly, other chunks at their new positions with selective recompute (ReuseMethod::kBlend).
+// Each request names its namespace (one per app, user or API key): chunks never cross
+// namespaces. A request can be cancelled from any thread. Nothing throws: fallible calls
+// return a Status / Result (reprise/status.h). This header includes nothing of Reprise's
+// sources.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +29,7 @@
 namespace reprise {
 
 namespace engine {
+class CompiledModel;
 class LoadedModel;
 class InferenceBackend;
 class ReuseSession;
@@ -31,33 +41,54 @@ namespace store {
 class ChunkStore;
 }  // namespace store
 
+// How a request reuses cached KV.
+enum class ReuseMethod : uint8_t {
+  kNone,    // full prefill, nothing cached
+  kPrefix,  // exact reuse of a cached prefix (lossless)
+  kFull,    // cached chunks at new positions, nothing recomputed (the Prompt Cache baseline)
+  kBlend,   // cached chunks at new positions with selective recompute
+};
+const char* ReuseMethodName(ReuseMethod method);  // "none", "prefix", "full", "blend"
+Result<ReuseMethod> ParseReuseMethod(std::string_view name);  // Errors: InvalidArgument
+
+// How the store keeps KV on flash.
+enum class KvCodec : uint8_t {
+  kF16,   // as computed
+  kInt8,  // INT8 after a Hadamard rotation: half the bytes
+};
+const char* KvCodecName(KvCodec codec);  // "f16", "int8"
+Result<KvCodec> ParseKvCodec(std::string_view name);  // Errors: InvalidArgument
+
 struct EngineOptions {
   std::string model_path;
-  // KV cache size in tokens; 0 = the model's trained context, at most 4096.
+  // KV cache size of each session, in tokens; 0 = the model's trained context, at most 4096.
   int context_tokens = 0;
-  // Use the plain float reference forward pass (slow; the oracle for tests). No reuse.
+  // Slots of Engine::Generate: how many requests run at once (each holds one KV cache).
+  int sessions = 1;
+  // Use the plain float reference forward pass (slow; the oracle for tests). No reuse, one
+  // slot.
   bool use_reference = false;
-  // Worker threads for the compiled graphs; 0 = every core.
+  // Worker threads for the compiled graphs; 0 = every core. Shared by every session.
   int num_threads = 0;
   // Token capacity of the prefill graph; 0 = the default (or the calibrated value).
   int prefill_capacity = 0;
-  // KV reuse across requests: "none", "prefix" (exact, lossless), "full" (cached chunks at
-  // new positions, no recompute) or "blend" (with selective recompute).
-  std::string reuse = "prefix";
-  double recompute_ratio = 0.25;
-  int recompute_capacity = 0;  // 0 = default (or calibrated)
+  ReuseMethod reuse = ReuseMethod::kPrefix;
+  double recompute_ratio = 0.25;  // blend: the share of reused tokens recomputed
+  int recompute_capacity = 0;     // 0 = default (or calibrated)
   // blend's quality guard: a recompute call whose reused tokens deviate more than this at the
   // check layer (relative squared error of K) is prefilled in full. 0 = off; the scale
   // depends on the model (docs/benchmarks.md).
   double quality_guard = 0.0;
-  // Memory for cached chunks, in MiB (the store's memory pool when `store_dir` is set).
+  // Memory for cached chunks, in MiB: the store's memory pool when `store_dir` is set, else
+  // the memory cache of each namespace.
   int64_t cache_mb = 1024;
-  // A persistent KV store (memory pool + flash): cached chunks survive restarts. Empty = memory
-  // only. Chunks live in `name_space` (one per app or API key).
+  // A persistent KV store (memory pool + flash): cached chunks survive restarts, and several
+  // engines or processes may share it. Empty = memory only.
   std::string store_dir;
+  // The namespace of requests that name none.
   std::string name_space = "default";
   int64_t store_disk_mb = 8192;
-  std::string store_codec = "f16";  // or "int8" (INT8 + Hadamard, half the bytes)
+  KvCodec store_codec = KvCodec::kF16;
   // Where `reprise calibrate` keeps its results; empty = do not look.
   std::string calibration_dir;
 };
@@ -82,6 +113,27 @@ struct GenerateRequest {
   int top_k = 40;
   float top_p = 0.95f;
   uint64_t seed = 0;
+  // The namespace whose chunks this request may reuse and adds to; empty = the engine's
+  // (EngineOptions::name_space) or the session's.
+  std::string name_space;
+  // Set to true from any thread to stop the request: before the next prefill graph call or
+  // the next token. A request stopped before its first token fails with Cancelled; one
+  // stopped later returns what it generated, with stop_reason "cancelled". Null = never.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Where a prompt's KV came from and where the time to the first token went.
+struct ReuseReport {
+  int tokens_prefix = 0;      // exact cached prefix
+  int tokens_reused = 0;      // cached chunks at new positions, kept as they were
+  int tokens_recomputed = 0;  // cached chunks at new positions, recomputed by selection
+  int tokens_new = 0;         // computed from scratch
+  double match_ms = 0.0;      // finding and planning the reuse
+  double kv_prep_ms = 0.0;    // loading and re-rotating cached KV
+  double compute_ms = 0.0;    // the graphs
+  int64_t chunks_from_memory = 0;  // cache lookups served from memory
+  int64_t chunks_from_flash = 0;   // ... loaded from the store's flash
+  int guard_fallbacks = 0;         // recompute calls the quality guard prefilled in full
 };
 
 struct GenerateResult {
@@ -90,9 +142,11 @@ struct GenerateResult {
   std::vector<int32_t> generated_tokens;
   double ttft_ms = 0.0;
   double decode_tokens_per_second = 0.0;
+  // "length", "end of generation", "context full", "stopped" (the callback said so),
+  // "cancelled".
   std::string stop_reason;
-  // Where the prompt's KV came from.
-  int tokens_prefix = 0, tokens_reused = 0, tokens_recomputed = 0, tokens_new = 0;
+  std::string name_space;  // the namespace it ran in
+  ReuseReport reuse;
 };
 
 struct TokenPiece {
@@ -100,39 +154,89 @@ struct TokenPiece {
   std::string text;  // the bytes it decodes to
 };
 
+// Streams text as it becomes complete (UTF-8 safe); return false to stop.
+using TextCallback = std::function<bool(std::string_view text)>;
+
+struct SessionOptions {
+  // The namespace of this session's requests that name none; empty = the engine's.
+  std::string name_space;
+};
+
+class Engine;
+
+// One conversation (or one server slot): its own KV cache and sequence state over the
+// engine's compiled model and chunk cache. Confined to one thread at a time; must not
+// outlive its Engine.
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // As Engine::Generate, on this session.
+  Result<GenerateResult> Generate(const GenerateRequest& request,
+                                  const TextCallback& on_text = {});
+  const std::string& name_space() const { return name_space_; }
+
+ private:
+  friend class Engine;
+  Session(Engine& engine, std::string name_space);
+  Engine* engine_;
+  std::string name_space_;
+  std::unique_ptr<engine::ReuseSession> reuse_;          // compiled graphs (or null:)
+  std::unique_ptr<engine::InferenceBackend> reference_;  // with use_reference
+};
+
 class Engine {
  public:
-  // Errors: those of loading the model (NotFound, Corrupt, Unimplemented, ...),
-  // InvalidArgument for bad options.
+  // Loads and compiles the model, opens the store. Errors: those of loading the model
+  // (NotFound, Corrupt, Unimplemented, ...) and opening the store, InvalidArgument for bad
+  // options.
   static Result<std::unique_ptr<Engine>> Create(const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // A session of one's own (see Session). Errors: InvalidArgument (a namespace name that is
+  // empty, over 128 bytes, not UTF-8 or with control characters), ResourceExhausted.
+  Result<std::unique_ptr<Session>> OpenSession(const SessionOptions& options = {});
+
   // Tokenizes `text`; with `parse_special`, texts of special tokens become those tokens.
   std::vector<TokenPiece> Tokenize(std::string_view text, bool add_special,
                                    bool parse_special) const;
 
-  // Generates a continuation (or a chat reply), streaming text to `on_text` when given
-  // (return false from it to stop). Each call starts a new sequence; with reuse on, KV of
-  // earlier requests is reused. Errors: InvalidArgument (empty or over-long prompt, bad
-  // sampling options).
+  // Generates a continuation (or a chat reply), streaming text to `on_text` when given.
+  // Each call starts a new sequence; with reuse on, KV of earlier requests in the same
+  // namespace is reused. Thread-safe (see the top of this file). Errors: InvalidArgument
+  // (empty or over-long prompt, bad sampling options, bad namespace name), Cancelled.
   Result<GenerateResult> Generate(const GenerateRequest& request,
-                                  const std::function<bool(std::string_view)>& on_text = {});
+                                  const TextCallback& on_text = {});
 
   // One line describing the model and the backend.
   std::string Describe() const;
   // One line about the KV store (chunks, bytes, hits), or "" without one.
   std::string DescribeStore() const;
-  int context_tokens() const;
+  int context_tokens() const { return context_tokens_; }
+  // Waits until the store has persisted every chunk so far (no-op without a store).
+  Status Flush();
 
  private:
+  friend class Session;
   Engine();
+  Result<std::unique_ptr<Session>> NewSession(std::string name_space);
+  // The chunk cache of `name_space` (opened on first use); null with ReuseMethod::kNone.
+  Result<kv::ChunkCache*> CacheOf(const std::string& name_space);
+  Result<GenerateResult> Run(Session& session, const GenerateRequest& request,
+                             const TextCallback& on_text);
+
+  EngineOptions options_;
+  int context_tokens_ = 0;
+  std::string description_;
   std::unique_ptr<engine::LoadedModel> model_;
-  std::unique_ptr<engine::InferenceBackend> reference_;  // with use_reference
+  std::shared_ptr<const engine::CompiledModel> compiled_;
   std::unique_ptr<store::ChunkStore> store_;
-  std::unique_ptr<kv::ChunkCache> cache_;          // a memory cache, or a namespace of store_
-  std::unique_ptr<engine::ReuseSession> session_;  // otherwise
+  struct Shared;  // the namespaces' caches and the slot pool, behind their mutex
+  std::unique_ptr<Shared> shared_;
 };
 
 }  // namespace reprise

@@ -41,7 +41,7 @@ class RunCommand : public Command {
     sub->add_flag("--reference", options_.use_reference,
                   "Use the plain float reference forward pass (slow)");
     sub->add_flag("--stats", stats_, "Print timing to stderr at the end");
-    sub->add_option("--reuse", options_.reuse,
+    sub->add_option("--reuse", reuse_name_,
                     "KV reuse across requests: none, prefix, full, blend")
         ->default_val("prefix")
         ->check(CLI::IsMember({"none", "prefix", "full", "blend"}));
@@ -67,13 +67,19 @@ class RunCommand : public Command {
     sub->add_option("--disk-mb", options_.store_disk_mb, "Flash budget of the store, MiB")
         ->default_val(8192)
         ->check(BudgetMib());
-    sub->add_option("--codec", options_.store_codec, "Stored KV codec: f16 or int8")
+    sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));
     return sub;
   }
 
   int Run() override {
+    Result<ReuseMethod> reuse = ParseReuseMethod(reuse_name_);
+    if (!reuse.ok()) return PrintError("run", reuse.error());
+    options_.reuse = *reuse;
+    Result<KvCodec> codec = ParseKvCodec(codec_name_);
+    if (!codec.ok()) return PrintError("run", codec.error());
+    options_.store_codec = *codec;
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && options_.store_dir.empty()) {
       if (!cache_dir.ok()) return PrintError("run", cache_dir.error());
@@ -111,8 +117,8 @@ class RunCommand : public Command {
       std::fprintf(stderr,
                    "prompt KV: %d prefix-reused, %d reused at new positions, %d "
                    "recomputed, %d new\n",
-                   result->tokens_prefix, result->tokens_reused, result->tokens_recomputed,
-                   result->tokens_new);
+                   result->reuse.tokens_prefix, result->reuse.tokens_reused,
+                   result->reuse.tokens_recomputed, result->reuse.tokens_new);
       const std::string store = (*engine)->DescribeStore();
       if (!store.empty()) std::fprintf(stderr, "%s\n", store.c_str());
     }
@@ -121,6 +127,7 @@ class RunCommand : public Command {
 
  private:
   EngineOptions options_;
+  std::string reuse_name_ = "prefix", codec_name_ = "f16";
   GenerateRequest request_;
   bool stats_ = false;
   bool use_store_ = false;

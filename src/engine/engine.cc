@@ -1,10 +1,14 @@
 #include "reprise/engine.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "base/cpu_features.h"
 #include "engine/calibration.h"
+#include "engine/compiled_model.h"
 #include "engine/generator.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
@@ -12,71 +16,182 @@
 #include "engine/reuse_session.h"
 #include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
+#include "store/namespace_name.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
 
-Engine::Engine() = default;
-Engine::~Engine() = default;
+const char* ReuseMethodName(ReuseMethod method) {
+  return engine::ReuseMethodName(static_cast<engine::ReuseMethod>(method));
+}
+
+Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
+  REPRISE_ASSIGN_OR_RETURN(engine::ReuseMethod method, engine::ParseReuseMethod(name));
+  return static_cast<ReuseMethod>(method);
+}
+
+const char* KvCodecName(KvCodec codec) { return codec == KvCodec::kInt8 ? "int8" : "f16"; }
+
+Result<KvCodec> ParseKvCodec(std::string_view name) {
+  if (name == "f16") return KvCodec::kF16;
+  if (name == "int8") return KvCodec::kInt8;
+  return InvalidArgumentError("unknown KV codec '" + std::string(name) + "' (f16, int8)");
+}
+
+static_assert(static_cast<int>(ReuseMethod::kNone) == static_cast<int>(engine::ReuseMethod::kNone) &&
+              static_cast<int>(ReuseMethod::kPrefix) ==
+                  static_cast<int>(engine::ReuseMethod::kPrefix) &&
+              static_cast<int>(ReuseMethod::kFull) == static_cast<int>(engine::ReuseMethod::kFull) &&
+              static_cast<int>(ReuseMethod::kBlend) ==
+                  static_cast<int>(engine::ReuseMethod::kBlend));
+
+// What the sessions share besides the compiled model and the store: the options every session
+// is made with, the namespaces' caches and the slots of Engine::Generate.
+struct Engine::Shared {
+  engine::ReuseOptions reuse;
+  std::mutex mutex;
+  // Namespace -> its cache (a view of the store, or a memory cache of its own).
+  std::map<std::string, std::unique_ptr<kv::ChunkCache>> caches;
+  std::condition_variable slot_freed;
+  std::vector<std::unique_ptr<Session>> idle_slots;  // slots not running a request
+  int slots = 0;                                     // slots made so far
+};
+
+Session::Session(Engine& engine, std::string name_space)
+    : engine_(&engine), name_space_(std::move(name_space)) {}
+Session::~Session() = default;
+
+Result<GenerateResult> Session::Generate(const GenerateRequest& request,
+                                         const TextCallback& on_text) {
+  return engine_->Run(*this, request, on_text);
+}
+
+Engine::Engine() : shared_(std::make_unique<Shared>()) {}
+Engine::~Engine() {
+  // Sessions first (they use the caches), then the caches (views of the store), the store.
+  shared_->idle_slots.clear();
+  shared_->caches.clear();
+}
 
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   if (options.model_path.empty()) return InvalidArgumentError("no model file given");
   if (options.context_tokens < 0) return InvalidArgumentError("context size must be >= 0");
-  REPRISE_ASSIGN_OR_RETURN(engine::ReuseMethod method, engine::ParseReuseMethod(options.reuse));
+  if (options.sessions < 1 || options.sessions > 256) {
+    return InvalidArgumentError("sessions must be in [1, 256]");
+  }
+  REPRISE_RETURN_IF_ERROR(store::ValidateNamespaceName(options.name_space));
   std::unique_ptr<Engine> engine(new Engine());
+  engine->options_ = options;
   REPRISE_ASSIGN_OR_RETURN(engine->model_, engine::LoadedModel::Load(options.model_path));
-  const int context = options.context_tokens > 0
-                          ? options.context_tokens
-                          : std::min(engine->model_->config().context_length, 4096);
+  engine->context_tokens_ = options.context_tokens > 0
+                                ? options.context_tokens
+                                : std::min(engine->model_->config().context_length, 4096);
   if (options.use_reference) {
-    REPRISE_ASSIGN_OR_RETURN(engine->reference_,
-                             engine::ReferenceBackend::Create(*engine->model_, context));
-    return engine;
-  }
-  engine::ReuseOptions reuse;
-  reuse.method = method;
-  reuse.context_tokens = context;
-  reuse.num_threads = options.num_threads;
-  reuse.recompute_ratio = options.recompute_ratio;
-  reuse.guard_deviation = options.quality_guard;
-  if (!options.calibration_dir.empty()) {
-    const int threads =
-        options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;
-    Result<engine::Calibration> calibration = engine::LoadCalibration(
-        engine::CalibrationPath(options.calibration_dir, engine->model_->fingerprint(), threads));
-    if (calibration.ok()) {
-      reuse.prefill_capacity = calibration->prefill_capacity;
-      reuse.recompute_capacity = calibration->recompute_capacity;
-      reuse.prefill_latency_ms = calibration->PrefillMs(reuse.prefill_capacity);
-      reuse.recompute_latency_ms = calibration->RecomputeMs(reuse.recompute_capacity);
-    }
-  }
-  if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
-  if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
-  if (method != engine::ReuseMethod::kNone) {
-    if (options.cache_mb <= 0) return InvalidArgumentError("cache size must be positive");
-    if (!options.store_dir.empty()) {
-      engine::StoreSettings settings;
-      settings.dir = options.store_dir;
-      settings.pool_mb = options.cache_mb;
-      settings.disk_mb = options.store_disk_mb;
-      settings.codec = options.store_codec;
-      settings.recompute_ratio = options.recompute_ratio;
-      if (reuse.prefill_latency_ms > 0 && reuse.prefill_capacity > 0) {
-        settings.compute_ms_per_token = reuse.prefill_latency_ms / reuse.prefill_capacity;
+    engine->options_.sessions = 1;
+    engine->options_.reuse = ReuseMethod::kNone;
+  } else {
+    engine::ReuseOptions& reuse = engine->shared_->reuse;
+    reuse.method = static_cast<engine::ReuseMethod>(options.reuse);
+    reuse.context_tokens = engine->context_tokens_;
+    reuse.num_threads = options.num_threads;
+    reuse.recompute_ratio = options.recompute_ratio;
+    reuse.guard_deviation = options.quality_guard;
+    if (!options.calibration_dir.empty()) {
+      const int threads =
+          options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;
+      Result<engine::Calibration> calibration = engine::LoadCalibration(engine::CalibrationPath(
+          options.calibration_dir, engine->model_->fingerprint(), threads));
+      if (calibration.ok()) {
+        reuse.prefill_capacity = calibration->prefill_capacity;
+        reuse.recompute_capacity = calibration->recompute_capacity;
+        reuse.prefill_latency_ms = calibration->PrefillMs(reuse.prefill_capacity);
+        reuse.recompute_latency_ms = calibration->RecomputeMs(reuse.recompute_capacity);
       }
-      REPRISE_ASSIGN_OR_RETURN(engine->store_, engine::OpenChunkStore(*engine->model_, settings));
-      engine->cache_ = engine->store_->OpenNamespace(options.name_space);
-    } else {
-      REPRISE_ASSIGN_OR_RETURN(const int64_t cache_bytes,
-                               engine::BudgetMibToBytes(options.cache_mb, "cache size"));
-      engine->cache_ = std::make_unique<kv::MemoryChunkCache>(cache_bytes);
+    }
+    if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
+    if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
+    engine::CompiledModelOptions compiled;
+    compiled.num_threads = options.num_threads;
+    REPRISE_ASSIGN_OR_RETURN(engine->compiled_,
+                             engine::CompiledModel::Create(*engine->model_, compiled));
+    reuse.compiled = engine->compiled_;
+    if (options.reuse != ReuseMethod::kNone) {
+      if (options.cache_mb <= 0) return InvalidArgumentError("cache size must be positive");
+      REPRISE_RETURN_IF_ERROR(engine::BudgetMibToBytes(options.cache_mb, "cache size"));
+      if (!options.store_dir.empty()) {
+        engine::StoreSettings settings;
+        settings.dir = options.store_dir;
+        settings.pool_mb = options.cache_mb;
+        settings.disk_mb = options.store_disk_mb;
+        settings.codec = KvCodecName(options.store_codec);
+        settings.recompute_ratio = options.recompute_ratio;
+        if (reuse.prefill_latency_ms > 0 && reuse.prefill_capacity > 0) {
+          settings.compute_ms_per_token = reuse.prefill_latency_ms / reuse.prefill_capacity;
+        }
+        REPRISE_ASSIGN_OR_RETURN(engine->store_,
+                                 engine::OpenChunkStore(*engine->model_, settings));
+      }
     }
   }
-  REPRISE_ASSIGN_OR_RETURN(
-      engine->session_, engine::ReuseSession::Create(*engine->model_, reuse, engine->cache_.get()));
+  // The first slot now: it compiles the graphs and checks the options.
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Session> first, engine->NewSession(options.name_space));
+  if (first->reference_) {
+    engine->description_ = engine->model_->config().Summary() + "; backend " +
+                           first->reference_->name() + ", context " +
+                           std::to_string(engine->context_tokens_) + " tokens";
+  } else {
+    engine->description_ = engine->model_->config().Summary() + "; backend " +
+                           first->reuse_->backend().name() + ", context " +
+                           std::to_string(engine->context_tokens_) + " tokens, reuse " +
+                           ReuseMethodName(options.reuse);
+  }
+  engine->shared_->slots = 1;
+  engine->shared_->idle_slots.push_back(std::move(first));
   return engine;
 }
+
+Result<kv::ChunkCache*> Engine::CacheOf(const std::string& name_space) {
+  if (options_.reuse == ReuseMethod::kNone) return nullptr;
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  auto it = shared_->caches.find(name_space);
+  if (it != shared_->caches.end()) return it->second.get();
+  REPRISE_RETURN_IF_ERROR(store::ValidateNamespaceName(name_space));
+  std::unique_ptr<kv::ChunkCache> cache;
+  if (store_) {
+    REPRISE_ASSIGN_OR_RETURN(cache, store_->OpenValidNamespace(name_space));
+  } else {
+    REPRISE_ASSIGN_OR_RETURN(const int64_t bytes,
+                             engine::BudgetMibToBytes(options_.cache_mb, "cache size"));
+    cache = std::make_unique<kv::MemoryChunkCache>(bytes);
+  }
+  kv::ChunkCache* raw = cache.get();
+  shared_->caches.emplace(name_space, std::move(cache));
+  return raw;
+}
+
+Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space) {
+  if (name_space.empty()) name_space = options_.name_space;
+  REPRISE_RETURN_IF_ERROR(store::ValidateNamespaceName(name_space));
+  std::unique_ptr<Session> session(new Session(*this, name_space));
+  if (options_.use_reference) {
+    REPRISE_ASSIGN_OR_RETURN(session->reference_,
+                             engine::ReferenceBackend::Create(*model_, context_tokens_));
+    return session;
+  }
+  REPRISE_ASSIGN_OR_RETURN(kv::ChunkCache * cache, CacheOf(name_space));
+  REPRISE_ASSIGN_OR_RETURN(session->reuse_,
+                           engine::ReuseSession::Create(*model_, shared_->reuse, cache));
+  return session;
+}
+
+Result<std::unique_ptr<Session>> Engine::OpenSession(const SessionOptions& options) {
+  if (options_.use_reference) {
+    return InvalidArgumentError("the reference backend runs one sequence: no sessions");
+  }
+  return NewSession(options.name_space);
+}
+
+Status Engine::Flush() { return store_ ? store_->Flush() : Status::Ok(); }
 
 std::vector<TokenPiece> Engine::Tokenize(std::string_view text, bool add_special,
                                          bool parse_special) const {
@@ -116,23 +231,68 @@ std::vector<engine::PromptSegment> BuildSegments(const GenerateRequest& request,
 }  // namespace
 
 Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
-                                        const std::function<bool(std::string_view)>& on_text) {
+                                        const TextCallback& on_text) {
+  // Take a free slot, making one when fewer than `sessions` exist, else wait for one.
+  std::unique_ptr<Session> slot;
+  {
+    std::unique_lock<std::mutex> lock(shared_->mutex);
+    shared_->slot_freed.wait(lock, [&] {
+      return !shared_->idle_slots.empty() || shared_->slots < options_.sessions;
+    });
+    if (!shared_->idle_slots.empty()) {
+      slot = std::move(shared_->idle_slots.back());
+      shared_->idle_slots.pop_back();
+    } else {
+      ++shared_->slots;  // reserved; made below, outside the lock
+    }
+  }
+  if (!slot) {
+    Result<std::unique_ptr<Session>> made = NewSession(options_.name_space);
+    if (!made.ok()) {
+      std::lock_guard<std::mutex> lock(shared_->mutex);
+      --shared_->slots;
+      shared_->slot_freed.notify_one();
+      return made.error();
+    }
+    slot = std::move(made).value();
+  }
+  Result<GenerateResult> result = Run(*slot, request, on_text);
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->idle_slots.push_back(std::move(slot));
+  }
+  shared_->slot_freed.notify_one();
+  return result;
+}
+
+Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& request,
+                                   const TextCallback& on_text) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   GenerateResult result;
+  result.name_space = request.name_space.empty() ? session.name_space() : request.name_space;
   engine::GenerationOptions options;
   options.max_new_tokens = request.max_new_tokens;
   options.sampling =
       engine::SamplerOptions{request.temperature, request.top_k, request.top_p, request.seed};
+  options.cancel = request.cancel;
   // A completion continues the prompt's text, so the first token keeps its leading space.
   options.strip_leading_space = false;
   REPRISE_RETURN_IF_ERROR(engine::Sampler::Create(options.sampling));
+  if (request.cancel != nullptr && request.cancel->load()) {
+    return CancelledError("the request was cancelled");
+  }
   auto collect = [&](std::string_view text) {
     result.text.append(text);
     return on_text ? on_text(text) : true;
   };
   engine::GenerationStats stats;
   const std::vector<engine::PromptSegment> segments = BuildSegments(request, model_->chat_format());
-  if (reference_) {
+  if (std::all_of(segments.begin(), segments.end(),
+                  [](const engine::PromptSegment& s) { return s.text.empty(); })) {
+    return InvalidArgumentError("the prompt is empty");
+  }
+  if (session.reference_) {
+    engine::InferenceBackend& reference = *session.reference_;
     for (const engine::PromptSegment& s : segments) {
       std::vector<int32_t> ids =
           tok.Encode(s.text, tokenizer::EncodeOptions{false, s.parse_special});
@@ -141,26 +301,43 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
       }
       result.prompt_tokens.insert(result.prompt_tokens.end(), ids.begin(), ids.end());
     }
-    reference_->Truncate(0);
-    REPRISE_ASSIGN_OR_RETURN(stats, engine::Generate(*reference_, tok, result.prompt_tokens,
+    reference.Truncate(0);
+    REPRISE_ASSIGN_OR_RETURN(stats, engine::Generate(reference, tok, result.prompt_tokens,
                                                      options, collect, &result.generated_tokens));
-    result.tokens_new = static_cast<int>(result.prompt_tokens.size());
+    result.reuse.tokens_new = static_cast<int>(result.prompt_tokens.size());
   } else {
-    REPRISE_ASSIGN_OR_RETURN(engine::PrefillReport report, session_->Prefill(segments));
-    result.prompt_tokens = session_->prompt_tokens();
-    stats.prompt_tokens = report.prompt_tokens;
-    stats.prefill_ms = report.ttft_ms;
-    result.tokens_prefix = report.tokens_prefix;
-    result.tokens_reused = report.tokens_nonprefix;
-    result.tokens_recomputed = report.tokens_recomputed;
-    result.tokens_new = report.tokens_new;
-    REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(session_->backend(), tok, session_->logits(),
-                                                 options, collect, &result.generated_tokens,
-                                                 stats));
+    engine::ReuseSession& reuse = *session.reuse_;
+    REPRISE_ASSIGN_OR_RETURN(kv::ChunkCache * cache, CacheOf(result.name_space));
+    reuse.set_cache(cache);
+    reuse.set_cancel(request.cancel);
+    // Lookups are counted per namespace: requests running at the same time in one
+    // namespace see each other's among theirs.
+    const kv::ChunkCacheStats before = cache ? cache->stats() : kv::ChunkCacheStats{};
+    Result<engine::PrefillReport> report = reuse.Prefill(segments);
+    reuse.set_cancel(nullptr);
+    if (!report.ok()) return report.error();
+    if (cache) {
+      const kv::ChunkCacheStats after = cache->stats();
+      result.reuse.chunks_from_memory = after.hits_pool - before.hits_pool;
+      result.reuse.chunks_from_flash = after.hits_flash - before.hits_flash;
+    }
+    result.prompt_tokens = reuse.prompt_tokens();
+    stats.prompt_tokens = report->prompt_tokens;
+    stats.prefill_ms = report->ttft_ms;
+    result.reuse.tokens_prefix = report->tokens_prefix;
+    result.reuse.tokens_reused = report->tokens_nonprefix;
+    result.reuse.tokens_recomputed = report->tokens_recomputed;
+    result.reuse.tokens_new = report->tokens_new;
+    result.reuse.match_ms = report->match_ms;
+    result.reuse.kv_prep_ms = report->kv_prep_ms;
+    result.reuse.compute_ms = report->compute_ms;
+    result.reuse.guard_fallbacks = report->guard_fallbacks;
+    REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(reuse.backend(), tok, reuse.logits(), options,
+                                                 collect, &result.generated_tokens, stats));
     // After the reply: storing chunks is never on the time-to-first-token path (a store
     // only queues them for its write-back thread), then idle work (prefetch).
-    REPRISE_RETURN_IF_ERROR(session_->StoreChunks());
-    if (cache_) cache_->RunIdleWork();
+    REPRISE_RETURN_IF_ERROR(reuse.StoreChunks());
+    if (cache) cache->RunIdleWork();
   }
   result.ttft_ms = stats.prefill_ms;
   result.decode_tokens_per_second = stats.generated_tokens > 1 && stats.decode_ms > 0
@@ -170,15 +347,7 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   return result;
 }
 
-std::string Engine::Describe() const {
-  if (reference_) {
-    return model_->config().Summary() + "; backend " + reference_->name() + ", context " +
-           std::to_string(reference_->capacity_tokens()) + " tokens";
-  }
-  return model_->config().Summary() + "; backend " + session_->backend().name() + ", context " +
-         std::to_string(session_->backend().capacity_tokens()) + " tokens, reuse " +
-         engine::ReuseMethodName(session_->options().method);
-}
+std::string Engine::Describe() const { return description_; }
 
 std::string Engine::DescribeStore() const {
   if (!store_) return "";
@@ -193,10 +362,6 @@ std::string Engine::DescribeStore() const {
                 static_cast<long long>(s.corrupt_dropped),
                 s.persistence_enabled ? "" : "; NOT PERSISTING: ", s.persistence_error.c_str());
   return line;
-}
-
-int Engine::context_tokens() const {
-  return reference_ ? reference_->capacity_tokens() : session_->backend().capacity_tokens();
 }
 
 }  // namespace reprise

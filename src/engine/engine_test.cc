@@ -1,0 +1,209 @@
+// The public C++ API (reprise/engine.h), driven as an app would: sessions and namespaces,
+// two engines on one store, cancellation, concurrent requests. On the demo kit's trained
+// stories260K (in the repository), so that generated text is real and long.
+#include "reprise/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "support/temp_dir.h"
+
+namespace reprise {
+namespace {
+
+const std::string kModel = std::string(REPRISE_SOURCE_DIR) + "/data/demo/stories260K.gguf";
+
+// A document long enough to be cached as chunks, different for each `seed`.
+std::string Document(int seed) {
+  static const char* kWords[] = {"Lily",  "played", "with",  "her",  "ball",   "in",
+                                 "the",   "park",   "Tom",   "saw",  "a",      "big",
+                                 "tree",  "and",    "a",     "cat",  "jumped", "happy"};
+  std::string out;
+  uint32_t x = static_cast<uint32_t>(seed) * 2654435761u + 11;
+  for (int i = 0; i < 160; ++i) {
+    x = x * 1664525u + 1013904223u;
+    out += (i ? " " : "") + std::string(kWords[(x >> 8) % 18]);
+    if (i % 12 == 11) out += ".";
+  }
+  return out + ".\n";
+}
+
+GenerateRequest DocumentRequest(const std::string& name_space, int max_new_tokens = 4) {
+  GenerateRequest r;
+  r.segments = {{"document", Document(1)}, {"document", Document(2)},
+                {"question", "Once upon a time"}};
+  r.max_new_tokens = max_new_tokens;
+  r.name_space = name_space;
+  return r;
+}
+
+EngineOptions Options(ReuseMethod reuse) {
+  EngineOptions o;
+  o.model_path = kModel;
+  o.context_tokens = 1024;
+  o.num_threads = 2;
+  o.reuse = reuse;
+  o.cache_mb = 64;
+  return o;
+}
+
+class EngineApiTest : public ::testing::TestWithParam<bool> {  // with a store or not
+ protected:
+  EngineOptions OptionsHere(ReuseMethod reuse) {
+    EngineOptions o = Options(reuse);
+    if (GetParam()) o.store_dir = dir_.path() + "/store";
+    return o;
+  }
+  testing_support::TempDir dir_;
+};
+
+TEST_P(EngineApiTest, TwoSessionsInDifferentNamespacesNeverShareAChunk) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(OptionsHere(ReuseMethod::kBlend));
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  Result<std::unique_ptr<Session>> alice = (*engine)->OpenSession({"alice"});
+  Result<std::unique_ptr<Session>> bob = (*engine)->OpenSession({"bob"});
+  ASSERT_TRUE(alice.ok() && bob.ok());
+  GenerateRequest request = DocumentRequest("");  // the session's namespace
+
+  Result<GenerateResult> first = (*alice)->Generate(request);
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  EXPECT_EQ(first->name_space, "alice");
+  EXPECT_EQ(first->reuse.tokens_prefix + first->reuse.tokens_reused, 0);
+
+  // The same prompt in bob's namespace finds nothing of alice's.
+  Result<GenerateResult> other = (*bob)->Generate(request);
+  ASSERT_TRUE(other.ok()) << other.error().ToString();
+  EXPECT_EQ(other->name_space, "bob");
+  EXPECT_EQ(other->reuse.tokens_prefix + other->reuse.tokens_reused +
+                other->reuse.tokens_recomputed,
+            0);
+  EXPECT_EQ(other->reuse.chunks_from_memory + other->reuse.chunks_from_flash, 0);
+  // Nor through the engine's slots, naming bob's or a third namespace per request.
+  request.name_space = "carol";
+  Result<GenerateResult> third = (*engine)->Generate(request);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->reuse.tokens_prefix, 0);
+
+  // In alice's namespace the whole prompt but its last token is an exact prefix, from any
+  // session: alice's own, or an engine slot naming "alice".
+  request.name_space = "";
+  Result<GenerateResult> again = (*alice)->Generate(request);
+  ASSERT_TRUE(again.ok());
+  EXPECT_GT(again->reuse.tokens_prefix, static_cast<int>(again->prompt_tokens.size()) / 2);
+  EXPECT_GT(again->reuse.chunks_from_memory, 0);
+  request.name_space = "alice";
+  Result<GenerateResult> slot = (*engine)->Generate(request);
+  ASSERT_TRUE(slot.ok());
+  EXPECT_EQ(slot->reuse.tokens_prefix, again->reuse.tokens_prefix);
+  // Reuse changes nothing of the answer of an exact prefix.
+  EXPECT_EQ(again->generated_tokens, first->generated_tokens);
+  EXPECT_EQ(slot->generated_tokens, first->generated_tokens);
+}
+
+TEST_P(EngineApiTest, CancellationStopsAGeneration) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(OptionsHere(ReuseMethod::kPrefix));
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  std::atomic<bool> cancel{false};
+  GenerateRequest request = DocumentRequest("", 400);
+  request.cancel = &cancel;
+  int pieces = 0;
+  Result<GenerateResult> stopped = (*engine)->Generate(request, [&](std::string_view) {
+    if (++pieces == 3) cancel = true;
+    return true;
+  });
+  ASSERT_TRUE(stopped.ok()) << stopped.error().ToString();
+  EXPECT_EQ(stopped->stop_reason, "cancelled");
+  EXPECT_LE(stopped->generated_tokens.size(), 4u);
+  EXPECT_EQ(pieces, 3);
+
+  // Cancelled before it starts: an error, and nothing stored.
+  Result<GenerateResult> refused = (*engine)->Generate(request);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), StatusCode::kCancelled);
+
+  // The engine serves the next request as usual; the cancelled generation's prompt was
+  // stored (its prefill had completed), so it is reused exactly.
+  cancel = false;
+  request.max_new_tokens = 4;
+  Result<GenerateResult> next = (*engine)->Generate(request);
+  ASSERT_TRUE(next.ok()) << next.error().ToString();
+  EXPECT_GT(next->reuse.tokens_prefix, 0);
+  EXPECT_EQ(std::vector<int32_t>(stopped->generated_tokens.begin(),
+                                 stopped->generated_tokens.begin() + 3),
+            std::vector<int32_t>(next->generated_tokens.begin(),
+                                 next->generated_tokens.begin() + 3));
+}
+
+TEST_P(EngineApiTest, ConcurrentRequestsGiveTheAnswersOfSequentialOnes) {
+  EngineOptions options = OptionsHere(ReuseMethod::kPrefix);
+  options.sessions = 2;
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  GenerateRequest a = DocumentRequest("one", 12), b = DocumentRequest("two", 12);
+  b.segments[0].text = Document(7);
+  Result<GenerateResult> ra = Status::Ok(), rb = Status::Ok();
+  std::thread other([&] { rb = (*engine)->Generate(b); });
+  ra = (*engine)->Generate(a);
+  other.join();
+  ASSERT_TRUE(ra.ok() && rb.ok());
+
+  Result<std::unique_ptr<Engine>> alone = Engine::Create(Options(ReuseMethod::kNone));
+  ASSERT_TRUE(alone.ok());
+  Result<GenerateResult> sa = (*alone)->Generate(a), sb = (*alone)->Generate(b);
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  EXPECT_EQ(ra->generated_tokens, sa->generated_tokens);
+  EXPECT_EQ(rb->generated_tokens, sb->generated_tokens);
+  EXPECT_EQ(ra->text, sa->text);
+}
+
+TEST_P(EngineApiTest, BadNamespaceNamesAreRefused) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(OptionsHere(ReuseMethod::kPrefix));
+  ASSERT_TRUE(engine.ok());
+  Result<std::unique_ptr<Session>> bad = (*engine)->OpenSession({std::string("a\x01") + "b"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), StatusCode::kInvalidArgument);
+  GenerateRequest request = DocumentRequest(std::string(200, 'x'));
+  Result<GenerateResult> refused = (*engine)->Generate(request);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+  EngineOptions options = OptionsHere(ReuseMethod::kPrefix);
+  options.sessions = 0;
+  EXPECT_FALSE(Engine::Create(options).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(MemoryAndStore, EngineApiTest, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "Store" : "Memory"; });
+
+TEST(EngineStoreTest, TwoEnginesOneAfterTheOtherFindEachOthersChunks) {
+  testing_support::TempDir dir;
+  EngineOptions options = Options(ReuseMethod::kBlend);
+  options.store_dir = dir.path() + "/store";
+  GenerateRequest request = DocumentRequest("shared");
+  std::vector<int32_t> answer;
+  {
+    Result<std::unique_ptr<Engine>> first = Engine::Create(options);
+    ASSERT_TRUE(first.ok()) << first.error().ToString();
+    Result<GenerateResult> r = (*first)->Generate(request);
+    ASSERT_TRUE(r.ok());
+    answer = r->generated_tokens;
+  }
+  Result<std::unique_ptr<Engine>> second = Engine::Create(options);
+  ASSERT_TRUE(second.ok()) << second.error().ToString();
+  Result<GenerateResult> r = (*second)->Generate(request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->reuse.tokens_prefix, static_cast<int>(r->prompt_tokens.size()) / 2);
+  EXPECT_GT(r->reuse.chunks_from_flash, 0);
+  EXPECT_EQ(r->generated_tokens, answer);
+  // Another namespace of the same store finds none of them.
+  request.name_space = "elsewhere";
+  Result<GenerateResult> other = (*second)->Generate(request);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->reuse.tokens_prefix, 0);
+  EXPECT_EQ(other->reuse.chunks_from_flash, 0);
+}
+
+}  // namespace
+}  // namespace reprise
