@@ -24,8 +24,9 @@ ALLOWED = {
     "workload": {"base"},
     "engine": {"base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store", "reuse",
                "workload"},
+    "api": {"engine", "base"},
     "server": {"engine", "base"},
-    "cli": {"engine", "server", "base", "convert", "workload", "store"},
+    "cli": {"engine", "server", "api", "base", "convert", "workload", "store"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 

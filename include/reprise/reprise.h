@@ -1,0 +1,151 @@
+/* Reprise's C API: the engine of reprise/engine.h behind opaque handles, for C programs and
+ * for the foreign-function interfaces of other languages (Kotlin/JNI on Android, Swift on
+ * iOS, Python ctypes, ...).
+ *
+ * Conventions:
+ *  - Every fallible call returns a reprise_status; REPRISE_OK (0) is success. On failure, when
+ *    `error` is not NULL, *error receives a message to free with reprise_string_free.
+ *  - Structs of options are filled with defaults by their *_init function first; fields added
+ *    in later versions then keep their defaults.
+ *  - Strings are UTF-8, NUL-terminated, borrowed for the duration of the call.
+ *  - An engine is thread-safe: reprise_generate may be called from several threads at once
+ *    (up to `sessions` run at a time, the others wait). A session is one conversation, used by
+ *    one thread at a time; close it before destroying its engine.
+ *  - A request is cancelled from any thread with reprise_cancel on its token.
+ */
+#ifndef REPRISE_REPRISE_H_
+#define REPRISE_REPRISE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define REPRISE_API __attribute__((visibility("default")))
+#else
+#define REPRISE_API
+#endif
+
+typedef enum reprise_status {
+  REPRISE_OK = 0,
+  REPRISE_INVALID_ARGUMENT = 1,
+  REPRISE_NOT_FOUND = 2,
+  REPRISE_CORRUPT = 3,
+  REPRISE_IO_ERROR = 4,
+  REPRISE_RESOURCE_EXHAUSTED = 5,
+  REPRISE_UNAVAILABLE = 6,
+  REPRISE_CANCELLED = 7,
+  REPRISE_UNIMPLEMENTED = 8,
+  REPRISE_INTERNAL = 9
+} reprise_status;
+
+typedef enum reprise_reuse_method {
+  REPRISE_REUSE_NONE = 0,
+  REPRISE_REUSE_PREFIX = 1, /* exact reuse of a cached prefix */
+  REPRISE_REUSE_FULL = 2,   /* cached chunks at new positions, nothing recomputed */
+  REPRISE_REUSE_BLEND = 3   /* cached chunks at new positions, selective recompute */
+} reprise_reuse_method;
+
+typedef enum reprise_kv_codec { REPRISE_CODEC_F16 = 0, REPRISE_CODEC_INT8 = 1 } reprise_kv_codec;
+
+typedef struct reprise_engine reprise_engine;
+typedef struct reprise_session reprise_session;
+typedef struct reprise_cancel_token reprise_cancel_token;
+
+typedef struct reprise_engine_options {
+  const char* model_path;  /* a GGUF file; required */
+  int context_tokens;      /* per session; 0 = the model's, at most 4096 */
+  int sessions;            /* requests that run at once; default 1 */
+  int num_threads;         /* 0 = every core */
+  reprise_reuse_method reuse;  /* default REPRISE_REUSE_PREFIX */
+  double recompute_ratio;  /* blend; default 0.25 */
+  int64_t cache_mb;        /* memory for cached KV, MiB; default 1024 */
+  const char* store_dir;   /* a persistent KV store folder; NULL = memory only */
+  const char* name_space;  /* of requests that name none; NULL = "default" */
+  int64_t store_disk_mb;   /* default 8192 */
+  reprise_kv_codec store_codec;
+} reprise_engine_options;
+
+typedef struct reprise_segment {
+  const char* role; /* system, document, question, ... */
+  const char* text;
+} reprise_segment;
+
+typedef struct reprise_request {
+  const char* prompt;                /* used when num_segments is 0 */
+  const reprise_segment* segments;   /* a prompt made of segments, as they come */
+  size_t num_segments;
+  int chat;                /* nonzero: format `prompt` with the model's chat template */
+  int max_new_tokens;      /* default 128 */
+  float temperature;       /* 0 = greedy (default) */
+  int top_k;               /* default 40 */
+  float top_p;             /* default 0.95 */
+  uint64_t seed;
+  const char* name_space;  /* NULL = the engine's or the session's */
+  reprise_cancel_token* cancel; /* NULL = not cancellable */
+} reprise_request;
+
+typedef struct reprise_reuse_report {
+  int tokens_prefix, tokens_reused, tokens_recomputed, tokens_new;
+  double match_ms, kv_prep_ms, compute_ms;
+  int64_t chunks_from_memory, chunks_from_flash;
+} reprise_reuse_report;
+
+typedef struct reprise_result {
+  char* text;         /* the generated text; owned, freed by reprise_result_free */
+  char* stop_reason;  /* "length", "end of generation", "context full", "stopped", "cancelled" */
+  int prompt_tokens;
+  int generated_tokens;
+  double ttft_ms;
+  double decode_tokens_per_second;
+  reprise_reuse_report reuse;
+} reprise_result;
+
+/* Receives text as it is generated (complete UTF-8 sequences, not NUL-terminated); return
+ * nonzero to go on, 0 to stop. */
+typedef int (*reprise_text_callback)(const char* text, size_t length, void* user_data);
+
+REPRISE_API const char* reprise_version(void);
+REPRISE_API const char* reprise_status_name(reprise_status status);
+REPRISE_API void reprise_string_free(char* string);
+
+REPRISE_API void reprise_engine_options_init(reprise_engine_options* options);
+REPRISE_API reprise_status reprise_engine_create(const reprise_engine_options* options,
+                                                 reprise_engine** engine, char** error);
+REPRISE_API void reprise_engine_destroy(reprise_engine* engine);
+/* One line describing the model and the backend; owned by the engine. */
+REPRISE_API const char* reprise_engine_describe(const reprise_engine* engine);
+
+REPRISE_API void reprise_request_init(reprise_request* request);
+/* Runs a request on a free slot of the engine. `on_text` may be NULL. `result` is filled on
+ * success (free it with reprise_result_free). */
+REPRISE_API reprise_status reprise_generate(reprise_engine* engine, const reprise_request* request,
+                                            reprise_text_callback on_text, void* user_data,
+                                            reprise_result* result, char** error);
+REPRISE_API void reprise_result_free(reprise_result* result);
+
+/* A conversation of one's own, in `name_space` (NULL = the engine's). */
+REPRISE_API reprise_status reprise_session_open(reprise_engine* engine, const char* name_space,
+                                                reprise_session** session, char** error);
+REPRISE_API reprise_status reprise_session_generate(reprise_session* session,
+                                                    const reprise_request* request,
+                                                    reprise_text_callback on_text,
+                                                    void* user_data, reprise_result* result,
+                                                    char** error);
+REPRISE_API void reprise_session_close(reprise_session* session);
+
+/* Cancellation: create a token, put it in requests, call reprise_cancel from any thread. A
+ * token stays cancelled until reset. */
+REPRISE_API reprise_cancel_token* reprise_cancel_token_create(void);
+REPRISE_API void reprise_cancel(reprise_cancel_token* token);
+REPRISE_API void reprise_cancel_token_reset(reprise_cancel_token* token);
+REPRISE_API void reprise_cancel_token_destroy(reprise_cancel_token* token);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REPRISE_REPRISE_H_ */

@@ -1,0 +1,295 @@
+// The C API (include/reprise/reprise.h) over the C++ API (include/reprise/engine.h): opaque
+// handles around Engine and Session, statuses as codes with messages, callbacks as function
+// pointers. Nothing here throws across the C boundary: the C++ API never throws, and the
+// allocations below are the only other source of exceptions (caught: Internal).
+#include "reprise/reprise.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "reprise/engine.h"
+
+struct reprise_engine {
+  std::unique_ptr<reprise::Engine> engine;
+  std::string description;
+};
+
+struct reprise_session {
+  std::unique_ptr<reprise::Session> session;
+};
+
+struct reprise_cancel_token {
+  std::atomic<bool> cancelled{false};
+};
+
+namespace {
+
+static_assert(static_cast<int>(reprise::StatusCode::kInvalidArgument) == REPRISE_INVALID_ARGUMENT &&
+              static_cast<int>(reprise::StatusCode::kNotFound) == REPRISE_NOT_FOUND &&
+              static_cast<int>(reprise::StatusCode::kCorrupt) == REPRISE_CORRUPT &&
+              static_cast<int>(reprise::StatusCode::kIoError) == REPRISE_IO_ERROR &&
+              static_cast<int>(reprise::StatusCode::kResourceExhausted) ==
+                  REPRISE_RESOURCE_EXHAUSTED &&
+              static_cast<int>(reprise::StatusCode::kUnavailable) == REPRISE_UNAVAILABLE &&
+              static_cast<int>(reprise::StatusCode::kCancelled) == REPRISE_CANCELLED &&
+              static_cast<int>(reprise::StatusCode::kUnimplemented) == REPRISE_UNIMPLEMENTED &&
+              static_cast<int>(reprise::StatusCode::kInternal) == REPRISE_INTERNAL);
+static_assert(static_cast<int>(reprise::ReuseMethod::kBlend) == REPRISE_REUSE_BLEND &&
+              static_cast<int>(reprise::ReuseMethod::kFull) == REPRISE_REUSE_FULL &&
+              static_cast<int>(reprise::ReuseMethod::kPrefix) == REPRISE_REUSE_PREFIX &&
+              static_cast<int>(reprise::ReuseMethod::kNone) == REPRISE_REUSE_NONE);
+
+// A malloc'ed copy (freed by reprise_string_free / reprise_result_free), or NULL.
+char* Copy(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+reprise_status Fail(const reprise::Status& status, char** error) {
+  if (error != nullptr) *error = Copy(status.ToString());
+  return static_cast<reprise_status>(status.code());
+}
+
+reprise_status Fail(reprise_status code, const std::string& message, char** error) {
+  if (error != nullptr) *error = Copy(message);
+  return code;
+}
+
+std::string OrEmpty(const char* s) { return s != nullptr ? s : ""; }
+
+// The C++ request of a C one. Errors: InvalidArgument.
+reprise_status ToRequest(const reprise_request* in, reprise::GenerateRequest& out, char** error) {
+  if (in == nullptr) return Fail(REPRISE_INVALID_ARGUMENT, "no request given", error);
+  if (in->num_segments > 0 && in->segments == nullptr) {
+    return Fail(REPRISE_INVALID_ARGUMENT, "num_segments > 0 but no segments given", error);
+  }
+  out.prompt = OrEmpty(in->prompt);
+  for (size_t i = 0; i < in->num_segments; ++i) {
+    if (in->segments[i].text == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "segment " + std::to_string(i) + " has no text",
+                  error);
+    }
+    out.segments.push_back({OrEmpty(in->segments[i].role), in->segments[i].text});
+  }
+  out.chat = in->chat != 0;
+  out.max_new_tokens = in->max_new_tokens;
+  out.temperature = in->temperature;
+  out.top_k = in->top_k;
+  out.top_p = in->top_p;
+  out.seed = in->seed;
+  out.name_space = OrEmpty(in->name_space);
+  out.cancel = in->cancel != nullptr ? &in->cancel->cancelled : nullptr;
+  return REPRISE_OK;
+}
+
+reprise_status ToResult(reprise::Result<reprise::GenerateResult> in, reprise_result* out,
+                        char** error) {
+  if (!in.ok()) return Fail(in.error(), error);
+  reprise_result r{};
+  r.text = Copy(in->text);
+  r.stop_reason = Copy(in->stop_reason);
+  if (r.text == nullptr || r.stop_reason == nullptr) {
+    reprise_result_free(&r);
+    return Fail(REPRISE_RESOURCE_EXHAUSTED, "out of memory", error);
+  }
+  r.prompt_tokens = static_cast<int>(in->prompt_tokens.size());
+  r.generated_tokens = static_cast<int>(in->generated_tokens.size());
+  r.ttft_ms = in->ttft_ms;
+  r.decode_tokens_per_second = in->decode_tokens_per_second;
+  const reprise::ReuseReport& u = in->reuse;
+  r.reuse = reprise_reuse_report{u.tokens_prefix, u.tokens_reused,      u.tokens_recomputed,
+                                 u.tokens_new,    u.match_ms,           u.kv_prep_ms,
+                                 u.compute_ms,    u.chunks_from_memory, u.chunks_from_flash};
+  *out = r;
+  return REPRISE_OK;
+}
+
+reprise::TextCallback ToCallback(reprise_text_callback on_text, void* user_data) {
+  if (on_text == nullptr) return {};
+  return [on_text, user_data](std::string_view text) {
+    return on_text(text.data(), text.size(), user_data) != 0;
+  };
+}
+
+// Runs `body`, turning an escaping exception (an allocation failure) into a status.
+template <typename Fn>
+reprise_status Guarded(char** error, Fn&& body) {
+  if (error != nullptr) *error = nullptr;
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(REPRISE_RESOURCE_EXHAUSTED, "out of memory", error);
+  } catch (...) {
+    return Fail(REPRISE_INTERNAL, "unexpected exception", error);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* reprise_version(void) { return "0.1.0"; }
+
+const char* reprise_status_name(reprise_status status) {
+  switch (status) {
+    case REPRISE_OK: return "ok";
+    case REPRISE_INVALID_ARGUMENT: return "invalid argument";
+    case REPRISE_NOT_FOUND: return "not found";
+    case REPRISE_CORRUPT: return "corrupt";
+    case REPRISE_IO_ERROR: return "i/o error";
+    case REPRISE_RESOURCE_EXHAUSTED: return "resource exhausted";
+    case REPRISE_UNAVAILABLE: return "unavailable";
+    case REPRISE_CANCELLED: return "cancelled";
+    case REPRISE_UNIMPLEMENTED: return "unimplemented";
+    case REPRISE_INTERNAL: return "internal";
+  }
+  return "unknown status";
+}
+
+void reprise_string_free(char* string) { std::free(string); }
+
+void reprise_engine_options_init(reprise_engine_options* options) {
+  if (options == nullptr) return;
+  const reprise::EngineOptions d;
+  *options = reprise_engine_options{};
+  options->context_tokens = d.context_tokens;
+  options->sessions = d.sessions;
+  options->num_threads = d.num_threads;
+  options->reuse = static_cast<reprise_reuse_method>(d.reuse);
+  options->recompute_ratio = d.recompute_ratio;
+  options->cache_mb = d.cache_mb;
+  options->store_disk_mb = d.store_disk_mb;
+  options->store_codec = REPRISE_CODEC_F16;
+}
+
+reprise_status reprise_engine_create(const reprise_engine_options* options,
+                                     reprise_engine** engine, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (options == nullptr || engine == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "options and engine must not be NULL", error);
+    }
+    *engine = nullptr;
+    if (options->model_path == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "no model file given", error);
+    }
+    if (options->reuse < REPRISE_REUSE_NONE || options->reuse > REPRISE_REUSE_BLEND) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "unknown reuse method", error);
+    }
+    if (options->store_codec != REPRISE_CODEC_F16 && options->store_codec != REPRISE_CODEC_INT8) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "unknown KV codec", error);
+    }
+    reprise::EngineOptions o;
+    o.model_path = options->model_path;
+    o.context_tokens = options->context_tokens;
+    o.sessions = options->sessions;
+    o.num_threads = options->num_threads;
+    o.reuse = static_cast<reprise::ReuseMethod>(options->reuse);
+    o.recompute_ratio = options->recompute_ratio;
+    o.cache_mb = options->cache_mb;
+    o.store_dir = OrEmpty(options->store_dir);
+    if (options->name_space != nullptr) o.name_space = options->name_space;
+    o.store_disk_mb = options->store_disk_mb;
+    o.store_codec = options->store_codec == REPRISE_CODEC_INT8 ? reprise::KvCodec::kInt8
+                                                                : reprise::KvCodec::kF16;
+    reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
+    if (!made.ok()) return Fail(made.error(), error);
+    auto handle = std::make_unique<reprise_engine>();
+    handle->engine = std::move(made).value();
+    handle->description = handle->engine->Describe();
+    *engine = handle.release();
+    return REPRISE_OK;
+  });
+}
+
+void reprise_engine_destroy(reprise_engine* engine) { delete engine; }
+
+const char* reprise_engine_describe(const reprise_engine* engine) {
+  return engine != nullptr ? engine->description.c_str() : "";
+}
+
+void reprise_request_init(reprise_request* request) {
+  if (request == nullptr) return;
+  const reprise::GenerateRequest d;
+  *request = reprise_request{};
+  request->max_new_tokens = d.max_new_tokens;
+  request->temperature = d.temperature;
+  request->top_k = d.top_k;
+  request->top_p = d.top_p;
+}
+
+reprise_status reprise_generate(reprise_engine* engine, const reprise_request* request,
+                                reprise_text_callback on_text, void* user_data,
+                                reprise_result* result, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (engine == nullptr || result == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "engine and result must not be NULL", error);
+    }
+    *result = reprise_result{};
+    reprise::GenerateRequest r;
+    if (reprise_status s = ToRequest(request, r, error); s != REPRISE_OK) return s;
+    return ToResult(engine->engine->Generate(r, ToCallback(on_text, user_data)), result, error);
+  });
+}
+
+void reprise_result_free(reprise_result* result) {
+  if (result == nullptr) return;
+  std::free(result->text);
+  std::free(result->stop_reason);
+  result->text = nullptr;
+  result->stop_reason = nullptr;
+}
+
+reprise_status reprise_session_open(reprise_engine* engine, const char* name_space,
+                                    reprise_session** session, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (engine == nullptr || session == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "engine and session must not be NULL", error);
+    }
+    *session = nullptr;
+    reprise::Result<std::unique_ptr<reprise::Session>> opened =
+        engine->engine->OpenSession({OrEmpty(name_space)});
+    if (!opened.ok()) return Fail(opened.error(), error);
+    auto handle = std::make_unique<reprise_session>();
+    handle->session = std::move(opened).value();
+    *session = handle.release();
+    return REPRISE_OK;
+  });
+}
+
+reprise_status reprise_session_generate(reprise_session* session, const reprise_request* request,
+                                        reprise_text_callback on_text, void* user_data,
+                                        reprise_result* result, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (session == nullptr || result == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "session and result must not be NULL", error);
+    }
+    *result = reprise_result{};
+    reprise::GenerateRequest r;
+    if (reprise_status s = ToRequest(request, r, error); s != REPRISE_OK) return s;
+    return ToResult(session->session->Generate(r, ToCallback(on_text, user_data)), result,
+                    error);
+  });
+}
+
+void reprise_session_close(reprise_session* session) { delete session; }
+
+reprise_cancel_token* reprise_cancel_token_create(void) {
+  return new (std::nothrow) reprise_cancel_token();
+}
+
+void reprise_cancel(reprise_cancel_token* token) {
+  if (token != nullptr) token->cancelled.store(true);
+}
+
+void reprise_cancel_token_reset(reprise_cancel_token* token) {
+  if (token != nullptr) token->cancelled.store(false);
+}
+
+void reprise_cancel_token_destroy(reprise_cancel_token* token) { delete token; }
+
+}  // extern "C"

@@ -1,0 +1,165 @@
+// The C API (reprise/reprise.h) as a C caller uses it: handles, status codes with messages,
+// streaming callbacks, sessions in namespaces, cancellation — on the demo kit's model.
+#include "reprise/reprise.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/temp_dir.h"
+
+namespace {
+
+const std::string kModel = std::string(REPRISE_SOURCE_DIR) + "/data/demo/stories260K.gguf";
+
+struct Stream {
+  std::string text;
+  int calls = 0;
+  int stop_after = -1;                   // return 0 on this call
+  reprise_cancel_token* cancel = nullptr;  // cancel on call 2
+};
+
+int OnText(const char* text, size_t length, void* user_data) {
+  auto* s = static_cast<Stream*>(user_data);
+  s->text.append(text, length);
+  ++s->calls;
+  if (s->cancel != nullptr && s->calls == 2) reprise_cancel(s->cancel);
+  return s->calls == s->stop_after ? 0 : 1;
+}
+
+class CApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    reprise_engine_options_init(&options_);
+    options_.model_path = kModel.c_str();
+    options_.context_tokens = 512;
+    options_.num_threads = 2;
+    options_.cache_mb = 64;
+  }
+  void TearDown() override { reprise_engine_destroy(engine_); }
+  void Create() {
+    char* error = nullptr;
+    ASSERT_EQ(reprise_engine_create(&options_, &engine_, &error), REPRISE_OK) << error;
+    ASSERT_NE(engine_, nullptr);
+  }
+  reprise_engine_options options_;
+  reprise_engine* engine_ = nullptr;
+};
+
+TEST_F(CApiTest, GeneratesStreamsAndReportsReuse) {
+  Create();
+  EXPECT_NE(std::string(reprise_engine_describe(engine_)).find("context 512"), std::string::npos);
+  const reprise_segment segments[] = {
+      {"document", "Lily went to the park with her mom. They saw a big red ball under a tree. "
+                   "Lily wanted to play with it, but the ball belonged to a boy named Tom."},
+      {"question", "One day,"}};
+  reprise_request request;
+  reprise_request_init(&request);
+  request.segments = segments;
+  request.num_segments = 2;
+  request.max_new_tokens = 16;
+  Stream stream;
+  reprise_result first;
+  char* error = nullptr;
+  ASSERT_EQ(reprise_generate(engine_, &request, OnText, &stream, &first, &error), REPRISE_OK)
+      << error;
+  EXPECT_EQ(std::string(first.text), stream.text);
+  EXPECT_GT(first.generated_tokens, 0);
+  EXPECT_GT(first.prompt_tokens, 30);
+  EXPECT_EQ(first.reuse.tokens_prefix, 0);
+  EXPECT_EQ(first.reuse.tokens_new, first.prompt_tokens);
+
+  reprise_result second;
+  ASSERT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &second, &error), REPRISE_OK);
+  EXPECT_GT(second.reuse.tokens_prefix, first.prompt_tokens / 2);
+  EXPECT_STREQ(second.text, first.text);
+  reprise_result_free(&first);
+  reprise_result_free(&second);
+  EXPECT_EQ(first.text, nullptr);
+  reprise_result_free(&second);  // twice is harmless
+}
+
+TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
+  char* error = nullptr;
+  options_.model_path = "/no/such/model.gguf";
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, &error), REPRISE_NOT_FOUND);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("/no/such/model.gguf"), std::string::npos) << error;
+  reprise_string_free(error);
+  EXPECT_EQ(engine_, nullptr);
+  EXPECT_EQ(reprise_engine_create(nullptr, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
+  options_.model_path = kModel.c_str();
+  options_.reuse = static_cast<reprise_reuse_method>(42);
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
+  options_.reuse = REPRISE_REUSE_PREFIX;
+  Create();
+  reprise_request request;
+  reprise_request_init(&request);
+  request.prompt = "";
+  reprise_result result;
+  EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &result, &error),
+            REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("empty"), std::string::npos) << error;
+  reprise_string_free(error);
+  request.num_segments = 3;  // segments NULL
+  EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &result, nullptr),
+            REPRISE_INVALID_ARGUMENT);
+  EXPECT_EQ(reprise_generate(engine_, nullptr, nullptr, nullptr, &result, nullptr),
+            REPRISE_INVALID_ARGUMENT);
+  EXPECT_STREQ(reprise_status_name(REPRISE_CANCELLED), "cancelled");
+}
+
+TEST_F(CApiTest, SessionsKeepTheirNamespacesApart) {
+  Create();
+  reprise_session *a = nullptr, *b = nullptr;
+  char* error = nullptr;
+  ASSERT_EQ(reprise_session_open(engine_, "app-a", &a, &error), REPRISE_OK) << error;
+  ASSERT_EQ(reprise_session_open(engine_, "app-b", &b, &error), REPRISE_OK) << error;
+  reprise_session* bad = nullptr;
+  EXPECT_EQ(reprise_session_open(engine_, "tab\there", &bad, nullptr), REPRISE_INVALID_ARGUMENT);
+  reprise_request request;
+  reprise_request_init(&request);
+  request.prompt = "Once upon a time, there was a little girl named Lily. She loved to play "
+                   "outside in the sun with her dog and her friends from the big house.";
+  request.max_new_tokens = 4;
+  reprise_result r;
+  ASSERT_EQ(reprise_session_generate(a, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
+  reprise_result_free(&r);
+  ASSERT_EQ(reprise_session_generate(b, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
+  EXPECT_EQ(r.reuse.tokens_prefix, 0);
+  reprise_result_free(&r);
+  ASSERT_EQ(reprise_session_generate(a, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
+  EXPECT_GT(r.reuse.tokens_prefix, 0);
+  reprise_result_free(&r);
+  reprise_session_close(a);
+  reprise_session_close(b);
+}
+
+TEST_F(CApiTest, CancellationAndStoppingEndTheRequest) {
+  Create();
+  reprise_cancel_token* token = reprise_cancel_token_create();
+  reprise_request request;
+  reprise_request_init(&request);
+  request.prompt = "Once upon a time";
+  request.max_new_tokens = 300;
+  request.cancel = token;
+  Stream stream;
+  stream.cancel = token;
+  reprise_result r;
+  ASSERT_EQ(reprise_generate(engine_, &request, OnText, &stream, &r, nullptr), REPRISE_OK);
+  EXPECT_STREQ(r.stop_reason, "cancelled");
+  EXPECT_EQ(stream.calls, 2);
+  reprise_result_free(&r);
+  // Still cancelled: the next request is refused before it starts.
+  EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &r, nullptr), REPRISE_CANCELLED);
+  reprise_cancel_token_reset(token);
+  Stream stopper;
+  stopper.stop_after = 3;
+  ASSERT_EQ(reprise_generate(engine_, &request, OnText, &stopper, &r, nullptr), REPRISE_OK);
+  EXPECT_STREQ(r.stop_reason, "stopped");
+  EXPECT_EQ(stopper.calls, 3);
+  reprise_result_free(&r);
+  reprise_cancel_token_destroy(token);
+}
+
+}  // namespace
