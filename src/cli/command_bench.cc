@@ -7,6 +7,7 @@
 
 #include "base/file_util.h"
 #include "cli/bench_report.h"
+#include "cli/bench_sessions.h"
 #include "cli/command.h"
 #include "cli/html_report.h"
 #include "cli/commands.h"
@@ -68,6 +69,7 @@ class BenchCommand : public Command {
     CLI::App* sub = app.add_subcommand("bench", "Measure speed: prefill, decode, reuse");
     sub->require_subcommand(1);
     RegisterReuse(*sub);
+    sessions_.Register(*sub);
     prefill_ = sub->add_subcommand("prefill", "Prompt-processing tokens/s per prompt length");
     decode_ = sub->add_subcommand("decode", "Generation tokens/s");
     for (CLI::App* s : {prefill_, decode_}) {
@@ -103,6 +105,7 @@ class BenchCommand : public Command {
 
   int Run() override {
     if (reuse_->parsed()) return RunReuse();
+    if (sessions_.parsed()) return sessions_.Run();
     options_.run_prefill = prefill_->parsed();
     options_.run_decode = decode_->parsed();
     const char* name = options_.run_prefill ? "bench prefill" : "bench decode";
@@ -344,6 +347,7 @@ class BenchCommand : public Command {
   }
 
   CLI::App* reuse_ = nullptr;
+  BenchSessions sessions_;
   std::string eviction_ = "cost";
   bool no_prefetch_ = false;
   bool no_quality_ = false;

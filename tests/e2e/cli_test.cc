@@ -257,6 +257,22 @@ TEST_F(CliTest, BenchReuseTakesMethodsInAnyOrder) {
   EXPECT_TRUE(j["methods"].contains("blend"));
 }
 
+TEST_F(CliTest, BenchSessionsComparesSessionsWithEngines) {
+  Outcome o = Reprise("bench sessions -m " + model_ + " -t 1 -c 256 -n 2 -p 64 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["added"].get<int>(), 2);
+  EXPECT_EQ(j["context_tokens"].get<int>(), 256);
+  for (const char* key : {"first_engine_mb", "per_session_mb", "per_engine_mb", "peak_rss_mb"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  Outcome text = Reprise("bench sessions -m " + model_ + " -t 1 -c 256 -n 1 -p 64");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("each further session of it:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("each further engine (baseline"), std::string::npos) << text.out;
+  EXPECT_NE(Reprise("bench sessions -m " + model_ + " -n 0").exit_code, 0);
+}
+
 TEST_F(CliTest, BenchReuseReportsEveryMethod) {
   REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
   REPRISE_REQUIRE_SHARED_FILE(locomo, "workloads/locomo/locomo10.json");
