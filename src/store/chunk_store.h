@@ -1,6 +1,9 @@
 // ChunkStore: the persistent, hierarchical KV store of DESIGN.md §6 — a memory pool over a
 // flash tier (one KV file per chunk, a SQLite catalog) — implementing kv::ChunkCache per
-// namespace.
+// namespace. It composes three parts and holds the policies that span them:
+// MemoryPool (memory_pool.h), FlashTier (flash_tier.h) and WriteBack (write_back.h); the
+// locality model, the flash eviction policy and prefetch stay here because they weigh the
+// pool and flash together.
 //
 //  - Memory pool: chunks just produced or loaded, under a byte budget; new chunks are
 //    "dirty" until the write-back thread persisted them.
@@ -42,99 +45,26 @@
 // Thread-safe. Namespace views borrow the store and must not outlive it.
 #pragma once
 
-#include <atomic>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "kv/chunk_cache.h"
 #include "store/catalog.h"
-#include "store/eviction_cost.h"
 #include "store/eviction_policy.h"
-#include "store/file_system.h"
-#include "store/kv_codec.h"
+#include "store/flash_tier.h"
 #include "store/locality.h"
 #include "store/memory_pool.h"
-#include "store/store_lock.h"
+#include "store/store_options.h"
 #include "store/write_back.h"
 
 namespace reprise::store {
-
-struct StoreOptions {
-  std::string dir;                         // created 0700 when missing
-  int64_t pool_bytes = int64_t{512} << 20;  // memory pool budget
-  int64_t disk_bytes = int64_t{8} << 30;    // flash budget (KV files)
-  KvCodec codec = KvCodec::kF16;
-  // Files of another model are never used; 0 opens the store for maintenance only (cache
-  // commands): chunks are listed but not loaded.
-  uint64_t model_fingerprint = 0;
-  CostModel costs{1000.0 * 1024, 10.0, 2.5};
-  bool cost_aware = true;   // false: LRU in both tiers (for ablations)
-  bool prefetch = true;
-  // Prefetch on the write-back thread after each recorded request (RunIdleWork then only
-  // asks for it); false: only when RunIdleWork is called, on the caller's thread.
-  bool prefetch_in_background = true;
-  double prefetch_threshold = 0.25;
-  int writeback_batch = 16;
-  // Injected for tests: the file system (borrowed; null = POSIX) and the clock (seconds).
-  FileSystem* file_system = nullptr;
-  std::function<double()> clock;
-  bool read_only = false;  // open without writing (cache commands that only read)
-};
-
-struct StoreStats {
-  int64_t chunks = 0;          // rows in the catalog
-  int64_t bytes_on_disk = 0;
-  int64_t bytes_in_pool = 0;
-  int64_t chunks_in_pool = 0;
-  int64_t dirty_chunks = 0;    // waiting for write-back
-  int64_t namespaces = 0;
-  int64_t corrupt_dropped = 0;
-  int64_t hits_pool = 0;
-  int64_t hits_flash = 0;
-  int64_t misses = 0;
-  int64_t pool_evictions = 0;
-  int64_t flash_evictions = 0;
-  int64_t chunks_written = 0;
-  int64_t prefetched = 0;
-  double write_ms_total = 0;       // on the write-back thread
-  double write_ms_on_caller = 0;   // writes on request threads: 0 by design
-  bool persistence_enabled = true;
-  std::string persistence_error;   // why persistence is off
-  // Catalog health. corrupt_dropped above is persisted in the catalog (all processes, all
-  // runs since the catalog was created): chunk files that failed their checks, wrong sizes
-  // found at open, and unreadable catalog rows (also counted here:)
-  int64_t bad_rows_dropped = 0;  // persisted: catalog rows that could not be read
-  int64_t catalog_rebuilds = 0;  // persisted in the rebuilt catalog
-  // This open: a damaged catalog was set aside under this name (in the store folder) and
-  // rebuilt from the KV files, restoring rows_restored rows.
-  bool catalog_rebuilt = false;
-  std::string catalog_set_aside;
-  int64_t rows_restored = 0;
-  // The catalog exists but could not be opened (damaged, and this process may not rebuild
-  // it): the store serves from memory only. Empty when fine.
-  std::string catalog_error;
-  // This process: chunks not persisted because their own file could not be written (e.g. a
-  // folder in its place); persistence stays on for the others.
-  int64_t chunks_not_persisted = 0;
-  // This open: another process had the store open, so leftovers were not deleted.
-  bool recovery_skipped = false;
-  bool dir_mode_fixed = false;  // the store folder had group/other bits; now 0700
-};
-
-struct GcReport {
-  int64_t rows_missing_file = 0, orphan_files = 0, corrupt = 0, evicted = 0;
-  int64_t bytes_freed = 0;
-  // Another process had the store open: temporaries and orphan files were left alone.
-  bool recovery_skipped = false;
-};
 
 class ChunkStore : private WriteBackSink {
  public:
@@ -185,9 +115,12 @@ class ChunkStore : private WriteBackSink {
   std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
   bool Contains(const std::string& ns, kv::ChunkId id, bool require_exact);
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(const std::string& ns,
-                                                               kv::ChunkId parent);
+                                                              kv::ChunkId parent);
   std::shared_ptr<const kv::ChunkEntry> FindByContent(const std::string& ns,
                                                       kv::ContentHash content);
+  // Text candidates: first the pool's chunks that the catalog does not hold yet (so a chunk
+  // is a candidate from the moment it is inserted, whatever the write-back's progress), then
+  // the catalog's keyword search; each chunk once, best first.
   std::vector<kv::ChunkCandidate> FindCandidates(const std::string& ns,
                                                  std::span<const int32_t> tokens,
                                                  std::string_view text, int max_candidates);
@@ -202,35 +135,22 @@ class ChunkStore : private WriteBackSink {
   int PerformIdleWork() override;
   // One prefetch pass; returns the chunks loaded.
   int Prefetch();
-  // Switches persistence off and drops pending writes; true the first time (the caller then
-  // says so once in the log).
+  // Switches persistence off and stops writing back; true the first time.
   bool DisablePersistenceLocked(const Status& why) REPRISE_REQUIRES(mutex_);
+  // Persistence is off: dirty chunks become ordinary ones, the write-back queue is dropped.
+  void StopWritingBackLocked() REPRISE_REQUIRES(mutex_);
   // Evicts what exceeds the pool's budget and counts it.
   void EvictPoolLocked() REPRISE_REQUIRES(mutex_);
-  // Loads a chunk's file; drops the row and file when they are bad.
-  std::shared_ptr<const kv::ChunkEntry> LoadFromFlash(const CatalogRow& row);
-  void DropCorrupt(const CatalogRow& row, const Status& why);
   // A flash lookup's end: loads the row's chunk into the pool and counts the hit (or miss).
   std::shared_ptr<const kv::ChunkEntry> LoadIntoPool(const std::string& ns,
                                                      const std::optional<CatalogRow>& row);
-  Status EvictFlash();  // enforces disk_bytes (writer thread or Gc)
-  // Counts `n` chunks dropped as corrupt: in the catalog when writable, else in memory.
-  void CountCorrupt(int64_t n, bool bad_rows);
-  // Open's catalog steps (writable store): opens, drops bad rows, and sets aside and rebuilds
-  // a damaged catalog when `exclusive`. Fills stats_ fields.
-  Status OpenWritableCatalog(bool exclusive);
-  std::string PathOf(const std::string& file_name) const { return options_.dir + "/" + file_name; }
+  // Flash eviction: the flash policy's choice (a VictimChooser), then the pool's chunks that
+  // went are no longer persisted.
+  VictimSelection ChooseFlashVictims(std::span<const ChunkInfo> chunks, int64_t bytes_to_free);
+  Status EvictFlash();
 
-  StoreOptions options_;
-  std::unique_ptr<FileSystem> owned_fs_;
-  FileSystem* fs_ = nullptr;
-  std::unique_ptr<Catalog> catalog_;
-  std::mutex catalog_mutex_;  // the catalog is used by one thread at a time
-  StoreLock lock_;            // held shared while open (writable stores)
-  // Held by the writer thread while it writes a batch, and by Gc() while it changes the lock
-  // (which is briefly released then).
-  std::mutex batch_mutex_;
-  int consecutive_chunk_failures_ = 0;  // writer thread only
+  const StoreOptions options_;
+  std::unique_ptr<FlashTier> flash_;  // set by Open; thread-safe
 
   std::mutex mutex_;  // pool, policies, statistics
   std::unique_ptr<LocalityModel> locality_ REPRISE_GUARDED_BY(mutex_);
@@ -238,12 +158,9 @@ class ChunkStore : private WriteBackSink {
   std::unique_ptr<EvictionPolicy> flash_policy_ REPRISE_GUARDED_BY(mutex_);
   std::vector<AccessJob> recent_requests_ REPRISE_GUARDED_BY(mutex_);  // for prefetch
   std::mutex prefetch_mutex_;  // one prefetch pass at a time (write-back thread or caller)
+  // This process's counters; Stats() adds the pool's and the flash tier's figures.
   StoreStats stats_ REPRISE_GUARDED_BY(mutex_);
-  // Drops not persisted in the catalog (read-only store, or the catalog write failed).
-  int64_t unpersisted_corrupt_ REPRISE_GUARDED_BY(mutex_) = 0;
   std::map<std::string, kv::ChunkCacheStats> ns_stats_ REPRISE_GUARDED_BY(mutex_);
-  // Relaxed reads on the request path; set once by the writer thread under mutex_.
-  std::atomic<bool> persistence_{true};
   // Last: started when the store is ready, stopped (after finishing its queue) first.
   std::unique_ptr<WriteBack> write_back_;
 };

@@ -114,8 +114,8 @@ const PoolSlot* MemoryPool::Find(const std::string& name_space, kv::ChunkId id) 
   return it == slots_.end() ? nullptr : &it->second;
 }
 
-std::shared_ptr<const kv::ChunkEntry> MemoryPool::Use(const std::string& name_space,
-                                                      kv::ChunkId id, double now_s) {
+std::shared_ptr<const kv::ChunkEntry> MemoryPool::Use(const std::string& name_space, kv::ChunkId id,
+                                                      double now_s) {
   const PoolSlot* slot = Find(name_space, id);
   if (slot == nullptr) return nullptr;
   policy_->Touch(PolicyChunkId(name_space, id), now_s);
@@ -211,8 +211,7 @@ int MemoryPool::EvictOverBudget(double now_s) {
     candidates.push_back(InfoOf(key.name_space, slot));
     key_of.emplace(candidates.back().id, key);
   }
-  const VictimSelection victims =
-      policy_->SelectVictims(candidates, bytes_ - budget_bytes_, now_s);
+  const VictimSelection victims = policy_->SelectVictims(candidates, bytes_ - budget_bytes_, now_s);
   int evicted = 0;
   for (uint64_t id : victims.ids) {
     auto it = key_of.find(id);

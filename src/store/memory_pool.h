@@ -58,8 +58,8 @@ class MemoryPool {
 
   // Adds `entry` (not null), or replaces the chunk of the same id, keeping its pin and, when
   // it was dirty, its dirty flag. Counts as a use at `now_s`. Does not evict.
-  void Add(const std::string& name_space, std::shared_ptr<const kv::ChunkEntry> entry,
-           bool dirty, bool persisted, double now_s);
+  void Add(const std::string& name_space, std::shared_ptr<const kv::ChunkEntry> entry, bool dirty,
+           bool persisted, double now_s);
   // Removes a chunk; nothing when it is absent.
   void Remove(const std::string& name_space, kv::ChunkId id);
   // Removes every chunk of `name_space`, or every chunk.

@@ -28,8 +28,8 @@ void PoolTextIndex::Remove(const PoolKey& key) {
   words_of_.erase(it);
 }
 
-std::vector<kv::ChunkId> PoolTextIndex::Search(std::string_view name_space,
-                                               std::string_view query, int max_results) const {
+std::vector<kv::ChunkId> PoolTextIndex::Search(std::string_view name_space, std::string_view query,
+                                               int max_results) const {
   std::vector<kv::ChunkId> out;
   if (max_results <= 0 || words_of_.empty()) return out;
   const double n = static_cast<double>(words_of_.size());

@@ -12,8 +12,7 @@ TEST(PoolTextIndexTest, FindsSharedWordsRarestFirstWithinTheNamespace) {
   index.Add({"app", 3}, "the meadow and the lighthouse keeper");
   index.Add({"other", 4}, "lighthouse");
   // "lighthouse" is rarer than "the": 1 and 3 before 2; 3 also holds "keeper".
-  EXPECT_EQ(index.Search("app", "The lighthouse KEEPER", 10),
-            (std::vector<kv::ChunkId>{3, 1, 2}));
+  EXPECT_EQ(index.Search("app", "The lighthouse KEEPER", 10), (std::vector<kv::ChunkId>{3, 1, 2}));
   EXPECT_EQ(index.Search("app", "lighthouse keeper", 1), (std::vector<kv::ChunkId>{3}));
   EXPECT_EQ(index.Search("other", "lighthouse", 10), (std::vector<kv::ChunkId>{4}));
   EXPECT_TRUE(index.Search("app", "volcano", 10).empty());

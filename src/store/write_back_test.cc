@@ -32,8 +32,7 @@ class RecordingSink : public WriteBackSink {
   }
   void DisableOnFirstBatch(WriteBack* write_back) { disable_ = write_back; }
 
-  void PersistBatch(std::span<const WriteJob> batch,
-                    std::span<const AccessJob> accesses) override {
+  void PersistBatch(std::span<const WriteJob> batch, std::span<const AccessJob> accesses) override {
     Step step;
     for (const WriteJob& job : batch) step.written.push_back(job.entry->id);
     for (const AccessJob& job : accesses) step.first_accessed.push_back(job.ids.at(0));
