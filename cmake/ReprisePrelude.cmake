@@ -34,12 +34,15 @@ endif()
 set(REPRISE_AVX2_FLAGS -mavx2 -mfma -mf16c)
 
 # reprise_library(NAME folder SOURCES ... DEPS ...): one static library per src/ folder,
-# named reprise_<folder>.
+# named reprise_<folder>. reprise_options (warnings, -Werror, sanitizers, the src/ include
+# root) is a build-tree requirement only: the installed package (cmake/RepriseInstall.cmake)
+# passes none of it to the programs that embed Reprise.
 function(reprise_library folder)
   cmake_parse_arguments(ARG "" "" "SOURCES;AVX2_SOURCES;DEPS;PUBLIC_LIBS" ${ARGN})
   set(target reprise_${folder})
   add_library(${target} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES})
-  target_link_libraries(${target} PUBLIC reprise_options ${ARG_DEPS} ${ARG_PUBLIC_LIBS})
+  target_link_libraries(${target} PUBLIC $<BUILD_INTERFACE:reprise_options> Threads::Threads
+    ${ARG_DEPS} ${ARG_PUBLIC_LIBS})
   if(ARG_AVX2_SOURCES)
     set_source_files_properties(${ARG_AVX2_SOURCES} PROPERTIES COMPILE_OPTIONS
       "${REPRISE_AVX2_FLAGS}")
