@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything and runs the test suite with CTest:
 #  1. Release build, every test (unit + integration; fuzz and slow harnesses in short form);
+#     then the installed package: examples/ built against it (CMake and pkg-config) and run
+#     (scripts/test-package.sh);
 #  2. an AddressSanitizer + UndefinedBehaviorSanitizer build, the `unit` and `hostile` labels
 #     (the hostile-input tests of the command line run under the sanitizers too);
 #  3. every libFuzzer target (clang; fuzz/CMakeLists.txt: GGUF, KV file, catalog recovery,
@@ -17,6 +19,11 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREPRISE_BUILD_BENCHMAR
 cmake --build build -j"$jobs"
 python3 tools/check_layers.py
 (cd build && ctest --output-on-failure -j"$jobs" -LE 'fuzz|soak')
+
+echo "== Installed package and examples/"
+step_start=$SECONDS
+scripts/test-package.sh build
+echo "   ($((SECONDS - step_start)) s)"
 
 if [ "${REPRISE_TEST_QUICK:-0}" = 1 ]; then exit 0; fi
 
