@@ -162,6 +162,25 @@ Result<std::unique_ptr<FlashTier>> FlashTier::Open(const StoreOptions& options) 
   return s;
 }
 
+FlashTier::~FlashTier() = default;
+
+double FlashTier::Now() const {
+  if (options_.clock) return options_.clock();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool FlashTier::DisablePersistence(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    if (!persistent_.exchange(false)) return false;
+    stats_.persistence_enabled = false;
+    stats_.persistence_error = why.ToString();
+  }
+  REPRISE_LOG(kWarning) << "store " << options_.dir << ": cannot persist chunks (" << why.ToString()
+                        << "); serving from memory without persistence";
+  return true;
+}
+
 Status FlashTier::OpenWritableCatalog(bool exclusive) {
   const std::string& dir = options_.dir;
   const std::string catalog_path = dir + "/" + std::string(kCatalogFileName);
@@ -277,6 +296,79 @@ void FlashTier::DropBadRow(const CatalogRow& row, const Status& why) {
   }
   // Remove also clears an empty folder standing in the file's place (file_system.h).
   fs_->Remove(PathOf(row.file_name)).IgnoreError();
+}
+
+std::optional<CatalogRow> FlashTier::Find(const std::string& name_space, kv::ChunkId id) {
+  if (!catalog_) return std::nullopt;
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  Result<std::optional<CatalogRow>> found = catalog_->Find(name_space, id);
+  return found.ok() ? std::move(found).value() : std::nullopt;
+}
+
+std::optional<CatalogRow> FlashTier::FindByContent(const std::string& name_space,
+                                                   kv::ContentHash content) {
+  if (!catalog_) return std::nullopt;
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  Result<std::optional<CatalogRow>> found = catalog_->FindByContent(name_space, content);
+  return found.ok() ? std::move(found).value() : std::nullopt;
+}
+
+std::vector<CatalogRow> FlashTier::Children(const std::string& name_space, kv::ChunkId parent) {
+  std::vector<CatalogRow> out;
+  if (!catalog_) return out;
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  Result<std::vector<CatalogRow>> rows = catalog_->Children(name_space, parent);
+  if (!rows.ok()) return out;
+  for (CatalogRow& row : *rows) {
+    if (row.model_fingerprint == options_.model_fingerprint) out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::vector<kv::ChunkId> FlashTier::SearchText(const std::string& name_space, std::string_view text,
+                                               int max_results) {
+  std::vector<kv::ChunkId> out;
+  if (!catalog_ || text.empty() || max_results <= 0) return out;
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  Result<std::vector<int64_t>> rows = catalog_->SearchText(name_space, text, max_results);
+  if (!rows.ok()) return out;
+  for (int64_t row_id : *rows) {
+    Result<std::optional<CatalogRow>> row = catalog_->FindByRowId(row_id);
+    if (row.ok() && *row && (*row)->model_fingerprint == options_.model_fingerprint) {
+      out.push_back((*row)->chunk_id);
+    }
+  }
+  return out;
+}
+
+std::vector<CoAccessedRow> FlashTier::CoAccessed(std::span<const AccessJob> recent) {
+  std::vector<CoAccessedRow> out;
+  if (!catalog_) return out;
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  std::map<std::pair<std::string, kv::ChunkId>, size_t> index_of;
+  for (const AccessJob& job : recent) {
+    for (size_t i = 0; i < job.ids.size() && i < 16; ++i) {
+      Result<std::vector<CoAccessPartner>> partners =
+          catalog_->CoAccessPartners(job.name_space, job.ids[i], 8);
+      if (!partners.ok()) continue;
+      for (const CoAccessPartner& p : *partners) {
+        auto [it, is_new] = index_of.try_emplace({job.name_space, p.chunk_id}, out.size());
+        if (!is_new) {
+          if (it->second < out.size()) {
+            out[it->second].count = std::max(out[it->second].count, p.count);
+          }
+          continue;
+        }
+        Result<std::optional<CatalogRow>> row = catalog_->Find(job.name_space, p.chunk_id);
+        if (row.ok() && *row) {
+          out.push_back(CoAccessedRow{job.name_space, std::move(**row), p.count});
+        } else {
+          it->second = SIZE_MAX;  // no row: not a candidate
+        }
+      }
+    }
+  }
+  return out;
 }
 
 std::shared_ptr<const kv::ChunkEntry> FlashTier::Load(const CatalogRow& row) {
@@ -511,6 +603,13 @@ Status FlashTier::Clear(const std::optional<std::string>& name_space) {
   return Status::Ok();
 }
 
+Status FlashTier::SetPinned(const std::string& name_space, std::optional<kv::ChunkId> id,
+                            bool pinned) {
+  if (!catalog_ || !is_persistent()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  return catalog_->SetPinned(name_space, id, pinned);
+}
+
 Result<std::vector<CatalogRow>> FlashTier::List(const std::optional<std::string>& name_space) {
   if (!catalog_) return std::vector<CatalogRow>();
   std::lock_guard<std::mutex> lock(catalog_mutex_);
@@ -522,105 +621,6 @@ Result<std::vector<std::string>> FlashTier::Namespaces() {
   if (!catalog_) return std::vector<std::string>();
   std::lock_guard<std::mutex> lock(catalog_mutex_);
   return catalog_->ListNamespaces();
-}
-
-FlashTier::~FlashTier() = default;
-
-double FlashTier::Now() const {
-  if (options_.clock) return options_.clock();
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-bool FlashTier::DisablePersistence(const Status& why) {
-  {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    if (!persistent_.exchange(false)) return false;
-    stats_.persistence_enabled = false;
-    stats_.persistence_error = why.ToString();
-  }
-  REPRISE_LOG(kWarning) << "store " << options_.dir << ": cannot persist chunks (" << why.ToString()
-                        << "); serving from memory without persistence";
-  return true;
-}
-
-std::optional<CatalogRow> FlashTier::Find(const std::string& name_space, kv::ChunkId id) {
-  if (!catalog_) return std::nullopt;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
-  Result<std::optional<CatalogRow>> found = catalog_->Find(name_space, id);
-  return found.ok() ? std::move(found).value() : std::nullopt;
-}
-
-std::optional<CatalogRow> FlashTier::FindByContent(const std::string& name_space,
-                                                   kv::ContentHash content) {
-  if (!catalog_) return std::nullopt;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
-  Result<std::optional<CatalogRow>> found = catalog_->FindByContent(name_space, content);
-  return found.ok() ? std::move(found).value() : std::nullopt;
-}
-
-std::vector<CatalogRow> FlashTier::Children(const std::string& name_space, kv::ChunkId parent) {
-  std::vector<CatalogRow> out;
-  if (!catalog_) return out;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
-  Result<std::vector<CatalogRow>> rows = catalog_->Children(name_space, parent);
-  if (!rows.ok()) return out;
-  for (CatalogRow& row : *rows) {
-    if (row.model_fingerprint == options_.model_fingerprint) out.push_back(std::move(row));
-  }
-  return out;
-}
-
-std::vector<kv::ChunkId> FlashTier::SearchText(const std::string& name_space, std::string_view text,
-                                               int max_results) {
-  std::vector<kv::ChunkId> out;
-  if (!catalog_ || text.empty() || max_results <= 0) return out;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
-  Result<std::vector<int64_t>> rows = catalog_->SearchText(name_space, text, max_results);
-  if (!rows.ok()) return out;
-  for (int64_t row_id : *rows) {
-    Result<std::optional<CatalogRow>> row = catalog_->FindByRowId(row_id);
-    if (row.ok() && *row && (*row)->model_fingerprint == options_.model_fingerprint) {
-      out.push_back((*row)->chunk_id);
-    }
-  }
-  return out;
-}
-
-std::vector<CoAccessedRow> FlashTier::CoAccessed(std::span<const AccessJob> recent) {
-  std::vector<CoAccessedRow> out;
-  if (!catalog_) return out;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
-  std::map<std::pair<std::string, kv::ChunkId>, size_t> index_of;
-  for (const AccessJob& job : recent) {
-    for (size_t i = 0; i < job.ids.size() && i < 16; ++i) {
-      Result<std::vector<CoAccessPartner>> partners =
-          catalog_->CoAccessPartners(job.name_space, job.ids[i], 8);
-      if (!partners.ok()) continue;
-      for (const CoAccessPartner& p : *partners) {
-        auto [it, is_new] = index_of.try_emplace({job.name_space, p.chunk_id}, out.size());
-        if (!is_new) {
-          if (it->second < out.size()) {
-            out[it->second].count = std::max(out[it->second].count, p.count);
-          }
-          continue;
-        }
-        Result<std::optional<CatalogRow>> row = catalog_->Find(job.name_space, p.chunk_id);
-        if (row.ok() && *row) {
-          out.push_back(CoAccessedRow{job.name_space, std::move(**row), p.count});
-        } else {
-          it->second = SIZE_MAX;  // no row: not a candidate
-        }
-      }
-    }
-  }
-  return out;
-}
-
-Status FlashTier::SetPinned(const std::string& name_space, std::optional<kv::ChunkId> id,
-                            bool pinned) {
-  if (!catalog_ || !is_persistent()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
-  return catalog_->SetPinned(name_space, id, pinned);
 }
 
 void FlashTier::FillStats(StoreStats& s) {
