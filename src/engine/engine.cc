@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "base/cpu_features.h"
+#include "base/logging.h"
 #include "engine/calibration.h"
 #include "engine/compiled_model.h"
 #include "engine/generator.h"
@@ -205,6 +206,10 @@ std::vector<TokenPiece> Engine::Tokenize(std::string_view text, bool add_special
 
 namespace {
 
+bool IsChat(const GenerateRequest& request) {
+  return request.segments.empty() && (request.chat || !request.messages.empty());
+}
+
 // The prompt as segments: given ones, one per chat message (the template's markers parsed
 // as special tokens) plus the assistant header, or the plain prompt.
 std::vector<engine::PromptSegment> BuildSegments(const GenerateRequest& request,
@@ -275,8 +280,9 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   options.sampling =
       engine::SamplerOptions{request.temperature, request.top_k, request.top_p, request.seed};
   options.cancel = request.cancel;
-  // A completion continues the prompt's text, so the first token keeps its leading space.
-  options.strip_leading_space = false;
+  // A completion continues the prompt's text, so the first token keeps its leading space; a
+  // chat reply is a message of its own (sent back as such in the next turn), so it does not.
+  options.strip_leading_space = IsChat(request);
   REPRISE_RETURN_IF_ERROR(engine::Sampler::Create(options.sampling));
   if (request.cancel != nullptr && request.cancel->load()) {
     return CancelledError("the request was cancelled");
@@ -337,6 +343,18 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     // After the reply: storing chunks is never on the time-to-first-token path (a store
     // only queues them for its write-back thread), then idle work (prefetch).
     REPRISE_RETURN_IF_ERROR(reuse.StoreChunks());
+    if (IsChat(request) && stats.stop_reason != "cancelled") {
+      // The reply as the next turn will hold it: its KV is kept too, so that the next turn
+      // reuses the whole conversation. A failure here loses only that reuse.
+      const tokenizer::ChatMessage reply{"assistant", result.text};
+      const engine::PromptSegment segment{
+          "assistant", tokenizer::FormatChat(model_->chat_format(), std::span(&reply, 1), false),
+          true};
+      Result<int> stored = reuse.StoreReply(segment, result.generated_tokens);
+      if (!stored.ok()) {
+        REPRISE_LOG(kWarning) << "the reply's KV was not kept: " << stored.error().ToString();
+      }
+    }
     if (cache) cache->RunIdleWork();
   }
   result.ttft_ms = stats.prefill_ms;

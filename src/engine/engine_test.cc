@@ -174,6 +174,49 @@ TEST_P(EngineApiTest, BadNamespaceNamesAreRefused) {
   EXPECT_FALSE(Engine::Create(options).ok());
 }
 
+TEST_P(EngineApiTest, TheNextChatTurnReusesTheWholeConversation) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(OptionsHere(ReuseMethod::kPrefix));
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  GenerateRequest turn1;
+  turn1.messages = {{"system", "You tell short stories for children."},
+                    {"user", "Tell me about Lily and her red ball in the park."}};
+  turn1.max_new_tokens = 24;
+  turn1.name_space = "chat";
+  Result<GenerateResult> r1 = (*engine)->Generate(turn1);
+  ASSERT_TRUE(r1.ok()) << r1.error().ToString();
+  ASSERT_FALSE(r1->text.empty());
+
+  // The client sends the conversation back with the reply as given, and a new question.
+  GenerateRequest turn2 = turn1;
+  turn2.messages.push_back({"assistant", r1->text});
+  turn2.messages.push_back({"user", "What happened next?"});
+  Result<GenerateResult> r2 = (*engine)->Generate(turn2);
+  ASSERT_TRUE(r2.ok()) << r2.error().ToString();
+  // Everything up to the new question is an exact prefix: the first prompt and the reply.
+  const int first_turn = static_cast<int>(r1->prompt_tokens.size() + r1->generated_tokens.size());
+  EXPECT_GE(r2->reuse.tokens_prefix, first_turn - 2)
+      << "prompt 1: " << r1->prompt_tokens.size() << ", reply: " << r1->generated_tokens.size() << " [" << r1->text << "] stop " << r1->stop_reason
+      << ", prompt 2: " << r2->prompt_tokens.size();
+  EXPECT_EQ(r2->reuse.tokens_prefix + r2->reuse.tokens_new,
+            static_cast<int>(r2->prompt_tokens.size()));
+
+  // And the reused KV is right: the same answer as a full prefill of the second prompt.
+  Result<std::unique_ptr<Engine>> fresh = Engine::Create(Options(ReuseMethod::kNone));
+  ASSERT_TRUE(fresh.ok());
+  Result<GenerateResult> full = (*fresh)->Generate(turn2);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(r2->prompt_tokens, full->prompt_tokens);
+  EXPECT_EQ(r2->generated_tokens, full->generated_tokens);
+
+  // A reply sent back changed finds the prompt's chunks only, never the kept reply.
+  GenerateRequest edited = turn1;
+  edited.messages.push_back({"assistant", "Something else entirely."});
+  edited.messages.push_back({"user", "What happened next?"});
+  Result<GenerateResult> r3 = (*engine)->Generate(edited);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_LE(r3->reuse.tokens_prefix, static_cast<int>(r1->prompt_tokens.size()));
+}
+
 INSTANTIATE_TEST_SUITE_P(MemoryAndStore, EngineApiTest, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "Store" : "Memory"; });
 

@@ -109,6 +109,8 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
     prompt_.push_back(bos);
   }
   for (size_t s = 0; s < segments.size(); ++s) {
+    last_segment_begin_ = static_cast<int>(prompt_.size());
+    last_segment_first_chunk_ = static_cast<int>(chunks_.size());
     std::vector<int32_t> ids =
         tok.Encode(segments[s].text,
                    tokenizer::EncodeOptions{/*add_special=*/false, segments[s].parse_special});
@@ -341,6 +343,72 @@ Result<double> ReuseSession::StoreChunks() {
   }
   cache->RecordUse(chunk_ids_);
   return MillisecondsSince(start);
+}
+
+Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
+                                     std::span<const int32_t> generated) {
+  if (!prefilled_) return InvalidArgumentError("no completed prefill to store");
+  kv::ChunkCache* const cache = prefilled_cache_;
+  if (cache == nullptr || options_.method == ReuseMethod::kNone) return 0;
+  const tokenizer::Tokenizer& tok = model_->tokenizer();
+  const std::vector<int32_t> segment =
+      tok.Encode(reply_segment.text, tokenizer::EncodeOptions{false, reply_segment.parse_special});
+  // The tokens whose KV the session holds from the generation prompt's segment on: that
+  // segment's, then the generated ones fed back (the last sampled one never was).
+  const int begin = last_segment_begin_;
+  const int n_prompt = static_cast<int>(prompt_.size());
+  const int held = backend_->num_tokens();
+  const int fed = held - n_prompt;
+  if (fed < 0 || static_cast<size_t>(fed) > generated.size()) {
+    return InvalidArgumentError("the generated tokens do not match the session's sequence");
+  }
+  std::vector<int32_t> sequence(prompt_.begin() + begin, prompt_.end());
+  sequence.insert(sequence.end(), generated.begin(), generated.begin() + fed);
+  // The next turn's segment must start with exactly that sequence (else its KV would be
+  // another text's: store nothing), and may go on (the end marker after the reply).
+  if (segment.size() < sequence.size() ||
+      !std::equal(sequence.begin(), sequence.end(), segment.begin())) {
+    return 0;
+  }
+  if (begin + static_cast<int64_t>(segment.size()) > backend_->capacity_tokens()) return 0;
+  const std::span<const int32_t> rest(segment.data() + sequence.size(),
+                                      segment.size() - sequence.size());
+  if (!rest.empty()) {
+    Result<std::span<const float>> appended = backend_->Append(rest);
+    if (!appended.ok()) return appended.error();
+  }
+  // The reply's KV is exact only when everything before it was.
+  const bool exact = first_inexact_token_ >= n_prompt;
+  kv::ChunkId parent =
+      last_segment_first_chunk_ == 0 ? kv::kRootChunkId
+                                     : chunk_ids_[static_cast<size_t>(last_segment_first_chunk_ - 1)];
+  std::vector<kv::ChunkId> stored_ids(chunk_ids_.begin(),
+                                      chunk_ids_.begin() + last_segment_first_chunk_);
+  int stored = 0;
+  for (size_t b = 0; b < segment.size(); b += static_cast<size_t>(options_.chunk_tokens)) {
+    const size_t e = std::min(segment.size(), b + static_cast<size_t>(options_.chunk_tokens));
+    const std::span<const int32_t> ids(segment.data() + b, e - b);
+    const kv::ContentHash content = kv::HashTokens(fingerprint_, ids);
+    const kv::ChunkId id = kv::ChainId(parent, content);
+    stored_ids.push_back(id);
+    if (!cache->Contains(id, /*require_exact=*/exact)) {
+      auto entry = std::make_shared<kv::ChunkEntry>();
+      entry->id = id;
+      entry->parent = parent;
+      entry->content = content;
+      entry->exact = exact;
+      entry->tokens.assign(ids.begin(), ids.end());
+      entry->text = tok.Decode(ids, tokenizer::DecodeOptions{true, false});
+      entry->kv = std::make_shared<kv::ChunkKv>(ExtractChunkKv(
+          backend_->kv_cache(), begin + static_cast<int>(b), static_cast<int>(e - b)));
+      Status status = cache->Insert(std::move(entry));
+      if (!status.ok() && status.code() != StatusCode::kResourceExhausted) return status;
+      stored += static_cast<int>(e - b);
+    }
+    parent = id;
+  }
+  cache->RecordUse(stored_ids);
+  return stored;
 }
 
 }  // namespace reprise::engine

@@ -119,6 +119,17 @@ class ReuseSession {
     backend_->set_cancel(cancel);
   }
 
+  // After a reply to a chat prompt (whose last segment is the generation prompt, e.g. the
+  // assistant header): stores the KV of `reply_segment` — the segment the next turn of the
+  // chat holds in that place (the header, the reply, the end marker) — as chunks following
+  // the prompt's, so that the next turn reuses the whole conversation as an exact prefix, as
+  // a server slot keeps it. `generated` are the tokens sampled for the reply. The session's
+  // KV from the header on must be that segment's first tokens, else nothing is stored (a
+  // reply whose text tokenizes otherwise); the tokens after them (the end marker) are run
+  // through the decode graph first. Returns the tokens stored. Errors: InvalidArgument (no
+  // completed prefill), those of the backend and the cache.
+  Result<int> StoreReply(const PromptSegment& reply_segment, std::span<const int32_t> generated);
+
   // Tokens of the last prompt.
   const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
   // The prefix-tree ids of the last prompt's chunks.
@@ -139,6 +150,8 @@ class ReuseSession {
   ReuseOptions options_;
   kv::ChunkCache* cache_;
   const std::atomic<bool>* cancel_ = nullptr;
+  int last_segment_begin_ = 0;        // where the last prompt's last segment starts
+  int last_segment_first_chunk_ = 0;  // and its first chunk
   bool prefilled_ = false;                    // the last Prefill completed
   kv::ChunkCache* prefilled_cache_ = nullptr;  // the cache it was planned against
   uint64_t fingerprint_ = 0;
