@@ -133,7 +133,7 @@ reprise_status Guarded(char** error, Fn&& body) {
 
 extern "C" {
 
-const char* reprise_version(void) { return "0.1.0"; }
+const char* reprise_version(void) { return REPRISE_VERSION; }
 
 const char* reprise_status_name(reprise_status status) {
   switch (status) {
