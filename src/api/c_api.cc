@@ -43,6 +43,15 @@ static_assert(static_cast<int>(reprise::ReuseMethod::kBlend) == REPRISE_REUSE_BL
               static_cast<int>(reprise::ReuseMethod::kPrefix) == REPRISE_REUSE_PREFIX &&
               static_cast<int>(reprise::ReuseMethod::kNone) == REPRISE_REUSE_NONE);
 
+// The int a C enum field holds, whatever its value.
+template <typename Enum>
+int EnumAsInt(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized");
+  int value;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
+
 // A malloc'ed copy (freed by reprise_string_free / reprise_result_free), or NULL.
 char* Copy(const std::string& s) {
   char* out = static_cast<char*>(std::malloc(s.size() + 1));
@@ -177,25 +186,30 @@ reprise_status reprise_engine_create(const reprise_engine_options* options,
     if (options->model_path == nullptr) {
       return Fail(REPRISE_INVALID_ARGUMENT, "no model file given", error);
     }
-    if (options->reuse < REPRISE_REUSE_NONE || options->reuse > REPRISE_REUSE_BLEND) {
-      return Fail(REPRISE_INVALID_ARGUMENT, "unknown reuse method", error);
+    // A C caller may store any int in an enum field; read them as ints (loading an
+    // out-of-range value as the C++ enum type is undefined behaviour).
+    const int reuse = EnumAsInt(options->reuse);
+    const int codec = EnumAsInt(options->store_codec);
+    if (reuse < REPRISE_REUSE_NONE || reuse > REPRISE_REUSE_BLEND) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  "unknown reuse method " + std::to_string(reuse) + " (0-3)", error);
     }
-    if (options->store_codec != REPRISE_CODEC_F16 && options->store_codec != REPRISE_CODEC_INT8) {
-      return Fail(REPRISE_INVALID_ARGUMENT, "unknown KV codec", error);
+    if (codec != REPRISE_CODEC_F16 && codec != REPRISE_CODEC_INT8) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "unknown KV codec " + std::to_string(codec) + " (0-1)",
+                  error);
     }
     reprise::EngineOptions o;
     o.model_path = options->model_path;
     o.context_tokens = options->context_tokens;
     o.sessions = options->sessions;
     o.num_threads = options->num_threads;
-    o.reuse = static_cast<reprise::ReuseMethod>(options->reuse);
+    o.reuse = static_cast<reprise::ReuseMethod>(reuse);
     o.recompute_ratio = options->recompute_ratio;
     o.cache_mb = options->cache_mb;
     o.store_dir = OrEmpty(options->store_dir);
     if (options->name_space != nullptr) o.name_space = options->name_space;
     o.store_disk_mb = options->store_disk_mb;
-    o.store_codec = options->store_codec == REPRISE_CODEC_INT8 ? reprise::KvCodec::kInt8
-                                                                : reprise::KvCodec::kF16;
+    o.store_codec = codec == REPRISE_CODEC_INT8 ? reprise::KvCodec::kInt8 : reprise::KvCodec::kF16;
     reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
     if (!made.ok()) return Fail(made.error(), error);
     auto handle = std::make_unique<reprise_engine>();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "support/temp_dir.h"
@@ -89,9 +90,16 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
   EXPECT_EQ(engine_, nullptr);
   EXPECT_EQ(reprise_engine_create(nullptr, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
   options_.model_path = kModel.c_str();
-  options_.reuse = static_cast<reprise_reuse_method>(42);
-  EXPECT_EQ(reprise_engine_create(&options_, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
+  // As a C caller may: any int in an enum field (written as bytes, as C would store it).
+  const int bad = 42;
+  std::memcpy(&options_.reuse, &bad, sizeof(bad));
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, &error), REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("unknown reuse method 42"), std::string::npos) << error;
+  reprise_string_free(error);
   options_.reuse = REPRISE_REUSE_PREFIX;
+  std::memcpy(&options_.store_codec, &bad, sizeof(bad));
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
+  options_.store_codec = REPRISE_CODEC_F16;
   Create();
   reprise_request request;
   reprise_request_init(&request);
