@@ -1,13 +1,9 @@
 // `reprise cache stats|ls|pin|gc|clear`: looks after a persistent KV store.
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <system_error>
-#include <thread>
 #include <utility>
 
 #include "cli/command.h"
@@ -33,30 +29,6 @@ Result<RowBytes> ListRowBytes(store::ChunkStore& store) {
     out[{r.name_space, r.chunk_id}] = static_cast<int64_t>(r.file_bytes);
   }
   return out;
-}
-
-// Runs `work` while a second thread shows, twice a second, that it is still going: for work
-// that reports no progress of its own (ChunkStore::Gc takes no callback).
-template <typename Work>
-auto RunWithHeartbeat(ProgressBar& progress, const std::string& stage, Work&& work) {
-  std::mutex mutex;
-  std::condition_variable finished_cv;
-  bool finished = false;
-  std::thread heartbeat([&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    do {
-      progress.Update(ProgressUpdate{stage, 0, 0, "", {}});
-    } while (!finished_cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return finished; }));
-  });
-  auto result = work();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    finished = true;
-  }
-  finished_cv.notify_one();
-  heartbeat.join();
-  progress.Finish();
-  return result;
 }
 
 class CacheCommand : public Command {
@@ -234,8 +206,8 @@ class CacheCommand : public Command {
     Result<RowBytes> before = ListRowBytes(store);
     if (!before.ok()) return PrintError("cache gc", before.error());
     ProgressBar progress(ProgressBar::ForStderr(json_));
-    const std::string stage = "verifying " + std::to_string(before->size()) + " chunks";
-    Result<store::GcReport> r = RunWithHeartbeat(progress, stage, [&] { return store.Gc(); });
+    Result<store::GcReport> r = store.Gc(progress.Callback());
+    progress.Finish();
     if (!r.ok()) return PrintError("cache gc", r.error());
     Result<RowBytes> after = ListRowBytes(store);
     if (!after.ok()) return PrintError("cache gc", after.error());

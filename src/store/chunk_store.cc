@@ -405,14 +405,15 @@ Status ChunkStore::SetPinned(const std::string& name_space, std::optional<kv::Ch
   return Status::Ok();
 }
 
-Result<GcReport> ChunkStore::Gc() {
+Result<GcReport> ChunkStore::Gc(const ProgressCallback& progress) {
   if (!flash_->has_catalog() || !flash_->is_persistent()) {
     return UnavailableError("the store is not writable");
   }
   REPRISE_RETURN_IF_ERROR(Flush());
   std::vector<PoolKey> evicted;
   Result<GcReport> report = flash_->Gc(
-      [this](auto chunks, int64_t bytes) { return ChooseFlashVictims(chunks, bytes); }, &evicted);
+      [this](auto chunks, int64_t bytes) { return ChooseFlashVictims(chunks, bytes); }, &evicted,
+      progress);
   std::lock_guard<std::mutex> lock(mutex_);
   for (const PoolKey& key : evicted) pool_->MarkEvictedFromFlash(key.name_space, key.value);
   // Gc loses persistence when it cannot take the lock back: nothing more to write.

@@ -53,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "kv/chunk_cache.h"
@@ -101,8 +102,8 @@ class ChunkStore : private WriteBackSink {
   StoreStats Stats();
   Status SetPinned(const std::string& name_space, std::optional<kv::ChunkId> chunk_id, bool pinned);
   // Removes orphans, verifies every file's checksums (dropping bad ones), enforces the disk
-  // budget.
-  Result<GcReport> Gc();
+  // budget. `progress` hears of each file verified.
+  Result<GcReport> Gc(const ProgressCallback& progress = {});
   // Removes every chunk of `name_space`, or of the whole store.
   Status Clear(std::optional<std::string> name_space);
   Result<std::vector<CatalogRow>> List(std::optional<std::string> name_space);

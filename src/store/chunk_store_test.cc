@@ -360,11 +360,23 @@ TEST(ChunkStoreTest, ClearAndGc) {
   std::ofstream(options.dir + "/orphan.rpkv") << "junk";
   auto rows = std::move(store->List(std::string("b"))).value();
   std::filesystem::resize_file(options.dir + "/" + rows[0].file_name, 100);
-  Result<GcReport> gc = store->Gc();
+  std::vector<std::pair<int64_t, int64_t>> progress;  // (done, total) per update
+  Result<GcReport> gc = store->Gc([&](const ProgressUpdate& u) {
+    EXPECT_EQ(u.unit, "files");
+    progress.emplace_back(u.done, u.total);
+  });
   ASSERT_TRUE(gc.ok()) << gc.error().ToString();
   EXPECT_GE(gc->orphan_files, 1);
   EXPECT_GE(gc->rows_missing_file + gc->corrupt, 1);
   EXPECT_EQ(store->Stats().chunks, 6);
+  // One update per file verified, from 0, and a last one with all of them done.
+  ASSERT_GE(progress.size(), 2u);
+  EXPECT_EQ(progress.front().first, 0);
+  EXPECT_EQ(progress.back().first, progress.back().second);
+  EXPECT_EQ(static_cast<int64_t>(progress.size()), progress.back().second + 1);
+  for (size_t i = 1; i < progress.size(); ++i) {
+    EXPECT_EQ(progress[i].first, progress[i - 1].first + 1);
+  }
   ASSERT_TRUE(store->Clear(std::string("a")).ok());
   EXPECT_EQ(store->Stats().chunks, 2);
   EXPECT_EQ(store->OpenNamespace("a")->Find(Chunk(2)->id), nullptr);

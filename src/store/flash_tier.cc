@@ -506,7 +506,8 @@ Result<std::vector<PoolKey>> FlashTier::EvictOverBudget(const VictimChooser& cho
   return evicted;
 }
 
-Result<GcReport> FlashTier::Gc(const VictimChooser& choose, std::vector<PoolKey>* evicted) {
+Result<GcReport> FlashTier::Gc(const VictimChooser& choose, std::vector<PoolKey>* evicted,
+                               const ProgressCallback& progress) {
   if (!catalog_ || !is_persistent()) return UnavailableError("the store is not writable");
   GcReport report;
   std::vector<CatalogRow> rows;
@@ -546,7 +547,10 @@ Result<GcReport> FlashTier::Gc(const VictimChooser& choose, std::vector<PoolKey>
     std::lock_guard<std::mutex> lock(catalog_mutex_);
     REPRISE_ASSIGN_OR_RETURN(rows, catalog_->ListRows(std::nullopt));
   }
+  const auto total = static_cast<int64_t>(rows.size());
+  int64_t verified = 0;
   for (const CatalogRow& row : rows) {
+    ReportProgress(progress, "verifying chunk files", verified++, total, "files");
     Result<std::vector<uint8_t>> bytes = fs_->ReadFile(PathOf(row.file_name));
     Status bad;
     if (!bytes.ok()) {
@@ -574,6 +578,7 @@ Result<GcReport> FlashTier::Gc(const VictimChooser& choose, std::vector<PoolKey>
       }
     }
   }
+  ReportProgress(progress, "verifying chunk files", total, total, "files");
   REPRISE_ASSIGN_OR_RETURN(std::vector<PoolKey> gone, EvictOverBudget(choose));
   report.evicted = static_cast<int64_t>(gone.size());
   evicted->insert(evicted->end(), gone.begin(), gone.end());

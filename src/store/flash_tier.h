@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "kv/chunk.h"
@@ -103,8 +104,10 @@ class FlashTier {
   // Maintenance. Gc: removes orphans (only when no other process has the store open),
   // verifies every file (dropping bad ones), enforces the disk budget (evicted chunks are
   // added to `evicted`). Errors: Unavailable (not writable); the lock's error when it cannot
-  // be taken back after recovery (persistence is then off); those of the catalog.
-  Result<GcReport> Gc(const VictimChooser& choose, std::vector<PoolKey>* evicted);
+  // be taken back after recovery (persistence is then off); those of the catalog. `progress`
+  // hears of each file verified.
+  Result<GcReport> Gc(const VictimChooser& choose, std::vector<PoolKey>* evicted,
+                      const ProgressCallback& progress = {});
   Status Clear(const std::optional<std::string>& name_space);
   Status SetPinned(const std::string& name_space, std::optional<kv::ChunkId> id, bool pinned);
   Result<std::vector<CatalogRow>> List(const std::optional<std::string>& name_space);
