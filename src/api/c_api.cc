@@ -138,6 +138,24 @@ reprise_status Guarded(char** error, Fn&& body) {
   }
 }
 
+// reprise_generate and reprise_session_generate: a request on an Engine or a Session (null
+// when the caller's handle was NULL, named `what` in the error).
+template <typename Target>
+reprise_status GenerateOn(Target* target, const char* what, const reprise_request* request,
+                          reprise_text_callback on_text, void* user_data, reprise_result* result,
+                          char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (target == nullptr || result == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  std::string(what) + " and result must not be NULL", error);
+    }
+    *result = reprise_result{};
+    reprise::GenerateRequest r;
+    if (reprise_status s = ToRequest(request, r, error); s != REPRISE_OK) return s;
+    return ToResult(target->Generate(r, ToCallback(on_text, user_data)), result, error);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -239,15 +257,8 @@ void reprise_request_init(reprise_request* request) {
 reprise_status reprise_generate(reprise_engine* engine, const reprise_request* request,
                                 reprise_text_callback on_text, void* user_data,
                                 reprise_result* result, char** error) {
-  return Guarded(error, [&]() -> reprise_status {
-    if (engine == nullptr || result == nullptr) {
-      return Fail(REPRISE_INVALID_ARGUMENT, "engine and result must not be NULL", error);
-    }
-    *result = reprise_result{};
-    reprise::GenerateRequest r;
-    if (reprise_status s = ToRequest(request, r, error); s != REPRISE_OK) return s;
-    return ToResult(engine->engine->Generate(r, ToCallback(on_text, user_data)), result, error);
-  });
+  return GenerateOn(engine != nullptr ? engine->engine.get() : nullptr, "engine", request, on_text,
+                    user_data, result, error);
 }
 
 void reprise_result_free(reprise_result* result) {
@@ -278,16 +289,8 @@ reprise_status reprise_session_open(reprise_engine* engine, const char* name_spa
 reprise_status reprise_session_generate(reprise_session* session, const reprise_request* request,
                                         reprise_text_callback on_text, void* user_data,
                                         reprise_result* result, char** error) {
-  return Guarded(error, [&]() -> reprise_status {
-    if (session == nullptr || result == nullptr) {
-      return Fail(REPRISE_INVALID_ARGUMENT, "session and result must not be NULL", error);
-    }
-    *result = reprise_result{};
-    reprise::GenerateRequest r;
-    if (reprise_status s = ToRequest(request, r, error); s != REPRISE_OK) return s;
-    return ToResult(session->session->Generate(r, ToCallback(on_text, user_data)), result,
-                    error);
-  });
+  return GenerateOn(session != nullptr ? session->session.get() : nullptr, "session", request,
+                    on_text, user_data, result, error);
 }
 
 void reprise_session_close(reprise_session* session) { delete session; }
