@@ -103,11 +103,28 @@ struct Segment {
   std::string text;
 };
 
+// A retrieved document, or a skill / tool description: reusable context that an app sends
+// again and again, in any order. Each is a segment of its own, so its KV is reused wherever it
+// appears.
+struct Document {
+  std::string id;  // optional; shown to the model as the document's title
+  std::string text;
+};
+
 struct GenerateRequest {
   std::string prompt;              // plain text, used when the lists below are empty
   std::vector<Segment> segments;   // a prompt made of segments (documents, ...), as they come
   std::vector<ChatTurn> messages;  // chat: formatted with the model's chat template, a segment each
   bool chat = false;               // format `prompt` as one user turn
+  // Context the app marks as reusable. In a chat they come after the leading system
+  // messages (skills first, then documents), each rendered as a system turn of its own
+  // ("Document <id>:\n<text>"); in a plain prompt, before `prompt`, each followed by a blank
+  // line. Message contents stay text: a special token's text in them (`<|im_end|>`) is never
+  // parsed as that token.
+  std::vector<Document> documents;
+  std::vector<Document> skills;
+  // Refuse (InvalidArgument) a prompt longer than this many tokens; 0 = the context's limit.
+  int max_prompt_tokens = 0;
   int max_new_tokens = 128;
   float temperature = 0.0f;  // 0 = greedy
   int top_k = 40;
@@ -160,6 +177,19 @@ using TextCallback = std::function<bool(std::string_view text)>;
 struct SessionOptions {
   // The namespace of this session's requests that name none; empty = the engine's.
   std::string name_space;
+};
+
+// The engine's counters at one moment (for a server's metrics).
+struct EngineStats {
+  int sessions = 0;       // slots of Engine::Generate made so far
+  int sessions_busy = 0;  // ... running a request now
+  int waiting = 0;        // Engine::Generate calls waiting for a free slot
+  int64_t chunks = 0;     // cached chunks (the store's catalog, or the memory caches)
+  int64_t bytes_in_memory = 0;
+  int64_t bytes_on_disk = 0;  // 0 without a store
+  int64_t hits_memory = 0;    // chunk lookups served from memory, since the engine started
+  int64_t hits_flash = 0;     // ... loaded from flash
+  int64_t evictions = 0;
 };
 
 class Engine;
@@ -219,6 +249,8 @@ class Engine {
   int context_tokens() const { return context_tokens_; }
   // Waits until the store has persisted every chunk so far (no-op without a store).
   Status Flush();
+  // Thread-safe.
+  EngineStats Stats() const;
 
  private:
   friend class Session;

@@ -56,6 +56,7 @@ struct Engine::Shared {
   std::condition_variable slot_freed;
   std::vector<std::unique_ptr<Session>> idle_slots;  // slots not running a request
   int slots = 0;                                     // slots made so far
+  int waiting = 0;                                   // Generate calls waiting for a slot
 };
 
 Session::Session(Engine& engine, std::string name_space)
@@ -241,9 +242,11 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   std::unique_ptr<Session> slot;
   {
     std::unique_lock<std::mutex> lock(shared_->mutex);
+    ++shared_->waiting;
     shared_->slot_freed.wait(lock, [&] {
       return !shared_->idle_slots.empty() || shared_->slots < options_.sessions;
     });
+    --shared_->waiting;
     if (!shared_->idle_slots.empty()) {
       slot = std::move(shared_->idle_slots.back());
       shared_->idle_slots.pop_back();
@@ -366,6 +369,33 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
 }
 
 std::string Engine::Describe() const { return description_; }
+
+EngineStats Engine::Stats() const {
+  EngineStats stats;
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  stats.sessions = shared_->slots;
+  stats.sessions_busy = shared_->slots - static_cast<int>(shared_->idle_slots.size());
+  stats.waiting = shared_->waiting;
+  if (store_) {
+    const store::StoreStats s = store_->Stats();
+    stats.chunks = s.chunks;
+    stats.bytes_in_memory = s.bytes_in_pool;
+    stats.bytes_on_disk = s.bytes_on_disk;
+    stats.hits_memory = s.hits_pool;
+    stats.hits_flash = s.hits_flash;
+    stats.evictions = s.pool_evictions + s.flash_evictions;
+    return stats;
+  }
+  for (const auto& [name, cache] : shared_->caches) {
+    if (!cache) continue;
+    const kv::ChunkCacheStats s = cache->stats();
+    stats.chunks += s.num_chunks;
+    stats.bytes_in_memory += s.bytes;
+    stats.hits_memory += s.hits_pool;
+    stats.evictions += s.evictions;
+  }
+  return stats;
+}
 
 std::string Engine::DescribeStore() const {
   if (!store_) return "";
