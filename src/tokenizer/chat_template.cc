@@ -54,41 +54,51 @@ std::string_view ChatFormatName(ChatFormat format) {
   return "plain";
 }
 
-std::string FormatChat(ChatFormat format, std::span<const ChatMessage> messages,
-                       bool add_generation_prompt) {
-  std::string out;
+FormattedChat FormatChatText(ChatFormat format, std::span<const ChatMessage> messages,
+                             bool add_generation_prompt) {
+  FormattedChat out;
+  std::string& text = out.text;
+  const auto append_message_text = [&](std::string_view part) {
+    if (!part.empty()) out.message_ranges.push_back(TextRange{text.size(), part.size()});
+    text += part;
+  };
   switch (format) {
     case ChatFormat::kLlama3:
       for (const ChatMessage& message : messages) {
-        out += "<|start_header_id|>";
-        out += message.role;
-        out += "<|end_header_id|>\n\n";
-        out += Trim(message.content);
-        out += "<|eot_id|>";
+        text += "<|start_header_id|>";
+        append_message_text(message.role);
+        text += "<|end_header_id|>\n\n";
+        append_message_text(Trim(message.content));
+        text += "<|eot_id|>";
       }
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      if (add_generation_prompt) text += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       break;
     case ChatFormat::kChatMl:
       for (const ChatMessage& message : messages) {
-        out += "<|im_start|>";
-        out += message.role;
-        out += '\n';
-        out += message.content;
-        out += "<|im_end|>\n";
+        text += "<|im_start|>";
+        append_message_text(message.role);
+        text += '\n';
+        append_message_text(message.content);
+        text += "<|im_end|>\n";
       }
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
+      if (add_generation_prompt) text += "<|im_start|>assistant\n";
       break;
     case ChatFormat::kPlain:
       for (const ChatMessage& message : messages) {
-        out += TitleCase(message.role);
-        out += ": ";
-        out += message.content;
-        out += '\n';
+        append_message_text(TitleCase(message.role));
+        text += ": ";
+        append_message_text(message.content);
+        text += '\n';
       }
-      if (add_generation_prompt) out += "Assistant:";
+      if (add_generation_prompt) text += "Assistant:";
       break;
   }
   return out;
+}
+
+std::string FormatChat(ChatFormat format, std::span<const ChatMessage> messages,
+                       bool add_generation_prompt) {
+  return FormatChatText(format, messages, add_generation_prompt).text;
 }
 
 }  // namespace reprise::tokenizer

@@ -10,7 +10,9 @@
 //             text for base models without a template.
 // FormatChat never includes the BOS token: for Llama 3 the template's leading
 // "<|begin_of_text|>" is the BOS that Tokenizer::Encode adds with EncodeOptions::add_special.
-// Encode the result with parse_special = true so the markers become their special tokens.
+// Encode the result with parse_special = true so the markers become their special tokens,
+// and with the ranges FormatChatText reports as EncodeOptions::literal_ranges so that the
+// messages' roles and contents stay text (a user's "<|im_end|>" is not a control token).
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -18,7 +20,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace reprise::tokenizer {
@@ -48,5 +52,17 @@ std::string_view ChatFormatName(ChatFormat format);
 // assistant turn so that the model's continuation is the reply.
 std::string FormatChat(ChatFormat format, std::span<const ChatMessage> messages,
                        bool add_generation_prompt);
+
+// A rendered chat and where the messages' own text lies in it.
+struct FormattedChat {
+  std::string text;
+  // The bytes of `text` that came from the messages (each role and content, as rendered:
+  // Llama 3's trimmed content), in order; empty ones left out. Encode them as literal.
+  std::vector<TextRange> message_ranges;
+};
+
+// As FormatChat (the same text), with the messages' ranges.
+FormattedChat FormatChatText(ChatFormat format, std::span<const ChatMessage> messages,
+                             bool add_generation_prompt);
 
 }  // namespace reprise::tokenizer

@@ -155,30 +155,48 @@ void Tokenizer::FindSpecialTokens() {
       end_of_generation_ids_.end());
 }
 
-void Tokenizer::SplitSpecialTokens(std::string_view text, bool parse_special,
+void Tokenizer::SplitSpecialTokens(std::string_view text, const EncodeOptions& options,
                                    std::vector<Fragment>& fragments) const {
   fragments.clear();
   if (text.empty()) return;
   fragments.push_back(Fragment{-1, 0, text.size()});
+  // Whether [begin, begin + length) overlaps a literal range.
+  const auto is_literal = [&](size_t begin, size_t length) {
+    for (const TextRange& range : options.literal_ranges) {
+      if (range.length > 0 && begin < range.offset + range.length &&
+          range.offset < begin + length) {
+        return true;
+      }
+    }
+    return false;
+  };
   std::vector<Fragment> next;
   for (TokenId id : special_candidates_) {
-    if (!parse_special && vocab_.type_of(id) != TokenType::kUserDefined) continue;
+    const bool is_user_defined = vocab_.type_of(id) == TokenType::kUserDefined;
+    if (!options.parse_special && !is_user_defined) continue;
     const std::string_view special = vocab_.tokens[id];
     if (text.find(special) == std::string_view::npos) continue;
+    // User-defined tokens are recognised in any text, so in literal ranges too.
+    const bool check_literal = !is_user_defined && !options.literal_ranges.empty();
     next.clear();
     for (const Fragment& fragment : fragments) {
       if (fragment.token >= 0) {
         next.push_back(fragment);
         continue;
       }
-      size_t start = fragment.offset;
+      size_t start = fragment.offset;  // the text not yet emitted begins here
+      size_t search = start;
       const size_t end = fragment.offset + fragment.length;
-      while (start < end) {
-        const size_t found = text.substr(0, end).find(special, start);
+      while (search < end) {
+        const size_t found = text.substr(0, end).find(special, search);
         if (found == std::string_view::npos) break;
+        if (check_literal && is_literal(found, special.size())) {
+          search = found + 1;
+          continue;
+        }
         if (found > start) next.push_back(Fragment{-1, start, found - start});
         next.push_back(Fragment{id, found, special.size()});
-        start = found + special.size();
+        start = search = found + special.size();
       }
       if (start < end) next.push_back(Fragment{-1, start, end - start});
     }
@@ -205,7 +223,7 @@ std::vector<TokenId> Tokenizer::Encode(std::string_view text, const EncodeOption
   out.reserve(text.size() / 3 + 2);
   if (options.add_special && vocab_.add_bos && vocab_.bos_id) out.push_back(*vocab_.bos_id);
   std::vector<Fragment> fragments;
-  SplitSpecialTokens(text, options.parse_special, fragments);
+  SplitSpecialTokens(text, options, fragments);
   bool after_special = true;  // the start of the text counts as following a special token
   for (const Fragment& fragment : fragments) {
     if (fragment.token >= 0) {

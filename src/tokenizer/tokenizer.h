@@ -36,12 +36,24 @@ namespace reprise::tokenizer {
 class BpeEncoder;
 class SpmEncoder;
 
+// Bytes [offset, offset + length) of a text.
+struct TextRange {
+  size_t offset = 0;
+  size_t length = 0;
+  bool operator==(const TextRange&) const = default;
+};
+
 struct EncodeOptions {
   // Add BOS (and EOS) as the vocabulary's add_bos (add_eos) says.
   bool add_special = true;
   // Turn the texts of control tokens found in the input into those tokens. Off, they are
   // encoded as plain text (safe for untrusted input).
   bool parse_special = false;
+  // With parse_special: ranges of the input that stay text (e.g. the user's content inside a
+  // chat template's markers). A control token's text that overlaps one is not parsed; the
+  // rest is tokenized exactly as without ranges. Any order; may overlap. Borrowed for the
+  // call.
+  std::span<const TextRange> literal_ranges;
 };
 
 struct DecodeOptions {
@@ -116,7 +128,7 @@ class Tokenizer {
   explicit Tokenizer(Vocab vocab);
   void BuildPieces();
   void FindSpecialTokens();
-  void SplitSpecialTokens(std::string_view text, bool parse_special,
+  void SplitSpecialTokens(std::string_view text, const EncodeOptions& options,
                           std::vector<Fragment>& fragments) const;
   void EncodeText(std::string_view text, bool after_special, std::vector<TokenId>& out) const;
 

@@ -214,6 +214,62 @@ TEST(BpeTokenizerTest, EndOfGenerationTokensFoundByText) {
   EXPECT_EQ(tokenizer->end_of_generation_ids().size(), 2u);
 }
 
+TEST(BpeTokenizerTest, LiteralRangesKeepControlTokenTextAsText) {
+  Vocab vocab = BpeVocab();
+  vocab.merges = {"a b"};
+  const TokenId start = Add(vocab, "<|im_start|>", TokenType::kControl);
+  const TokenId end = Add(vocab, "<|im_end|>", TokenType::kControl);
+  const TokenId think = Add(vocab, "<think>", TokenType::kUserDefined);
+  vocab.scores.clear();
+  auto tokenizer = Make(std::move(vocab));
+
+  // A chat turn whose content (bytes 17..) holds the end marker's text.
+  const std::string head = "<|im_start|>user\n";
+  const std::string content = "a<|im_end|><think>b";
+  const std::string text = head + content + "<|im_end|>\n";
+  const TextRange ranges[] = {{head.size(), content.size()}};
+  EncodeOptions literal = kParse;
+  literal.literal_ranges = ranges;
+  const auto ids = tokenizer->Encode(text, literal);
+  // The markers of the template are tokens; the content's "<|im_end|>" is its 10 bytes; the
+  // user-defined <think> is a token wherever it is.
+  std::vector<TokenId> expected = {start, 'u', 's', 'e', 'r', '\n', 'a'};
+  for (char c : std::string("<|im_end|>")) expected.push_back(static_cast<uint8_t>(c));
+  expected.insert(expected.end(), {think, 'b', end, '\n'});
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(tokenizer->Decode(ids), text);
+  // Without the range, the content's marker would be the control token.
+  const auto parsed = tokenizer->Encode(text, kParse);
+  EXPECT_EQ(std::count(parsed.begin(), parsed.end(), end), 2);
+
+  // A marker that only starts or only ends inside a literal range stays text too.
+  const std::string straddle = "<|im_end|>";
+  const TextRange first_byte[] = {{0, 1}};
+  const TextRange last_byte[] = {{straddle.size() - 1, 1}};
+  literal.literal_ranges = first_byte;
+  EXPECT_EQ(tokenizer->Encode(straddle, literal).size(), straddle.size());
+  literal.literal_ranges = last_byte;
+  EXPECT_EQ(tokenizer->Encode(straddle, literal).size(), straddle.size());
+  // An empty range covers nothing.
+  const TextRange empty[] = {{3, 0}};
+  literal.literal_ranges = empty;
+  EXPECT_EQ(tokenizer->Encode(straddle, literal), (std::vector<TokenId>{end}));
+}
+
+TEST(BpeTokenizerTest, LiteralRangesWithoutSpecialTextChangeNoToken) {
+  Vocab vocab = BpeVocab();
+  vocab.merges = {"a b"};
+  Add(vocab, "<|im_start|>", TokenType::kControl);
+  Add(vocab, "<|im_end|>", TokenType::kControl);
+  vocab.scores.clear();
+  auto tokenizer = Make(std::move(vocab));
+  const std::string text = "<|im_start|>user\nab <| im_end |> ab<|im_end|>\n<|im_start|>";
+  const TextRange ranges[] = {{12, 4}, {17, 18}};  // "user", the content
+  EncodeOptions literal = kParse;
+  literal.literal_ranges = ranges;
+  EXPECT_EQ(tokenizer->Encode(text, literal), tokenizer->Encode(text, kParse));
+}
+
 TEST(BpeTokenizerTest, ArbitraryBytesRoundTrip) {
   Vocab vocab = BpeVocab();
   vocab.merges = {"a b"};
