@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <span>
+#include <string>
 
 #include "base/cpu_features.h"
 #include "base/logging.h"
@@ -211,26 +213,68 @@ bool IsChat(const GenerateRequest& request) {
   return request.segments.empty() && (request.chat || !request.messages.empty());
 }
 
-// The prompt as segments: given ones, one per chat message (the template's markers parsed
-// as special tokens) plus the assistant header, or the plain prompt.
+// `messages` rendered as one segment: the template's markers become special tokens, the
+// messages' own text stays text.
+engine::PromptSegment ChatSegment(std::string role, tokenizer::ChatFormat format,
+                                  std::span<const tokenizer::ChatMessage> messages,
+                                  bool add_generation_prompt) {
+  tokenizer::FormattedChat chat =
+      tokenizer::FormatChatText(format, messages, add_generation_prompt);
+  return {std::move(role), std::move(chat.text), true, std::move(chat.message_ranges)};
+}
+
+// "Document <id>:\n<text>", or "Document:\n<text>" without an id.
+std::string TitledText(std::string_view kind, const Document& document) {
+  std::string out(kind);
+  if (!document.id.empty()) out += " " + document.id;
+  out += ":\n";
+  out += document.text;
+  return out;
+}
+
+// The skills, then the documents, each a segment of its own whose text depends on nothing
+// else, so that an identical one gives identical tokens (and reuses its KV) anywhere.
+void AppendContext(const GenerateRequest& request, bool is_chat, tokenizer::ChatFormat format,
+                   std::vector<engine::PromptSegment>& segments) {
+  const auto append = [&](std::string_view kind, std::string_view role, const Document& d) {
+    if (is_chat) {
+      const tokenizer::ChatMessage message{"system", TitledText(kind, d)};
+      segments.push_back(ChatSegment(std::string(role), format, std::span(&message, 1), false));
+    } else {
+      segments.push_back({std::string(role), d.text + "\n\n", false, {}});
+    }
+  };
+  for (const Document& skill : request.skills) append("Skill", "skill", skill);
+  for (const Document& document : request.documents) append("Document", "document", document);
+}
+
+// The prompt as segments: given ones, or one per chat message (after the leading system
+// messages, the skills and documents) plus the assistant header, or the plain prompt after
+// the skills and documents.
 std::vector<engine::PromptSegment> BuildSegments(const GenerateRequest& request,
                                                  tokenizer::ChatFormat format) {
   std::vector<engine::PromptSegment> segments;
-  if (!request.segments.empty()) {
-    for (const Segment& s : request.segments) segments.push_back({s.role, s.text, false});
-    return segments;
-  }
-  if (request.chat || !request.messages.empty()) {
-    std::vector<tokenizer::ChatMessage> messages;
-    for (const ChatTurn& turn : request.messages) messages.push_back({turn.role, turn.content});
-    if (messages.empty()) messages.push_back({"user", request.prompt});
-    for (const tokenizer::ChatMessage& m : messages) {
-      segments.push_back({m.role, tokenizer::FormatChat(format, std::span(&m, 1), false), true});
+  if (!IsChat(request)) {
+    AppendContext(request, false, format, segments);
+    if (!request.segments.empty()) {
+      for (const Segment& s : request.segments) segments.push_back({s.role, s.text, false, {}});
+    } else {
+      segments.push_back({"prompt", request.prompt, false, {}});
     }
-    segments.push_back({"assistant", tokenizer::FormatChat(format, {}, true), true});
     return segments;
   }
-  segments.push_back({"prompt", request.prompt, false});
+  std::vector<tokenizer::ChatMessage> messages;
+  for (const ChatTurn& turn : request.messages) messages.push_back({turn.role, turn.content});
+  if (messages.empty()) messages.push_back({"user", request.prompt});
+  size_t m = 0;
+  for (; m < messages.size() && messages[m].role == "system"; ++m) {
+    segments.push_back(ChatSegment(messages[m].role, format, std::span(&messages[m], 1), false));
+  }
+  AppendContext(request, true, format, segments);
+  for (; m < messages.size(); ++m) {
+    segments.push_back(ChatSegment(messages[m].role, format, std::span(&messages[m], 1), false));
+  }
+  segments.push_back(ChatSegment("assistant", format, {}, true));
   return segments;
 }
 
@@ -287,6 +331,10 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   // chat reply is a message of its own (sent back as such in the next turn), so it does not.
   options.strip_leading_space = IsChat(request);
   REPRISE_RETURN_IF_ERROR(engine::Sampler::Create(options.sampling));
+  if (request.max_prompt_tokens < 0) {
+    return InvalidArgumentError("max_prompt_tokens must be >= 0 (0 = the context's limit), not " +
+                                std::to_string(request.max_prompt_tokens));
+  }
   if (request.cancel != nullptr && request.cancel->load()) {
     return CancelledError("the request was cancelled");
   }
@@ -303,12 +351,17 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   if (session.reference_) {
     engine::InferenceBackend& reference = *session.reference_;
     for (const engine::PromptSegment& s : segments) {
-      std::vector<int32_t> ids =
-          tok.Encode(s.text, tokenizer::EncodeOptions{false, s.parse_special});
+      std::vector<int32_t> ids = tok.Encode(s.text, engine::SegmentEncodeOptions(s));
       if (result.prompt_tokens.empty() && tok.vocab().add_bos && tok.bos_id()) {
         result.prompt_tokens.push_back(*tok.bos_id());
       }
       result.prompt_tokens.insert(result.prompt_tokens.end(), ids.begin(), ids.end());
+    }
+    if (request.max_prompt_tokens > 0 &&
+        static_cast<int>(result.prompt_tokens.size()) > request.max_prompt_tokens) {
+      return InvalidArgumentError("the prompt has " + std::to_string(result.prompt_tokens.size()) +
+                                  " tokens, more than max_prompt_tokens (" +
+                                  std::to_string(request.max_prompt_tokens) + ")");
     }
     reference.Truncate(0);
     REPRISE_ASSIGN_OR_RETURN(stats, engine::Generate(reference, tok, result.prompt_tokens,
@@ -322,7 +375,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     // Lookups are counted per namespace: requests running at the same time in one
     // namespace see each other's among theirs.
     const kv::ChunkCacheStats before = cache ? cache->stats() : kv::ChunkCacheStats{};
-    Result<engine::PrefillReport> report = reuse.Prefill(segments);
+    Result<engine::PrefillReport> report = reuse.Prefill(segments, request.max_prompt_tokens);
     reuse.set_cancel(nullptr);
     if (!report.ok()) return report.error();
     if (cache) {
@@ -350,9 +403,8 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
       // The reply as the next turn will hold it: its KV is kept too, so that the next turn
       // reuses the whole conversation. A failure here loses only that reuse.
       const tokenizer::ChatMessage reply{"assistant", result.text};
-      const engine::PromptSegment segment{
-          "assistant", tokenizer::FormatChat(model_->chat_format(), std::span(&reply, 1), false),
-          true};
+      const engine::PromptSegment segment =
+          ChatSegment("assistant", model_->chat_format(), std::span(&reply, 1), false);
       Result<int> stored = reuse.StoreReply(segment, result.generated_tokens);
       if (!stored.ok()) {
         REPRISE_LOG(kWarning) << "the reply's KV was not kept: " << stored.error().ToString();

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "support/temp_dir.h"
 
@@ -215,6 +217,105 @@ TEST_P(EngineApiTest, TheNextChatTurnReusesTheWholeConversation) {
   Result<GenerateResult> r3 = (*engine)->Generate(edited);
   ASSERT_TRUE(r3.ok());
   EXPECT_LE(r3->reuse.tokens_prefix, static_cast<int>(r1->prompt_tokens.size()));
+}
+
+// The tokens the engine should build from `segments` (each tokenized alone, BOS first).
+std::vector<int32_t> SegmentTokens(const Engine& engine, const std::vector<std::string>& segments,
+                                   bool parse_special) {
+  std::vector<int32_t> out;
+  for (const TokenPiece& p : engine.Tokenize("", true, false)) out.push_back(p.id);
+  for (const std::string& s : segments) {
+    for (const TokenPiece& p : engine.Tokenize(s, false, parse_special)) out.push_back(p.id);
+  }
+  return out;
+}
+
+TEST(EngineContextTest, DocumentsAndSkillsAreSegmentsInTheirPlace) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(Options(ReuseMethod::kNone));
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  GenerateRequest plain;
+  plain.prompt = "Once upon a time";
+  plain.documents = {{"a", "Lily had a ball."}, {"", "Tom had a cat."}};
+  plain.skills = {{"s", "Be kind."}};
+  plain.max_new_tokens = 1;
+  Result<GenerateResult> r = (*engine)->Generate(plain);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  // A plain prompt: each text and a blank line, skills first, then the prompt.
+  EXPECT_EQ(r->prompt_tokens,
+            SegmentTokens(**engine,
+                          {"Be kind.\n\n", "Lily had a ball.\n\n", "Tom had a cat.\n\n",
+                           "Once upon a time"},
+                          false));
+
+  // A chat (this model's template is the plain layout): the leading system messages, the
+  // skills, the documents, each a system turn, then the other messages.
+  GenerateRequest chat = plain;
+  chat.messages = {{"system", "You tell stories."}, {"user", "Go on."}};
+  r = (*engine)->Generate(chat);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->prompt_tokens,
+            SegmentTokens(**engine,
+                          {"System: You tell stories.\n", "System: Skill s:\nBe kind.\n",
+                           "System: Document a:\nLily had a ball.\n",
+                           "System: Document:\nTom had a cat.\n", "User: Go on.\n",
+                           "Assistant:"},
+                          true));
+}
+
+TEST(EngineContextTest, TheSameDocumentsInAnotherOrderAreReused) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(Options(ReuseMethod::kBlend));
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  for (const bool chat : {false, true}) {
+    GenerateRequest first;
+    first.prompt = "Once upon a time";
+    first.chat = chat;
+    first.documents = {{"one", Document(1)}, {"two", Document(2)}};
+    first.max_new_tokens = 2;
+    first.name_space = chat ? "chat" : "plain";
+    Result<GenerateResult> r1 = (*engine)->Generate(first);
+    ASSERT_TRUE(r1.ok()) << r1.error().ToString();
+    EXPECT_EQ(r1->reuse.tokens_reused + r1->reuse.tokens_recomputed, 0);
+
+    GenerateRequest second = first;
+    std::swap(second.documents[0], second.documents[1]);
+    Result<GenerateResult> r2 = (*engine)->Generate(second);
+    ASSERT_TRUE(r2.ok()) << r2.error().ToString();
+    // Both documents are found at their new positions: most of the prompt is reused.
+    EXPECT_GT(r2->reuse.tokens_reused, 0) << "chat " << chat;
+    EXPECT_GT(r2->reuse.tokens_reused + r2->reuse.tokens_recomputed + r2->reuse.tokens_prefix,
+              static_cast<int>(r2->prompt_tokens.size()) / 2)
+        << "chat " << chat;
+  }
+}
+
+TEST(EngineContextTest, MaxPromptTokensRefusesLongerPrompts) {
+  for (const ReuseMethod reuse : {ReuseMethod::kPrefix, ReuseMethod::kNone}) {
+    EngineOptions options = Options(reuse);
+    options.use_reference = reuse == ReuseMethod::kNone;  // the reference path too
+    Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+    ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+    GenerateRequest request;
+    request.prompt = "Once upon a time there was a girl";
+    request.documents = {{"", "Lily had a ball."}};
+    request.max_new_tokens = 1;
+    Result<GenerateResult> unlimited = (*engine)->Generate(request);
+    ASSERT_TRUE(unlimited.ok()) << unlimited.error().ToString();
+    const int n = static_cast<int>(unlimited->prompt_tokens.size());
+
+    request.max_prompt_tokens = n;
+    EXPECT_TRUE((*engine)->Generate(request).ok());
+    request.max_prompt_tokens = n - 1;
+    Result<GenerateResult> refused = (*engine)->Generate(request);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+    const std::string message = refused.error().ToString();
+    EXPECT_NE(message.find(std::to_string(n) + " tokens"), std::string::npos) << message;
+    EXPECT_NE(message.find("(" + std::to_string(n - 1) + ")"), std::string::npos) << message;
+    request.max_prompt_tokens = -1;
+    refused = (*engine)->Generate(request);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(MemoryAndStore, EngineApiTest, ::testing::Bool(),

@@ -92,7 +92,15 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   return s;
 }
 
-Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
+tokenizer::EncodeOptions SegmentEncodeOptions(const PromptSegment& segment) {
+  tokenizer::EncodeOptions options;
+  options.add_special = false;
+  options.parse_special = segment.parse_special;
+  options.literal_ranges = segment.literal_ranges;
+  return options;
+}
+
+Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_prompt_tokens) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   prompt_.clear();
   chunks_.clear();
@@ -111,9 +119,7 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
   for (size_t s = 0; s < segments.size(); ++s) {
     last_segment_begin_ = static_cast<int>(prompt_.size());
     last_segment_first_chunk_ = static_cast<int>(chunks_.size());
-    std::vector<int32_t> ids =
-        tok.Encode(segments[s].text,
-                   tokenizer::EncodeOptions{/*add_special=*/false, segments[s].parse_special});
+    std::vector<int32_t> ids = tok.Encode(segments[s].text, SegmentEncodeOptions(segments[s]));
     for (size_t begin = 0; begin < ids.size();
          begin += static_cast<size_t>(options_.chunk_tokens)) {
       const size_t end = std::min(ids.size(), begin + static_cast<size_t>(options_.chunk_tokens));
@@ -128,6 +134,11 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments) {
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
   }
   if (prompt_.empty() || segments.empty()) return InvalidArgumentError("the prompt is empty");
+  if (max_prompt_tokens > 0 && static_cast<int>(prompt_.size()) > max_prompt_tokens) {
+    return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
+                                " tokens, more than max_prompt_tokens (" +
+                                std::to_string(max_prompt_tokens) + ")");
+  }
   if (static_cast<int>(prompt_.size()) > backend_->capacity_tokens()) {
     return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
                                 " tokens but only " + std::to_string(backend_->capacity_tokens()) +
@@ -254,14 +265,15 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
   return Status::Ok();
 }
 
-Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segments) {
+Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segments,
+                                            int max_prompt_tokens) {
   const auto start = std::chrono::steady_clock::now();
   prefilled_ = false;
   REPRISE_RETURN_IF_ERROR(CheckCancelled());
   if (cache_ == nullptr && options_.method != ReuseMethod::kNone) {
     return InvalidArgumentError("reuse needs a chunk cache");
   }
-  REPRISE_RETURN_IF_ERROR(Tokenize(segments));
+  REPRISE_RETURN_IF_ERROR(Tokenize(segments, max_prompt_tokens));
   const int n = static_cast<int>(prompt_.size());
   PrefillReport report;
   report.prompt_tokens = n;
@@ -352,7 +364,7 @@ Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
   if (cache == nullptr || options_.method == ReuseMethod::kNone) return 0;
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   const std::vector<int32_t> segment =
-      tok.Encode(reply_segment.text, tokenizer::EncodeOptions{false, reply_segment.parse_special});
+      tok.Encode(reply_segment.text, SegmentEncodeOptions(reply_segment));
   // The tokens whose KV the session holds from the generation prompt's segment on: that
   // segment's, then the generated ones fed back (the last sampled one never was).
   const int begin = last_segment_begin_;

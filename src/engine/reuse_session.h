@@ -19,6 +19,7 @@
 #include "engine/loaded_model.h"
 #include "kv/chunk_cache.h"
 #include "reuse/reuse_planner.h"
+#include "tokenizer/tokenizer.h"
 
 namespace reprise::engine {
 
@@ -63,9 +64,16 @@ struct ReuseOptions {
 struct PromptSegment {
   std::string role;
   std::string text;
-  // Turn texts of special tokens (a chat template's markers) into those tokens.
+  // Turn texts of special tokens (a chat template's markers) into those tokens ...
   bool parse_special = false;
+  // ... except in these byte ranges of `text`, which stay text (the messages' own text: see
+  // tokenizer::FormatChatText).
+  std::vector<tokenizer::TextRange> literal_ranges;
 };
+
+// How `segment` is encoded (no BOS: the session adds it once). The options borrow the
+// segment's ranges: valid while it lives.
+tokenizer::EncodeOptions SegmentEncodeOptions(const PromptSegment& segment);
 
 struct PrefillReport {
   int prompt_tokens = 0;
@@ -94,8 +102,10 @@ class ReuseSession {
                                                       kv::ChunkCache* cache);
 
   // Runs the prompt made of `segments` (BOS first, as the vocabulary says) and leaves the
-  // session ready to decode. Errors: InvalidArgument (empty or over-long prompt).
-  Result<PrefillReport> Prefill(std::span<const PromptSegment> segments);
+  // session ready to decode. Errors: InvalidArgument (empty prompt, or longer than the
+  // context or than `max_prompt_tokens` when that is > 0).
+  Result<PrefillReport> Prefill(std::span<const PromptSegment> segments,
+                                int max_prompt_tokens = 0);
 
   // The logits after the last prompt (or generated) token. Valid until the next call.
   std::span<const float> logits() const { return backend_->last_logits(); }
@@ -140,7 +150,7 @@ class ReuseSession {
  private:
   ReuseSession(const LoadedModel& model, const ReuseOptions& options, kv::ChunkCache* cache)
       : model_(&model), options_(options), cache_(cache) {}
-  Status Tokenize(std::span<const PromptSegment> segments);
+  Status Tokenize(std::span<const PromptSegment> segments, int max_prompt_tokens);
   void PrepareKv(const reuse::ReusePlan& plan);
   Status RunNew(int begin, int end);
   Status CheckCancelled() const;
