@@ -6,7 +6,8 @@
  *  - Every fallible call returns a reprise_status; REPRISE_OK (0) is success. On failure, when
  *    `error` is not NULL, *error receives a message to free with reprise_string_free.
  *  - Structs of options are filled with defaults by their *_init function first; fields added
- *    in later versions then keep their defaults.
+ *    in later versions then keep their defaults. New fields are only ever appended, so the
+ *    fields before them keep their offsets.
  *  - Strings are UTF-8, NUL-terminated, borrowed for the duration of the call.
  *  - An engine is thread-safe: reprise_generate may be called from several threads at once
  *    (up to `sessions` run at a time, the others wait). A session is one conversation, used by
@@ -74,6 +75,12 @@ typedef struct reprise_segment {
   const char* text;
 } reprise_segment;
 
+/* Reusable context: a retrieved document, or a skill / tool description. */
+typedef struct reprise_document {
+  const char* id;   /* optional (NULL = none); shown to the model as the title */
+  const char* text; /* required */
+} reprise_document;
+
 typedef struct reprise_request {
   const char* prompt;                /* used when num_segments is 0 */
   const reprise_segment* segments;   /* a prompt made of segments, as they come */
@@ -86,6 +93,15 @@ typedef struct reprise_request {
   uint64_t seed;
   const char* name_space;  /* NULL = the engine's or the session's */
   reprise_cancel_token* cancel; /* NULL = not cancellable */
+  /* Appended after the fields above (see the conventions at the top). */
+  /* Each its own segment, its KV reused wherever it appears: in a chat after the leading
+   * system messages (skills first, then documents), each a system turn "Document <id>:\n..."
+   * ("Skill <id>:\n..."); in a plain prompt before it, each followed by a blank line. */
+  const reprise_document* documents;
+  size_t num_documents;
+  const reprise_document* skills;
+  size_t num_skills;
+  int max_prompt_tokens; /* refuse a longer prompt (REPRISE_INVALID_ARGUMENT); 0 = no limit */
 } reprise_request;
 
 typedef struct reprise_reuse_report {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "reprise/engine.h"
 
@@ -71,6 +72,23 @@ reprise_status Fail(reprise_status code, const std::string& message, char** erro
 
 std::string OrEmpty(const char* s) { return s != nullptr ? s : ""; }
 
+// `count` C documents (`what`: "document", "skill") into `out`. Errors: InvalidArgument.
+reprise_status ToDocuments(const reprise_document* in, size_t count, const char* what,
+                           std::vector<reprise::Document>& out, char** error) {
+  if (count > 0 && in == nullptr) {
+    return Fail(REPRISE_INVALID_ARGUMENT,
+                std::string("num_") + what + "s > 0 but no " + what + "s given", error);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (in[i].text == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  std::string(what) + " " + std::to_string(i) + " has no text", error);
+    }
+    out.push_back({OrEmpty(in[i].id), in[i].text});
+  }
+  return REPRISE_OK;
+}
+
 // The C++ request of a C one. Errors: InvalidArgument.
 reprise_status ToRequest(const reprise_request* in, reprise::GenerateRequest& out, char** error) {
   if (in == nullptr) return Fail(REPRISE_INVALID_ARGUMENT, "no request given", error);
@@ -85,6 +103,16 @@ reprise_status ToRequest(const reprise_request* in, reprise::GenerateRequest& ou
     }
     out.segments.push_back({OrEmpty(in->segments[i].role), in->segments[i].text});
   }
+  if (reprise_status s = ToDocuments(in->documents, in->num_documents, "document",
+                                     out.documents, error);
+      s != REPRISE_OK) {
+    return s;
+  }
+  if (reprise_status s = ToDocuments(in->skills, in->num_skills, "skill", out.skills, error);
+      s != REPRISE_OK) {
+    return s;
+  }
+  out.max_prompt_tokens = in->max_prompt_tokens;
   out.chat = in->chat != 0;
   out.max_new_tokens = in->max_new_tokens;
   out.temperature = in->temperature;
@@ -252,6 +280,7 @@ void reprise_request_init(reprise_request* request) {
   request->temperature = d.temperature;
   request->top_k = d.top_k;
   request->top_p = d.top_p;
+  request->max_prompt_tokens = d.max_prompt_tokens;
 }
 
 reprise_status reprise_generate(reprise_engine* engine, const reprise_request* request,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -115,6 +116,68 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
   EXPECT_EQ(reprise_generate(engine_, nullptr, nullptr, nullptr, &result, nullptr),
             REPRISE_INVALID_ARGUMENT);
   EXPECT_STREQ(reprise_status_name(REPRISE_CANCELLED), "cancelled");
+}
+
+// Fields added later come after the first version's, which keep their offsets.
+static_assert(offsetof(reprise_request, documents) > offsetof(reprise_request, cancel) &&
+              offsetof(reprise_request, max_prompt_tokens) > offsetof(reprise_request, skills));
+
+TEST_F(CApiTest, DocumentsSkillsAndPromptLimit) {
+  Create();
+  reprise_request request;
+  reprise_request_init(&request);
+  EXPECT_EQ(request.documents, nullptr);
+  EXPECT_EQ(request.num_skills, 0u);
+  EXPECT_EQ(request.max_prompt_tokens, 0);
+  request.prompt = "One day,";
+  request.max_new_tokens = 4;
+  reprise_result alone;
+  ASSERT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &alone, nullptr), REPRISE_OK);
+
+  const reprise_document documents[] = {
+      {"park", "Lily went to the park with her mom. They saw a big red ball under a tree."},
+      {nullptr, "Tom had a little dog. The dog liked to run and jump in the sun all day."}};
+  const reprise_document skills[] = {{"story", "Tell a short happy story."}};
+  request.documents = documents;
+  request.num_documents = 2;
+  request.skills = skills;
+  request.num_skills = 1;
+  reprise_result first;
+  char* error = nullptr;
+  ASSERT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &first, &error), REPRISE_OK)
+      << error;
+  EXPECT_GT(first.prompt_tokens, alone.prompt_tokens + 40);  // the context is in the prompt
+  reprise_result second;
+  ASSERT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &second, nullptr), REPRISE_OK);
+  EXPECT_GT(second.reuse.tokens_prefix, first.prompt_tokens / 2);
+
+  // The limit counts the whole prompt's tokens.
+  request.max_prompt_tokens = first.prompt_tokens;
+  reprise_result fits;
+  EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &fits, nullptr), REPRISE_OK);
+  request.max_prompt_tokens = first.prompt_tokens - 1;
+  reprise_result refused;
+  EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &refused, &error),
+            REPRISE_INVALID_ARGUMENT);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find(std::to_string(first.prompt_tokens) + " tokens"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(std::string(error).find(std::to_string(first.prompt_tokens - 1)), std::string::npos)
+      << error;
+  reprise_string_free(error);
+  request.max_prompt_tokens = 0;
+
+  const reprise_document no_text[] = {{"x", nullptr}};
+  request.skills = no_text;
+  EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &refused, &error),
+            REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("skill 0 has no text"), std::string::npos) << error;
+  reprise_string_free(error);
+  request.skills = nullptr;  // num_skills still 1
+  EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &refused, nullptr),
+            REPRISE_INVALID_ARGUMENT);
+  for (reprise_result* r : {&alone, &first, &second, &fits}) reprise_result_free(r);
 }
 
 TEST_F(CApiTest, SessionsKeepTheirNamespacesApart) {
