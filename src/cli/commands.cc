@@ -6,6 +6,7 @@ std::vector<std::unique_ptr<Command>> MakeCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(NewDemoCommand());
   commands.push_back(NewRunCommand());
+  commands.push_back(NewServeCommand());
   commands.push_back(NewTokenizeCommand());
   commands.push_back(NewInspectCommand());
   commands.push_back(NewConvertCommand());

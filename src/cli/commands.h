@@ -10,6 +10,7 @@ namespace reprise::cli {
 std::unique_ptr<Command> NewInspectCommand();
 std::unique_ptr<Command> NewTokenizeCommand();
 std::unique_ptr<Command> NewRunCommand();
+std::unique_ptr<Command> NewServeCommand();
 std::unique_ptr<Command> NewMakeModelCommand();
 std::unique_ptr<Command> NewConvertCommand();
 std::unique_ptr<Command> NewDemoCommand();

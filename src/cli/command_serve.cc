@@ -1,0 +1,197 @@
+// `reprise serve`: an OpenAI-compatible HTTP server (server/http_server.h) over one engine with
+// a pool of sessions and, with --store, a persistent KV store shared by its requests.
+// SIGTERM or SIGINT drains it: no new connections, running requests finish (cancelled after
+// --drain-seconds), the store is flushed, and the process exits 0.
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <pthread.h>
+#include <thread>
+
+#include "base/logging.h"
+#include "cli/command.h"
+#include "cli/commands.h"
+#include "cli/option_checks.h"
+#include "cli/paths.h"
+#include "cli/store_names.h"
+#include "reprise/engine.h"
+#include "server/http_server.h"
+
+namespace reprise::cli {
+namespace {
+
+class ServeCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    CLI::App* sub = app.add_subcommand(
+        "serve", "Serve the model over HTTP with OpenAI's API (chat, completions, streaming)");
+    sub->add_option("-m,--model", engine_.model_path, "GGUF model file")->required();
+    sub->add_option("--host", server_.host,
+                    "Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every "
+                    "interface)")
+        ->default_val("127.0.0.1");
+    sub->add_option("--port", server_.port, "Port (0 = any free port, printed at start)")
+        ->default_val(8080)
+        ->check(IntegerIn(0, 65535));
+    sub->add_option("--alias", server_.model_name,
+                    "The model's id in the API (default: the file name without .gguf)");
+    sub->add_option("--api-key", server_.api_keys,
+                    "KEY or KEY:NAMESPACE (repeatable): requests must send one as 'Authorization: "
+                    "Bearer KEY'; each key's requests reuse only its namespace's KV")
+        ->take_all();
+    sub->add_option("--sessions", engine_.sessions,
+                    "Requests generating at once (each holds a KV cache of --context tokens)")
+        ->default_val(2)
+        ->check(IntegerIn(1, 256));
+    sub->add_option("--queue", server_.max_waiting,
+                    "Requests that may wait for a session; one more is answered 429")
+        ->default_val(64)
+        ->check(IntegerIn(0, 4096));
+    sub->add_option("--max-body-mb", max_body_mb_, "Largest request body, MiB")
+        ->default_val(8)
+        ->check(IntegerIn(1, 1024));
+    sub->add_option("--max-tokens", server_.limits.max_tokens,
+                    "Most tokens a request may ask to generate")
+        ->default_val(4096)
+        ->check(IntegerIn(1, 1 << 20));
+    sub->add_option("--default-max-tokens", server_.limits.default_max_tokens,
+                    "Tokens generated when a request names no max_tokens")
+        ->default_val(256)
+        ->check(IntegerIn(1, 1 << 20));
+    sub->add_option("--max-prompt-tokens", server_.max_prompt_tokens,
+                    "Refuse longer prompts (0 = the context size)")
+        ->default_val(0)
+        ->check(IntegerIn(0, 1 << 20));
+    sub->add_option("--drain-seconds", server_.drain_seconds,
+                    "On SIGTERM, how long running requests may finish before being cancelled")
+        ->default_val(30)
+        ->check(IntegerIn(0, 3600));
+    sub->add_option("-c,--context", engine_.context_tokens,
+                    "Context size of each session in tokens (0 = the model's, at most 4096)")
+        ->default_val(0)
+        ->check(IntegerIn(0, 1 << 20));
+    sub->add_option("-t,--threads", engine_.num_threads, "Threads (0 = all cores)")
+        ->default_val(0)
+        ->check(IntegerIn(0, kMaxThreads));
+    sub->add_option("--reuse", reuse_name_, "KV reuse across requests: none, prefix, full, blend")
+        ->default_val("blend")
+        ->check(CLI::IsMember({"none", "prefix", "full", "blend"}));
+    sub->add_option("--ratio", engine_.recompute_ratio, "Recompute ratio r for blend")
+        ->default_val(0.25)
+        ->check(FiniteIn(0.0001, 1.0));
+    sub->add_option("--guard", engine_.quality_guard,
+                    "Quality guard for blend (see `reprise run --help`); 0 = off")
+        ->default_val(0.0)
+        ->check(FiniteIn(0.0, 1e9));
+    sub->add_flag("--store", use_store_,
+                  "Keep KV caches on flash across restarts, in the default store folder");
+    sub->add_option("--store-dir", engine_.store_dir, "Keep KV caches in this folder");
+    sub->add_option("--namespace", engine_.name_space,
+                    "Namespace of requests without an API key (and of keys given without one)")
+        ->default_val("default")
+        ->check(NewNamespaceName());
+    sub->add_option("--pool-mb", engine_.cache_mb, "Memory for cached KV, MiB")
+        ->default_val(1024)
+        ->check(BudgetMib());
+    sub->add_option("--disk-mb", engine_.store_disk_mb, "Flash budget of the store, MiB")
+        ->default_val(8192)
+        ->check(BudgetMib());
+    sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
+        ->default_val("f16")
+        ->check(CLI::IsMember({"f16", "int8"}));
+    return sub;
+  }
+
+  int Run() override {
+    Result<ReuseMethod> reuse = ParseReuseMethod(reuse_name_);
+    if (!reuse.ok()) return PrintError("serve", reuse.error());
+    engine_.reuse = *reuse;
+    Result<KvCodec> codec = ParseKvCodec(codec_name_);
+    if (!codec.ok()) return PrintError("serve", codec.error());
+    engine_.store_codec = *codec;
+    Result<std::string> cache_dir = FindCacheDir();
+    if (use_store_ && engine_.store_dir.empty()) {
+      if (!cache_dir.ok()) return PrintError("serve", cache_dir.error());
+      engine_.store_dir = *cache_dir + "/store";
+    }
+    if (engine_.calibration_dir.empty() && cache_dir.ok()) engine_.calibration_dir = *cache_dir;
+    if (server_.model_name.empty()) {
+      server_.model_name = std::filesystem::path(engine_.model_path).stem().string();
+    }
+    for (const std::string& key : server_.api_keys) {
+      const size_t colon = key.find(':');
+      if (colon != std::string::npos) {
+        Status valid = CheckNamespaceName(key.substr(colon + 1));
+        if (!valid.ok()) return PrintError("serve", valid);
+      }
+    }
+    server_.default_namespace = engine_.name_space;
+    server_.max_body_bytes = static_cast<int64_t>(max_body_mb_) << 20;
+    server_.max_running = engine_.sessions;
+
+    // SIGTERM and SIGINT are taken by one thread (sigwait); every other thread, the engine's
+    // included, is made after this and inherits the mask. A client that goes away must not
+    // kill the process with SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    Result<std::unique_ptr<Engine>> engine = Engine::Create(engine_);
+    if (!engine.ok()) return PrintError("serve", engine.error());
+    Result<std::unique_ptr<server::HttpServer>> server =
+        server::HttpServer::Create(**engine, server_);
+    if (!server.ok()) return PrintError("serve", server.error());
+    std::fprintf(stderr, "[%s]\n", (*engine)->Describe().c_str());
+    const std::string store = (*engine)->DescribeStore();
+    if (!store.empty()) std::fprintf(stderr, "%s\n", store.c_str());
+    std::fprintf(stderr,
+                 "reprise serve: model '%s' at http://%s:%d/ (chat page at /, API at /v1, "
+                 "metrics at /metrics); %d sessions, reuse %s%s\n",
+                 server_.model_name.c_str(), server_.host.c_str(), (*server)->port(),
+                 engine_.sessions, reuse_name_.c_str(),
+                 server_.api_keys.empty() ? "" : ", API keys required");
+    std::fflush(stderr);
+
+    std::atomic<bool> served{false};
+    server::HttpServer* http = server->get();
+    std::thread signal_thread([&] {
+      const timespec poll{0, 200 * 1000 * 1000};
+      while (!served.load()) {
+        const int signal = sigtimedwait(&stop_signals, nullptr, &poll);
+        if (signal == SIGTERM || signal == SIGINT) {
+          std::fprintf(stderr, "reprise serve: %s: draining\n",
+                       signal == SIGTERM ? "SIGTERM" : "SIGINT");
+          http->Stop();
+          return;
+        }
+      }
+    });
+    Status serving = (*server)->Serve();
+    served.store(true);
+    signal_thread.join();
+    server->reset();
+    Status flushed = (*engine)->Flush();
+    if (!serving.ok()) return PrintError("serve", serving);
+    if (!flushed.ok()) return PrintError("serve", flushed.WithContext("flushing the store"));
+    if (!store.empty()) std::fprintf(stderr, "%s\n", (*engine)->DescribeStore().c_str());
+    std::fprintf(stderr, "reprise serve: stopped\n");
+    return kExitOk;
+  }
+
+ private:
+  EngineOptions engine_;
+  server::ServerOptions server_;
+  std::string reuse_name_ = "blend", codec_name_ = "f16";
+  int max_body_mb_ = 8;
+  bool use_store_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewServeCommand() { return std::make_unique<ServeCommand>(); }
+
+}  // namespace reprise::cli

@@ -1,0 +1,365 @@
+// The server end to end over real HTTP on 127.0.0.1, on the demo kit's stories260K (in the
+// repository): OpenAI's shapes, streaming, reuse reported per response, errors, API keys
+// and namespaces, concurrency, clients that go away, memory over many requests.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "base/memory_usage.h"
+
+namespace reprise::server {
+namespace {
+
+using nlohmann::json;
+
+const std::string kModel = std::string(REPRISE_SOURCE_DIR) + "/data/demo/stories260K.gguf";
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start(ServerOptions options = {}, int sessions = 2) {
+    EngineOptions engine_options;
+    engine_options.model_path = kModel;
+    engine_options.context_tokens = 1024;
+    engine_options.num_threads = 2;
+    engine_options.sessions = sessions;
+    engine_options.reuse = ReuseMethod::kBlend;
+    engine_options.cache_mb = 64;
+    Result<std::unique_ptr<Engine>> engine = Engine::Create(engine_options);
+    ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+    engine_ = std::move(*engine);
+    options.port = 0;
+    options.model_name = "stories260K";
+    options.max_running = sessions;
+    Result<std::unique_ptr<HttpServer>> server = HttpServer::Create(*engine_, options);
+    ASSERT_TRUE(server.ok()) << server.error().ToString();
+    server_ = std::move(*server);
+    serving_ = std::thread([this] { EXPECT_TRUE(server_->Serve().ok()); });
+  }
+
+  void TearDown() override {
+    if (server_) {
+      server_->Stop();
+      serving_.join();
+      server_.reset();
+    }
+  }
+
+  httplib::Client Client() {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(60, 0);
+    return client;
+  }
+
+  httplib::Result Post(const std::string& path, const std::string& body,
+                       const httplib::Headers& headers = {}) {
+    httplib::Client client = Client();
+    return client.Post(path, headers, body, "application/json");
+  }
+
+  static json ChatBody(const std::string& user, int max_tokens = 8) {
+    return json{{"model", "stories260K"},
+                {"messages", json::array({{{"role", "user"}, {"content", user}}})},
+                {"max_tokens", max_tokens},
+                {"temperature", 0}};
+  }
+
+  // The JSON payloads of an SSE body, without [DONE]; `done` tells whether it ended with it.
+  static std::vector<json> Events(const std::string& body, bool* done) {
+    std::vector<json> events;
+    *done = false;
+    size_t at = 0;
+    while (true) {
+      const size_t end = body.find("\n\n", at);
+      if (end == std::string::npos) break;
+      const std::string event = body.substr(at, end - at);
+      at = end + 2;
+      if (event.rfind("data: ", 0) != 0) continue;
+      const std::string data = event.substr(6);
+      if (data == "[DONE]") {
+        *done = true;
+        continue;
+      }
+      events.push_back(json::parse(data));
+    }
+    return events;
+  }
+
+  static void ExpectOpenAiError(const httplib::Result& res, int status) {
+    ASSERT_TRUE(res) << "no response";
+    EXPECT_EQ(res->status, status) << res->body;
+    const json body = json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << res->body;
+    ASSERT_TRUE(body.contains("error")) << res->body;
+    EXPECT_TRUE(body["error"]["message"].is_string());
+    EXPECT_FALSE(body["error"]["message"].get<std::string>().empty());
+    EXPECT_TRUE(body["error"]["type"].is_string());
+  }
+
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread serving_;
+};
+
+TEST_F(HttpServerTest, HealthModelsAndThePage) {
+  Start();
+  httplib::Client client = Client();
+  httplib::Result health = client.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(json::parse(health->body)["status"], "ok");
+  httplib::Result models = client.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 200);
+  const json list = json::parse(models->body);
+  EXPECT_EQ(list["object"], "list");
+  EXPECT_EQ(list["data"][0]["id"], "stories260K");
+  EXPECT_EQ(list["data"][0]["owned_by"], "reprise");
+  httplib::Result page = client.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, ChatCompletionWithUsageAndReuse) {
+  Start();
+  httplib::Result res = Post("/v1/chat/completions", ChatBody("Tell me a story.", 12).dump());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json body = json::parse(res->body);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["model"], "stories260K");
+  EXPECT_EQ(body["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+  EXPECT_FALSE(body["choices"][0]["message"]["content"].get<std::string>().empty());
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"]["completion_tokens"], 12);
+  const int prompt_tokens = body["usage"]["prompt_tokens"];
+  EXPECT_GT(prompt_tokens, 3);
+  const json& r = body["reprise"];
+  EXPECT_EQ(r["tokens_prefix"].get<int>() + r["tokens_reused"].get<int>() +
+                r["tokens_recomputed"].get<int>() + r["tokens_new"].get<int>(),
+            prompt_tokens);
+  EXPECT_EQ(r["namespace"], "default");
+  EXPECT_GT(r["ttft_ms"].get<double>(), 0.0);
+
+  // The same conversation one turn later: its first turn is an exact cached prefix.
+  json next = ChatBody("Tell me a story.", 4);
+  next["messages"].push_back({{"role", "assistant"}, {"content", body["choices"][0]["message"]["content"]}});
+  next["messages"].push_back({{"role", "user"}, {"content", "And then?"}});
+  httplib::Result again = Post("/v1/chat/completions", next.dump());
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->status, 200) << again->body;
+  const json second = json::parse(again->body);
+  EXPECT_GT(second["reprise"]["tokens_prefix"].get<int>(), 0);
+  EXPECT_EQ(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            second["reprise"]["tokens_prefix"].get<int>() +
+                second["reprise"]["tokens_reused"].get<int>());
+}
+
+TEST_F(HttpServerTest, StreamedTextEqualsTheWholeReply) {
+  Start();
+  json request = {{"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 0}};
+  httplib::Result whole = Post("/v1/completions", request.dump());
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const json body = json::parse(whole->body);
+  EXPECT_EQ(body["object"], "text_completion");
+  const std::string text = body["choices"][0]["text"];
+
+  request["stream"] = true;
+  request["stream_options"] = {{"include_usage", true}};
+  httplib::Result streamed = Post("/v1/completions", request.dump());
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  EXPECT_NE(streamed->get_header_value("Content-Type").find("text/event-stream"),
+            std::string::npos);
+  bool done = false;
+  const std::vector<json> events = Events(streamed->body, &done);
+  EXPECT_TRUE(done);
+  ASSERT_GE(events.size(), 3u);
+  std::string joined;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    ASSERT_EQ(events[i]["choices"].size(), 1u);
+    joined += events[i]["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(events[events.size() - 2]["choices"][0]["finish_reason"], "length");
+  const json& usage = events.back();
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
+  EXPECT_TRUE(usage.contains("reprise"));
+}
+
+TEST_F(HttpServerTest, StreamedChatStartsWithTheRoleAndHonoursStop) {
+  Start();
+  json request = ChatBody("Tell me a story.", 40);
+  httplib::Result whole = Post("/v1/chat/completions", request.dump());
+  ASSERT_TRUE(whole && whole->status == 200);
+  const std::string text = json::parse(whole->body)["choices"][0]["message"]["content"];
+  ASSERT_GT(text.size(), 10u);
+  // Stop at a word from the middle of the reply: the reply ends right before it.
+  const std::string stop = text.substr(text.size() / 2, 3);
+  request["stop"] = stop;
+  request["stream"] = true;
+  httplib::Result streamed = Post("/v1/chat/completions", request.dump());
+  ASSERT_TRUE(streamed && streamed->status == 200);
+  bool done = false;
+  const std::vector<json> events = Events(streamed->body, &done);
+  EXPECT_TRUE(done);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string joined;
+  for (const json& e : events) {
+    if (e["choices"][0]["delta"].contains("content")) joined += e["choices"][0]["delta"]["content"];
+  }
+  EXPECT_EQ(joined, text.substr(0, text.find(stop)));
+  EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(HttpServerTest, BadRequestsGetOpenAiErrors) {
+  ServerOptions options;
+  options.max_body_bytes = 64 * 1024;
+  Start(options);
+  ExpectOpenAiError(Post("/v1/chat/completions", "{not json"), 400);
+  ExpectOpenAiError(Post("/v1/chat/completions", "[]"), 400);
+  ExpectOpenAiError(Post("/v1/chat/completions", R"({"messages": "x"})"), 400);
+  ExpectOpenAiError(Post("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", "
+                                                  "\"content\": \"\xc3\x28\"}]}"),
+                    400);
+  json negative = ChatBody("hi");
+  negative["max_tokens"] = -5;
+  ExpectOpenAiError(Post("/v1/chat/completions", negative.dump()), 400);
+  json huge_tokens = ChatBody("hi");
+  huge_tokens["max_tokens"] = 1 << 30;
+  ExpectOpenAiError(Post("/v1/chat/completions", huge_tokens.dump()), 400);
+  json unknown = ChatBody("hi");
+  unknown["frobnicate"] = 1;
+  ExpectOpenAiError(Post("/v1/chat/completions", unknown.dump()), 400);
+  json model = ChatBody("hi");
+  model["model"] = "gpt-4";
+  httplib::Result wrong_model = Post("/v1/chat/completions", model.dump());
+  ExpectOpenAiError(wrong_model, 404);
+  EXPECT_EQ(json::parse(wrong_model->body)["error"]["code"], "model_not_found");
+  ExpectOpenAiError(Post("/v1/chat/completions", std::string(200 * 1024, ' ')), 413);
+  ExpectOpenAiError(Post("/v1/nowhere", "{}"), 404);
+  // A prompt longer than the context.
+  std::string long_text;
+  for (int i = 0; i < 3000; ++i) long_text += "word ";
+  ExpectOpenAiError(Post("/v1/chat/completions", ChatBody(long_text).dump()), 400);
+  // The server still answers.
+  httplib::Result ok = Post("/v1/chat/completions", ChatBody("hi", 2).dump());
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  httplib::Client client = Client();
+  httplib::Result metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("reprise_requests_total{endpoint=\"chat\",code=\"400\"}"),
+            std::string::npos);
+}
+
+TEST_F(HttpServerTest, ApiKeysAreRequiredAndSeparateNamespaces) {
+  ServerOptions options;
+  options.api_keys = {"key-a:alice", "key-b:bob"};
+  Start(options);
+  httplib::Result none = Post("/v1/chat/completions", ChatBody("hi").dump());
+  ExpectOpenAiError(none, 401);
+  EXPECT_EQ(json::parse(none->body)["error"]["code"], "invalid_api_key");
+  ExpectOpenAiError(Post("/v1/chat/completions", ChatBody("hi").dump(),
+                         {{"Authorization", "Bearer key-c"}}),
+                    401);
+  httplib::Client client = Client();
+  ExpectOpenAiError(client.Get("/v1/models"), 401);
+
+  const json request = ChatBody("Once upon a time there was a little dog named Max.", 4);
+  httplib::Result alice = Post("/v1/chat/completions", request.dump(),
+                               {{"Authorization", "Bearer key-a"}});
+  ASSERT_TRUE(alice && alice->status == 200) << (alice ? alice->body : "");
+  EXPECT_EQ(json::parse(alice->body)["reprise"]["namespace"], "alice");
+  httplib::Result alice_again = Post("/v1/chat/completions", request.dump(),
+                                     {{"Authorization", "Bearer key-a"}});
+  ASSERT_TRUE(alice_again && alice_again->status == 200);
+  EXPECT_GT(json::parse(alice_again->body)["usage"]["prompt_tokens_details"]["cached_tokens"]
+                .get<int>(),
+            0);
+  // Bob sends the same prompt: nothing of Alice's is reused.
+  httplib::Result bob = Post("/v1/chat/completions", request.dump(),
+                             {{"Authorization", "Bearer key-b"}});
+  ASSERT_TRUE(bob && bob->status == 200);
+  const json bob_body = json::parse(bob->body);
+  EXPECT_EQ(bob_body["reprise"]["namespace"], "bob");
+  EXPECT_EQ(bob_body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(bob_body["reprise"]["tokens_recomputed"], 0);
+}
+
+TEST_F(HttpServerTest, ThirtyTwoConcurrentClientsAreAllServed) {
+  Start({}, 2);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 32; ++i) {
+    clients.emplace_back([&, i] {
+      json request = ChatBody("Story number " + std::to_string(i), 6);
+      request["stream"] = (i % 2 == 0);
+      httplib::Result res = Post("/v1/chat/completions", request.dump());
+      if (res && res->status == 200) {
+        ++ok;
+      } else {
+        ADD_FAILURE() << "client " << i << ": "
+                      << (res ? std::to_string(res->status) + " " + res->body
+                              : httplib::to_string(res.error()));
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 32);
+}
+
+TEST_F(HttpServerTest, AClientThatGoesAwayMidStreamLeavesTheServerWell) {
+  Start({}, 1);
+  for (int i = 0; i < 5; ++i) {
+    httplib::Client client = Client();
+    json request = ChatBody("Once upon a time", 400);
+    request["stream"] = true;
+    int chunks = 0;
+    // Returning false from the receiver closes the connection after the first bytes.
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/chat/completions";
+    req.body = request.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 2; };
+    httplib::Result res = client.send(req);
+    (void)res;
+  }
+  httplib::Result after = Post("/v1/chat/completions", ChatBody("hi", 3).dump());
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200);
+}
+
+TEST_F(HttpServerTest, MemoryStaysBoundedOverManyRequests) {
+  Start({}, 2);
+  auto run = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      json request = ChatBody("Tell me story " + std::to_string(i % 50), 4);
+      request["stream"] = (i % 2 == 0);
+      httplib::Result res = Post("/v1/chat/completions", request.dump());
+      ASSERT_TRUE(res && res->status == 200);
+    }
+  };
+  run(200);
+  const double warm_mb = CurrentRssMb();
+  run(800);
+  const double after_mb = CurrentRssMb();
+  // The chunk cache is capped at 64 MiB and was filled by the first 200; anything else that
+  // grew with the request count would be a leak.
+  EXPECT_LT(after_mb - warm_mb, 24.0) << warm_mb << " MiB -> " << after_mb << " MiB";
+}
+
+}  // namespace
+}  // namespace reprise::server

@@ -1,0 +1,371 @@
+#include "server/openai_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+
+#include "base/status.h"
+
+namespace reprise::server {
+namespace {
+
+using nlohmann::json;
+
+Status FieldError(std::string_view field, std::string_view what) {
+  return InvalidArgumentError("'" + std::string(field) + "' " + std::string(what));
+}
+
+Result<json> ParseObject(std::string_view body) {
+  json parsed;
+  try {
+    parsed = json::parse(body.begin(), body.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
+  } catch (const std::exception& e) {  // allocation failures; the parser itself does not throw
+    return InvalidArgumentError(std::string("the body could not be parsed: ") + e.what());
+  }
+  if (parsed.is_discarded()) {
+    return InvalidArgumentError("the body is not valid JSON (or not valid UTF-8)");
+  }
+  if (!parsed.is_object()) return InvalidArgumentError("the body must be a JSON object");
+  return parsed;
+}
+
+// Refuses fields outside `known`.
+Status CheckKnownFields(const json& object, const std::set<std::string_view>& known,
+                        std::string_view where) {
+  for (const auto& [key, value] : object.items()) {
+    if (!known.contains(key)) {
+      return InvalidArgumentError("unrecognized argument '" + key + "'" +
+                                  (where.empty() ? "" : " in " + std::string(where)));
+    }
+  }
+  return Status::Ok();
+}
+
+bool Has(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && !it->is_null();
+}
+
+Result<int> IntegerField(const json& value, std::string_view field, int64_t min, int64_t max) {
+  if (!value.is_number_integer()) return FieldError(field, "must be an integer");
+  const int64_t v = value.is_number_unsigned() && value.get<uint64_t>() > INT64_MAX
+                        ? INT64_MAX
+                        : value.get<int64_t>();
+  if (v < min || v > max) {
+    return FieldError(field, "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                 "], not " + value.dump());
+  }
+  return static_cast<int>(v);
+}
+
+Result<double> NumberField(const json& value, std::string_view field, double min, double max,
+                           bool min_exclusive = false) {
+  if (!value.is_number()) return FieldError(field, "must be a number");
+  const double v = value.get<double>();
+  if (!std::isfinite(v) || v < min || (min_exclusive && v == min) || v > max) {
+    return FieldError(field, std::string("must be in ") + (min_exclusive ? "(" : "[") +
+                                 json(min).dump() + ", " + json(max).dump() + "], not " +
+                                 value.dump());
+  }
+  return v;
+}
+
+Result<bool> BoolField(const json& value, std::string_view field) {
+  if (!value.is_boolean()) return FieldError(field, "must be true or false");
+  return value.get<bool>();
+}
+
+Result<std::string> StringField(const json& value, std::string_view field) {
+  if (!value.is_string()) return FieldError(field, "must be a string");
+  return value.get<std::string>();
+}
+
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts.
+Result<std::string> ContentText(const json& content, std::string_view field) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return FieldError(field, "must be a string or an array of parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string where = std::string(field) + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) return FieldError(where, "must be an object");
+    REPRISE_RETURN_IF_ERROR(CheckKnownFields(part, {"type", "text"}, where));
+    if (!part.contains("type") || !part["type"].is_string()) {
+      return FieldError(where + ".type", "must be a string");
+    }
+    if (part["type"] != "text") {
+      return FieldError(where + ".type",
+                        "'" + part["type"].get<std::string>() +
+                            "' is not supported: this model takes text parts only");
+    }
+    REPRISE_ASSIGN_OR_RETURN(std::string piece,
+                             StringField(part.value("text", json()), where + ".text"));
+    text += piece;
+  }
+  return text;
+}
+
+// "documents" / "skills": [{"id": "...", "text": "..."}].
+Result<std::vector<Document>> DocumentList(const json& value, std::string_view field) {
+  if (!value.is_array()) return FieldError(field, "must be an array of {id, text} objects");
+  std::vector<Document> documents;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const json& item = value[i];
+    const std::string where = std::string(field) + "[" + std::to_string(i) + "]";
+    if (!item.is_object()) return FieldError(where, "must be an object with 'text'");
+    REPRISE_RETURN_IF_ERROR(CheckKnownFields(item, {"id", "text"}, where));
+    Document document;
+    if (Has(item, "id")) {
+      const json& id = item["id"];
+      if (id.is_string()) {
+        document.id = id.get<std::string>();
+      } else if (id.is_number_integer()) {
+        document.id = id.dump();
+      } else {
+        return FieldError(where + ".id", "must be a string or an integer");
+      }
+    }
+    REPRISE_ASSIGN_OR_RETURN(document.text,
+                             StringField(item.value("text", json()), where + ".text"));
+    if (document.text.empty()) return FieldError(where + ".text", "must not be empty");
+    documents.push_back(std::move(document));
+  }
+  return documents;
+}
+
+// OpenAI's "tools": one skill holding every function's name, description and parameters.
+Result<Document> ToolsAsSkill(const json& tools) {
+  if (!tools.is_array()) return FieldError("tools", "must be an array");
+  std::string text = "Available tools:\n";
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& tool = tools[i];
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    if (!tool.is_object() || tool.value("type", json()) != "function" ||
+        !tool.contains("function") || !tool["function"].is_object()) {
+      return FieldError(where, "must be {\"type\": \"function\", \"function\": {...}}");
+    }
+    const json& function = tool["function"];
+    if (!function.contains("name") || !function["name"].is_string()) {
+      return FieldError(where + ".function.name", "must be a string");
+    }
+    text += "- " + function["name"].get<std::string>();
+    if (function.contains("description") && function["description"].is_string()) {
+      text += ": " + function["description"].get<std::string>();
+    }
+    if (function.contains("parameters")) {
+      text += "\n  parameters: " +
+              function["parameters"].dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    text += "\n";
+  }
+  return Document{"tools", text};
+}
+
+// The fields both endpoints share.
+const std::set<std::string_view>& CommonFields() {
+  static const std::set<std::string_view> fields = {
+      "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+      "seed", "stream", "stream_options", "stop", "n", "user", "presence_penalty",
+      "frequency_penalty", "logprobs", "logit_bias", "documents", "skills"};
+  return fields;
+}
+
+Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& out) {
+  GenerateRequest& g = out.generate;
+  if (Has(body, "model")) {
+    REPRISE_ASSIGN_OR_RETURN(out.model, StringField(body["model"], "model"));
+  }
+  g.max_new_tokens = limits.default_max_tokens;
+  for (const char* field : {"max_tokens", "max_completion_tokens"}) {
+    if (Has(body, field)) {
+      REPRISE_ASSIGN_OR_RETURN(g.max_new_tokens,
+                               IntegerField(body[field], field, 1, limits.max_tokens));
+    }
+  }
+  g.temperature = 1.0f;  // OpenAI's default
+  if (Has(body, "temperature")) {
+    REPRISE_ASSIGN_OR_RETURN(const double t,
+                             NumberField(body["temperature"], "temperature", 0.0, 2.0));
+    g.temperature = static_cast<float>(t);
+  }
+  g.top_p = 1.0f;
+  if (Has(body, "top_p")) {
+    REPRISE_ASSIGN_OR_RETURN(const double p, NumberField(body["top_p"], "top_p", 0.0, 1.0, true));
+    g.top_p = static_cast<float>(p);
+  }
+  g.top_k = 0;
+  if (Has(body, "top_k")) {
+    REPRISE_ASSIGN_OR_RETURN(g.top_k, IntegerField(body["top_k"], "top_k", 0, 1 << 24));
+  }
+  if (Has(body, "seed")) {
+    const json& seed = body["seed"];
+    if (!seed.is_number_integer()) return FieldError("seed", "must be an integer");
+    g.seed = seed.is_number_unsigned() ? seed.get<uint64_t>()
+                                       : static_cast<uint64_t>(seed.get<int64_t>());
+  }
+  if (Has(body, "stream")) {
+    REPRISE_ASSIGN_OR_RETURN(out.stream, BoolField(body["stream"], "stream"));
+  }
+  if (Has(body, "stream_options")) {
+    const json& options = body["stream_options"];
+    if (!options.is_object()) return FieldError("stream_options", "must be an object");
+    REPRISE_RETURN_IF_ERROR(CheckKnownFields(options, {"include_usage"}, "stream_options"));
+    if (Has(options, "include_usage")) {
+      REPRISE_ASSIGN_OR_RETURN(out.include_usage, BoolField(options["include_usage"],
+                                                            "stream_options.include_usage"));
+    }
+  }
+  if (Has(body, "stop")) {
+    const json& stop = body["stop"];
+    if (stop.is_string()) {
+      out.stop.push_back(stop.get<std::string>());
+    } else if (stop.is_array()) {
+      for (const json& s : stop) {
+        if (!s.is_string()) return FieldError("stop", "must be a string or an array of strings");
+        out.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return FieldError("stop", "must be a string or an array of strings");
+    }
+    if (static_cast<int>(out.stop.size()) > limits.max_stop_sequences) {
+      return FieldError("stop", "may hold at most " + std::to_string(limits.max_stop_sequences) +
+                                    " sequences");
+    }
+    for (const std::string& s : out.stop) {
+      if (s.empty()) return FieldError("stop", "must not hold an empty string");
+    }
+  }
+  if (Has(body, "n")) REPRISE_RETURN_IF_ERROR(IntegerField(body["n"], "n", 1, 1));
+  if (Has(body, "user")) REPRISE_RETURN_IF_ERROR(StringField(body["user"], "user"));
+  for (const char* field : {"presence_penalty", "frequency_penalty"}) {
+    if (Has(body, field)) {
+      REPRISE_ASSIGN_OR_RETURN(const double v, NumberField(body[field], field, -2.0, 2.0));
+      if (v != 0.0) return FieldError(field, "is not supported (only 0)");
+    }
+  }
+  if (Has(body, "logprobs")) {
+    const json& logprobs = body["logprobs"];
+    if (!(logprobs.is_boolean() && !logprobs.get<bool>()) &&
+        !(logprobs.is_number_integer() && logprobs.get<int64_t>() == 0)) {
+      return FieldError("logprobs", "is not supported");
+    }
+  }
+  if (Has(body, "logit_bias")) {
+    if (!body["logit_bias"].is_object() || !body["logit_bias"].empty()) {
+      return FieldError("logit_bias", "is not supported (only {})");
+    }
+  }
+  if (Has(body, "skills")) {
+    REPRISE_ASSIGN_OR_RETURN(g.skills, DocumentList(body["skills"], "skills"));
+  }
+  if (Has(body, "documents")) {
+    REPRISE_ASSIGN_OR_RETURN(g.documents, DocumentList(body["documents"], "documents"));
+  }
+  return Status::Ok();
+}
+
+Status CheckDocumentCount(const ServeRequest& out, const RequestLimits& limits) {
+  const size_t count = out.generate.documents.size() + out.generate.skills.size();
+  if (count > static_cast<size_t>(limits.max_documents)) {
+    return InvalidArgumentError("too many documents and skills: " + std::to_string(count) +
+                                " (at most " + std::to_string(limits.max_documents) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
+                                                const RequestLimits& limits) {
+  REPRISE_ASSIGN_OR_RETURN(const json body, ParseObject(body_text));
+  std::set<std::string_view> known = CommonFields();
+  known.insert({"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
+                "top_logprobs"});
+  REPRISE_RETURN_IF_ERROR(CheckKnownFields(body, known, ""));
+  ServeRequest out;
+  REPRISE_RETURN_IF_ERROR(ParseCommon(body, limits, out));
+  if (!Has(body, "messages")) return FieldError("messages", "is required");
+  const json& messages = body["messages"];
+  if (!messages.is_array() || messages.empty()) {
+    return FieldError("messages", "must be a non-empty array");
+  }
+  static const std::set<std::string_view> roles = {"system", "developer", "user", "assistant",
+                                                   "tool"};
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return FieldError(where, "must be an object");
+    REPRISE_RETURN_IF_ERROR(
+        CheckKnownFields(m, {"role", "content", "name", "tool_call_id", "tool_calls"}, where));
+    REPRISE_ASSIGN_OR_RETURN(std::string role, StringField(m.value("role", json()), where + ".role"));
+    if (!roles.contains(role)) {
+      return FieldError(where + ".role",
+                        "must be one of system, developer, user, assistant, tool; not '" + role +
+                            "'");
+    }
+    if (Has(m, "tool_calls")) return FieldError(where + ".tool_calls", "is not supported");
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system role
+    REPRISE_ASSIGN_OR_RETURN(std::string content,
+                             ContentText(m.value("content", json()), where + ".content"));
+    out.generate.messages.push_back(ChatTurn{std::move(role), std::move(content)});
+  }
+  if (Has(body, "tool_choice")) {
+    const json& choice = body["tool_choice"];
+    if (!choice.is_string() || (choice != "auto" && choice != "none")) {
+      return FieldError("tool_choice", "is supported as \"auto\" or \"none\" only");
+    }
+  }
+  if (Has(body, "tools") && body.value("tool_choice", json("auto")) != "none") {
+    REPRISE_ASSIGN_OR_RETURN(Document tools, ToolsAsSkill(body["tools"]));
+    if (!body["tools"].empty()) out.generate.skills.insert(out.generate.skills.begin(), tools);
+  }
+  if (Has(body, "parallel_tool_calls")) {
+    REPRISE_RETURN_IF_ERROR(BoolField(body["parallel_tool_calls"], "parallel_tool_calls"));
+  }
+  if (Has(body, "response_format")) {
+    const json& format = body["response_format"];
+    if (!format.is_object() || format.value("type", json()) != "text") {
+      return FieldError("response_format", "is supported as {\"type\": \"text\"} only");
+    }
+  }
+  if (Has(body, "top_logprobs")) return FieldError("top_logprobs", "is not supported");
+  REPRISE_RETURN_IF_ERROR(CheckDocumentCount(out, limits));
+  out.generate.chat = true;
+  return out;
+}
+
+Result<ServeRequest> ParseCompletionRequest(std::string_view body_text,
+                                            const RequestLimits& limits) {
+  REPRISE_ASSIGN_OR_RETURN(const json body, ParseObject(body_text));
+  std::set<std::string_view> known = CommonFields();
+  known.insert({"prompt", "echo", "suffix", "best_of"});
+  REPRISE_RETURN_IF_ERROR(CheckKnownFields(body, known, ""));
+  ServeRequest out;
+  REPRISE_RETURN_IF_ERROR(ParseCommon(body, limits, out));
+  if (!Has(body, "prompt")) return FieldError("prompt", "is required");
+  const json& prompt = body["prompt"];
+  if (prompt.is_string()) {
+    out.generate.prompt = prompt.get<std::string>();
+  } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+    out.generate.prompt = prompt[0].get<std::string>();
+  } else if (prompt.is_array()) {
+    return FieldError("prompt", "must be one string (token-id prompts and batches of prompts "
+                                "are not supported)");
+  } else {
+    return FieldError("prompt", "must be a string");
+  }
+  if (Has(body, "echo")) {
+    REPRISE_ASSIGN_OR_RETURN(const bool echo, BoolField(body["echo"], "echo"));
+    if (echo) return FieldError("echo", "is not supported");
+  }
+  if (Has(body, "suffix")) return FieldError("suffix", "is not supported");
+  if (Has(body, "best_of")) REPRISE_RETURN_IF_ERROR(IntegerField(body["best_of"], "best_of", 1, 1));
+  REPRISE_RETURN_IF_ERROR(CheckDocumentCount(out, limits));
+  return out;
+}
+
+}  // namespace reprise::server

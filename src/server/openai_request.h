@@ -1,0 +1,44 @@
+// Parses and validates the JSON bodies of OpenAI's `POST /v1/chat/completions` and
+// `POST /v1/completions` into an engine request.
+//
+// Strict, as OpenAI's own API is: a body that is not a JSON object, a field of the wrong type
+// or out of range, and an unknown field are refused with InvalidArgument naming the field
+// (the server answers 400 with OpenAI's error shape). Fields OpenAI defines that Reprise
+// cannot honour (n > 1, penalties, logprobs, images) are refused the same way rather than
+// ignored. Reprise's extensions:
+//   "documents": [{"id": "...", "text": "..."}]  retrieved documents, each a reusable segment
+//   "skills":    [{"id": "...", "text": "..."}]  skill / tool descriptions, the same
+//   "top_k": int                                  sampling, as llama.cpp's server takes it
+// OpenAI's "tools" are rendered together as one skill (tool selection needs the whole block).
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reprise/engine.h"
+
+namespace reprise::server {
+
+struct RequestLimits {
+  int default_max_tokens = 256;  // when the request names none
+  int max_tokens = 4096;         // the most a request may ask for
+  int max_documents = 256;       // documents + skills in one request
+  int max_stop_sequences = 4;
+};
+
+struct ServeRequest {
+  GenerateRequest generate;  // name_space and cancel are the server's to fill in
+  std::string model;         // as the request named it ("" = not named)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with `usage`
+  std::vector<std::string> stop;
+};
+
+Result<ServeRequest> ParseChatCompletionRequest(std::string_view body,
+                                                const RequestLimits& limits);
+Result<ServeRequest> ParseCompletionRequest(std::string_view body, const RequestLimits& limits);
+
+}  // namespace reprise::server

@@ -1,0 +1,175 @@
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace reprise::server {
+namespace {
+
+const RequestLimits kLimits;
+
+Result<ServeRequest> Chat(const std::string& body) {
+  return ParseChatCompletionRequest(body, kLimits);
+}
+
+std::string ErrorOf(const Result<ServeRequest>& r) {
+  return r.ok() ? "(ok)" : r.error().message();
+}
+
+TEST(OpenAiRequestTest, ParsesAChatRequest) {
+  Result<ServeRequest> r = Chat(R"({
+    "model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                               {"role": "user", "content": [{"type": "text", "text": "Hi"},
+                                                            {"type": "text", "text": " there"}]}],
+    "max_tokens": 7, "temperature": 0, "top_p": 0.5, "seed": 42, "stream": true,
+    "stream_options": {"include_usage": true}, "stop": ["\n\n", "END"],
+    "documents": [{"id": "a", "text": "Doc A"}, {"id": 7, "text": "Doc B"}],
+    "skills": [{"text": "Skill"}]})");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->model, "m");
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_EQ(r->stop, (std::vector<std::string>{"\n\n", "END"}));
+  const GenerateRequest& g = r->generate;
+  EXPECT_TRUE(g.chat);
+  ASSERT_EQ(g.messages.size(), 2u);
+  EXPECT_EQ(g.messages[0].role, "system");
+  EXPECT_EQ(g.messages[1].content, "Hi there");
+  EXPECT_EQ(g.max_new_tokens, 7);
+  EXPECT_EQ(g.temperature, 0.0f);
+  EXPECT_EQ(g.top_p, 0.5f);
+  EXPECT_EQ(g.seed, 42u);
+  ASSERT_EQ(g.documents.size(), 2u);
+  EXPECT_EQ(g.documents[1].id, "7");
+  EXPECT_EQ(g.documents[1].text, "Doc B");
+  ASSERT_EQ(g.skills.size(), 1u);
+  EXPECT_EQ(g.skills[0].id, "");
+}
+
+TEST(OpenAiRequestTest, DefaultsFollowOpenAi) {
+  Result<ServeRequest> r = Chat(R"({"messages": [{"role": "user", "content": "Hi"}]})");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_FALSE(r->stream);
+  EXPECT_EQ(r->generate.max_new_tokens, kLimits.default_max_tokens);
+  EXPECT_EQ(r->generate.temperature, 1.0f);
+  EXPECT_EQ(r->generate.top_p, 1.0f);
+}
+
+TEST(OpenAiRequestTest, DeveloperRoleIsSystem) {
+  Result<ServeRequest> r = Chat(R"({"messages": [{"role": "developer", "content": "x"},
+                                                 {"role": "user", "content": "y"}]})");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->generate.messages[0].role, "system");
+}
+
+TEST(OpenAiRequestTest, ToolsBecomeOneSkillBlock) {
+  Result<ServeRequest> r = Chat(R"({"messages": [{"role": "user", "content": "weather?"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+               "parameters": {"type": "object"}}},
+              {"type": "function", "function": {"name": "get_time"}}]})");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  ASSERT_EQ(r->generate.skills.size(), 1u);
+  EXPECT_EQ(r->generate.skills[0].id, "tools");
+  EXPECT_NE(r->generate.skills[0].text.find("get_weather: Weather"), std::string::npos);
+  EXPECT_NE(r->generate.skills[0].text.find("get_time"), std::string::npos);
+}
+
+TEST(OpenAiRequestTest, RefusesBadBodies) {
+  const struct {
+    const char* body;
+    const char* message_part;
+  } cases[] = {
+      {"", "not valid JSON"},
+      {"{", "not valid JSON"},
+      {"[1]", "JSON object"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}", "not valid JSON"},
+      {R"({})", "'messages' is required"},
+      {R"({"messages": []})", "non-empty array"},
+      {R"({"messages": "hi"})", "non-empty array"},
+      {R"({"messages": [1]})", "messages[0]' must be an object"},
+      {R"({"messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role"},
+      {R"({"messages": [{"content": "x"}]})", "messages[0].role' must be a string"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x", "extra": 1}]})", "unrecognized argument 'extra'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "bogus": true})", "unrecognized argument 'bogus'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "'max_tokens' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "'max_tokens' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 99999999999999})", "'max_tokens' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 1.5})", "must be an integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "5"})", "must be an integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": 3})", "'temperature' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "must be a number"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "'top_p' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "'n' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "true or false"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": 3})", "'stop'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]})", "at most 4"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": [""]})", "empty string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1})", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": {"text": "a"}})", "'documents' must be an array"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": "a"}]})", "documents[0].text"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"text": ""}]})", "must not be empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"text": "a", "url": "u"}]})", "unrecognized argument 'url'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "code"}]})", "tools[0]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "model": 3})", "'model' must be a string"},
+  };
+  for (const auto& c : cases) {
+    Result<ServeRequest> r = Chat(c.body);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument) << c.body;
+    EXPECT_NE(r.error().message().find(c.message_part), std::string::npos)
+        << c.body << " -> " << r.error().message();
+  }
+}
+
+TEST(OpenAiRequestTest, TooManyDocumentsAreRefused) {
+  RequestLimits limits;
+  limits.max_documents = 2;
+  Result<ServeRequest> r = ParseChatCompletionRequest(
+      R"({"messages": [{"role": "user", "content": "x"}],
+          "documents": [{"text": "a"}, {"text": "b"}], "skills": [{"text": "c"}]})",
+      limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("too many documents"), std::string::npos);
+}
+
+TEST(OpenAiRequestTest, DeepNestingIsRefusedWithoutCrashing) {
+  std::string body = "{\"messages\": ";
+  for (int i = 0; i < 100000; ++i) body += "[";
+  for (int i = 0; i < 100000; ++i) body += "]";
+  body += "}";
+  Result<ServeRequest> r = Chat(body);
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(OpenAiRequestTest, ParsesACompletionRequest) {
+  Result<ServeRequest> r = ParseCompletionRequest(
+      R"({"model": "m", "prompt": "Once upon a time", "max_tokens": 5,
+          "documents": [{"text": "Doc"}]})",
+      kLimits);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_FALSE(r->generate.chat);
+  EXPECT_EQ(r->generate.prompt, "Once upon a time");
+  EXPECT_EQ(r->generate.max_new_tokens, 5);
+  EXPECT_EQ(r->generate.documents.size(), 1u);
+  Result<ServeRequest> one = ParseCompletionRequest(R"({"prompt": ["x"]})", kLimits);
+  ASSERT_TRUE(one.ok()) << ErrorOf(one);
+  EXPECT_EQ(one->generate.prompt, "x");
+}
+
+TEST(OpenAiRequestTest, RefusesBadCompletionRequests) {
+  for (const char* body : {R"({})", R"({"prompt": 5})", R"({"prompt": [1, 2, 3]})",
+                           R"({"prompt": ["a", "b"]})", R"({"prompt": "x", "echo": true})",
+                           R"({"prompt": "x", "suffix": "y"})", R"({"prompt": "x", "best_of": 3})",
+                           R"({"prompt": "x", "messages": []})"}) {
+    Result<ServeRequest> r = ParseCompletionRequest(body, kLimits);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument) << body;
+  }
+}
+
+}  // namespace
+}  // namespace reprise::server
