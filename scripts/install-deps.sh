@@ -13,6 +13,13 @@ packages=(
   chromium  # renders the HTML benchmark reports in their test (skipped without it)
 )
 
+# node and npm run the server's client tests (the official openai npm package, the chat page
+# in Chromium). A machine with another node distribution (e.g. NodeSource's, which bundles
+# npm and conflicts with Debian's npm) keeps it.
+if ! command -v npm > /dev/null; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
