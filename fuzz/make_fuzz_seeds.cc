@@ -335,6 +335,20 @@ void ConvertSeeds(const std::string& dir) {
   }
 }
 
+// Request bodies of the server's two generation endpoints, valid and nearly so.
+void OpenAiRequestSeeds(const std::string& dir) {
+  const char* bodies[] = {
+      R"({"model":"m","messages":[{"role":"user","content":"Hi"}],"max_tokens":8})",
+      R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a"}]}],"stream":true,"stream_options":{"include_usage":true},"stop":["\n"]})",
+      R"({"messages":[{"role":"user","content":"q"}],"documents":[{"id":"1","text":"doc one"},{"id":2,"text":"doc two"}],"skills":[{"text":"s"}],"temperature":0.7,"top_p":0.9,"top_k":40,"seed":-3})",
+      R"({"messages":[{"role":"user","content":"w"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}],"tool_choice":"auto"})",
+      R"({"prompt":"Once upon a time","max_tokens":16,"echo":false,"n":1})",
+      R"({"prompt":["x"],"documents":[{"text":"d"}],"logprobs":0,"presence_penalty":0})",
+  };
+  int i = 0;
+  for (const char* body : bodies) Save(dir + "/body" + std::to_string(i++) + ".json", body);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -343,7 +357,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string out = argv[1];
-  for (const char* sub : {"kv_file", "catalog", "tokenizer", "chat_template", "convert"}) {
+  for (const char* sub :
+       {"kv_file", "catalog", "tokenizer", "chat_template", "convert", "openai_request"}) {
     Check(CreateDirectories(out + "/" + sub), "mkdir");
   }
   KvSeeds(out + "/kv_file");
@@ -353,5 +368,6 @@ int main(int argc, char** argv) {
   TokenizerSeeds(out + "/tokenizer");
   ChatSeeds(out + "/chat_template");
   ConvertSeeds(out + "/convert");
+  OpenAiRequestSeeds(out + "/openai_request");
   return g_failed ? 1 : 0;
 }

@@ -40,7 +40,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
   -DREPRISE_BUILD_FUZZERS=ON -DREPRISE_SANITIZE=ON -DREPRISE_BUILD_TESTS=OFF -DREPRISE_WERROR=OFF \
   -DREPRISE_FUZZ_SECONDS="${REPRISE_FUZZ_SECONDS:-20}" >/dev/null
 fuzz_targets=()
-for name in gguf kv_file catalog tokenizer chat_template convert; do
+for name in gguf kv_file catalog tokenizer chat_template convert openai_request; do
   fuzz_targets+=("reprise_${name}_fuzz")
 done
 cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]}"
