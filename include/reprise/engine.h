@@ -79,6 +79,10 @@ struct EngineOptions {
   // check layer (relative squared error of K) is prefilled in full. 0 = off; the scale
   // depends on the model (docs/benchmarks.md).
   double quality_guard = 0.0;
+  // blend's adaptive recompute: of the r share, tokens whose KV barely deviates at the check
+  // layer (relative squared error of K below this) keep their cached KV, so a history that
+  // only moved costs little. 0 = off (always the r share). In [0, 1].
+  double recompute_min_deviation = 0.0;
   // Memory for cached chunks, in MiB: the store's memory pool when `store_dir` is set, else
   // the memory cache of each namespace.
   int64_t cache_mb = 1024;

@@ -186,7 +186,7 @@ class BenchCommand : public Command {
                                   "TTFT and quality of the KV reuse methods on a real workload");
     CLI::App* s = reuse_;
     s->add_option("-m,--model", reuse_options_.model_path, "GGUF model file")->required();
-    s->add_option("--workload", reuse_options_.workload, "docqa, docqa-distractor, chat, skills")
+    s->add_option("--workload", reuse_options_.workload, "docqa, docqa-distractor, chat, chat-window, skills")
         ->default_val("docqa");
     s->add_option("--methods", method_names_, "Comma-separated: none, prefix, full, blend")
         ->delimiter(',')
@@ -218,6 +218,11 @@ class BenchCommand : public Command {
                   "Also recompute the first N tokens of each reused chunk")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
+    s->add_option("--adaptive", reuse_options_.reuse.recompute_min_deviation,
+                  "Adaptive recompute: of the r share, recompute only tokens whose relative "
+                  "K deviation at the check layer is at least this (0 = off)")
+        ->default_val(0.0)
+        ->check(FiniteIn(0.0, 1.0));
     s->add_option("--guard", reuse_options_.reuse.guard_deviation,
                   "Quality guard: prefill a recompute call in full when the reused tokens it "
                   "leaves deviate more than this (relative, at the check layer); 0 = off")
@@ -292,6 +297,9 @@ class BenchCommand : public Command {
     if (no_prefetch_) command += " --no-prefetch";
     if (no_quality_) command += " --no-quality";
     if (r.guard_deviation > 0) command += " --guard " + std::to_string(r.guard_deviation);
+    if (reuse_options_.reuse.recompute_min_deviation > 0) {
+      command += " --adaptive " + std::to_string(reuse_options_.reuse.recompute_min_deviation);
+    }
     return command;
   }
 

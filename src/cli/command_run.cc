@@ -48,6 +48,11 @@ class RunCommand : public Command {
     sub->add_option("--ratio", options_.recompute_ratio, "Recompute ratio r for blend")
         ->default_val(0.25)
         ->check(FiniteIn(0.0001, 1.0));
+    sub->add_option("--adaptive", options_.recompute_min_deviation,
+                    "Adaptive recompute for blend: of the r share, recompute only tokens whose "
+                    "relative K deviation at the check layer is at least this (0 = off)")
+        ->default_val(0.0)
+        ->check(FiniteIn(0.0, 1.0));
     sub->add_option("--guard", options_.quality_guard,
                     "Quality guard for blend: prefill a recompute call in full when its reused "
                     "tokens deviate more than this at the check layer; 0 = off")

@@ -80,6 +80,11 @@ class ServeCommand : public Command {
     sub->add_option("--ratio", engine_.recompute_ratio, "Recompute ratio r for blend")
         ->default_val(0.25)
         ->check(FiniteIn(0.0001, 1.0));
+    sub->add_option("--adaptive", engine_.recompute_min_deviation,
+                    "Adaptive recompute for blend: of the r share, recompute only tokens whose "
+                    "relative K deviation at the check layer is at least this (0 = off)")
+        ->default_val(0.0)
+        ->check(FiniteIn(0.0, 1.0));
     sub->add_option("--guard", engine_.quality_guard,
                     "Quality guard for blend (see `reprise run --help`); 0 = off")
         ->default_val(0.0)

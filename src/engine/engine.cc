@@ -100,6 +100,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.num_threads = options.num_threads;
     reuse.recompute_ratio = options.recompute_ratio;
     reuse.guard_deviation = options.quality_guard;
+    reuse.recompute_min_deviation = options.recompute_min_deviation;
     if (!options.calibration_dir.empty()) {
       const int threads =
           options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;

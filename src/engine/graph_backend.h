@@ -37,6 +37,9 @@ struct GraphBackendOptions {
   // Quality guard: a recompute call whose residual deviation is above this stops at the check
   // layer (graph::ExecutionContext::set_abort_above); the caller then prefills it. 0 = off.
   double guard_deviation = 0.0;
+  // Adaptive recompute: selected rows whose relative deviation is below this are not
+  // recomputed (graph::ExecutionContext::set_min_relative_deviation). 0 = off.
+  double recompute_min_deviation = 0.0;
   int num_threads = 0;          // 0 = every usable core
   bool scalar_kernels = false;  // force the portable kernels (tests)
   bool strict_shapes = false;   // compute padding rows too, like a static NPU graph

@@ -50,6 +50,9 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   if (options.chunk_tokens < 1) return InvalidArgumentError("chunk size must be >= 1");
   if (options.force_first_tokens < 0) return InvalidArgumentError("force_first_tokens < 0");
   if (!(options.guard_deviation >= 0)) return InvalidArgumentError("guard deviation < 0");
+  if (!(options.recompute_min_deviation >= 0 && options.recompute_min_deviation <= 1)) {
+    return InvalidArgumentError("the adaptive recompute threshold must be in [0, 1]");
+  }
   std::unique_ptr<ReuseSession> s(new ReuseSession(model, options, cache));
   s->fingerprint_ = model.fingerprint();
   GraphBackendOptions graph_options;
@@ -65,6 +68,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.deviation_includes_v = options.deviation_includes_v;
     graph_options.refresh_check_layer = options.refresh_check_layer;
     graph_options.guard_deviation = options.guard_deviation;
+    graph_options.recompute_min_deviation = options.recompute_min_deviation;
   }
   if (options.compiled) {
     if (&options.compiled->model() != &model) {

@@ -48,6 +48,11 @@ struct ReuseOptions {
   // deviation_includes_v) is above this, the call's tokens are prefilled in full instead.
   // 0 = off.
   double guard_deviation = 0.0;
+  // Adaptive recompute: r·Ls becomes an upper bound; of the tokens it would recompute, those
+  // whose relative deviation at the check layer (|fresh - cached|^2 / |fresh|^2) is below
+  // this keep their cached KV. A history that only moved recomputes little; reordered
+  // documents still get what they need. 0 = off (always r·Ls).
+  double recompute_min_deviation = 0.0;
   int min_match_tokens = 32;
   int max_candidates = 8;
   // Graph latencies for the scheduler; 0 = proportional to capacity.

@@ -197,6 +197,49 @@ TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
   EXPECT_LT(RelativeError(refreshed, none), 1e-4);
 }
 
+// Adaptive recompute: the r share is an upper bound; tokens whose relative deviation is below
+// the threshold keep their cached KV.
+TEST_F(ReuseSessionTest, AdaptiveRecomputeSkipsTokensThatBarelyDeviate) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  const std::vector<PromptSegment> earlier = {{"system", Words(1, 30)}, {"document", Words(7, 50)},
+                                              {"document", Words(8, 60)}};
+  const std::vector<PromptSegment> now = {{"system", Words(1, 30)},
+                                          {"document", Words(8, 60)},
+                                          {"document", Words(7, 50)},
+                                          {"question", Words(5, 8)}};
+  auto run = [&](double ratio, double min_deviation, PrefillReport* report) {
+    kv::MemoryChunkCache cache(64 << 20);
+    ReuseOptions options = Options(ReuseMethod::kBlend);
+    options.recompute_ratio = ratio;
+    options.recompute_min_deviation = min_deviation;
+    return Run(*model, options, &cache, {earlier}, now, report);
+  };
+  PrefillReport fixed, all_material, none_material, between;
+  const std::vector<float> fixed_logits = run(0.5, 0.0, &fixed);
+  // A threshold below every deviation changes nothing.
+  const std::vector<float> all_logits = run(0.5, 1e-12, &all_material);
+  EXPECT_EQ(all_material.tokens_recomputed, fixed.tokens_recomputed);
+  EXPECT_EQ(all_logits, fixed_logits);
+  // A threshold above every deviation keeps one row per recompute call (plus forced rows).
+  run(0.5, 1.0, &none_material);
+  ASSERT_GT(fixed.tokens_recomputed, 60) << fixed.plan << "\n" << fixed.schedule;
+  EXPECT_LT(none_material.tokens_recomputed, fixed.tokens_recomputed / 4)
+      << none_material.schedule;
+  EXPECT_EQ(none_material.tokens_recomputed + none_material.tokens_nonprefix,
+            fixed.tokens_recomputed + fixed.tokens_nonprefix);
+  // In between, fewer than all and at least the one-row floor.
+  run(0.5, 0.05, &between);
+  EXPECT_LE(between.tokens_recomputed, fixed.tokens_recomputed);
+  EXPECT_GE(between.tokens_recomputed, none_material.tokens_recomputed);
+  std::printf("recomputed: fixed r=0.5 %d, threshold 0.05 %d, threshold 1 %d\n",
+              fixed.tokens_recomputed, between.tokens_recomputed, none_material.tokens_recomputed);
+  // Out of range.
+  ReuseOptions bad = Options(ReuseMethod::kBlend);
+  bad.recompute_min_deviation = 2.0;
+  kv::MemoryChunkCache cache(64 << 20);
+  EXPECT_FALSE(ReuseSession::Create(*model, bad, &cache).ok());
+}
+
 // A document cached alone, as the first segment of a prompt (BOS before it), is the same
 // chunk when it comes later in another prompt: found whole by its content hash.
 TEST_F(ReuseSessionTest, ADocumentCachedAloneIsFoundWholeLaterInAPrompt) {

@@ -90,6 +90,13 @@ class ExecutionContext {
   // rest as it was, and reports aborted(); its logits are then not valid. 0 = never (default).
   void set_abort_above(double threshold) { abort_above_ = threshold; }
   double abort_above() const { return abort_above_; }
+  // Adaptive recompute: of the rows a recompute run's selection picks (the k of largest
+  // deviation), those whose relative deviation (see residual_deviation()) is below this are
+  // left as they were, so a run over reused KV that barely changed (a chat history that only
+  // moved) recomputes little. Forced rows stay selected, and so does the row of largest
+  // deviation, so the selection is never empty. 0 = off: always k rows (default).
+  void set_min_relative_deviation(double threshold) { min_relative_deviation_ = threshold; }
+  double min_relative_deviation() const { return min_relative_deviation_; }
   // Whether the last run stopped early (see set_abort_above). Reset by every SetInputs.
   bool aborted() const { return aborted_; }
   void set_aborted() { aborted_ = true; }
@@ -130,6 +137,7 @@ class ExecutionContext {
   std::vector<int32_t> selected_slots_;
   std::vector<float> relative_deviation_;  // [capacity]
   double residual_deviation_ = 0.0;
+  double min_relative_deviation_ = 0.0;
   double abort_above_ = 0.0;
   bool aborted_ = false;
   int num_selected_ = 0;

@@ -283,14 +283,27 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       order[m] = m;
       forced += std::isinf(deviation[m]) && deviation[m] > 0;
     }
-    const int k_eff = std::min<int>(valid, std::max<int64_t>(op->k, forced));
+    int k_eff = std::min<int>(valid, std::max<int64_t>(op->k, forced));
     auto larger = [&](int32_t a, int32_t b) {
       return deviation[a] > deviation[b] || (deviation[a] == deviation[b] && a < b);
     };
     std::nth_element(order, order + k_eff, order + valid, larger);
+    const float* relative = ctx.relative_deviation();
+    const double min_relative = ctx.min_relative_deviation();
+    if (min_relative > 0 && k_eff > 0) {
+      // Adaptive recompute: keep forced rows and rows whose deviation is material; the
+      // largest-deviation row stays in any case (order[0..k_eff) holds the top k, unordered).
+      const int32_t top = *std::min_element(order, order + k_eff, larger);
+      int kept = 0;
+      for (int j = 0; j < k_eff; ++j) {
+        const int32_t m = order[j];
+        const bool is_forced = std::isinf(deviation[m]) && deviation[m] > 0;
+        if (is_forced || m == top || relative[m] >= min_relative) order[kept++] = m;
+      }
+      k_eff = kept;
+    }
     std::sort(order, order + k_eff);
     // The guard's figure: the mean relative deviation of the reused rows left unselected.
-    const float* relative = ctx.relative_deviation();
     double residual = 0.0;
     int unselected = 0;
     for (int m = 0, j = 0; m < valid; ++m) {

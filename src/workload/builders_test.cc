@@ -171,6 +171,48 @@ TEST(ChatWorkloadTest, LocomoQuestionsRetrieveTheirConversation) {
   ExpectSameRequests(*some, *again);
 }
 
+// chat-window: each request is the previous one with its oldest turns dropped and
+// kChatWindowStep new turns added, within the budget.
+TEST(ChatWorkloadTest, ChatWindowMovesOverTheConversation) {
+  REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
+  ChatOptions options{.common = Options(DataDirOf(file, kLocomoFile))};
+  options.common.max_prompt_tokens = 600;
+  options.max_conversations = 1;
+  Result<Workload> workload = BuildChatWindowWorkload(options);
+  ASSERT_TRUE(workload.ok()) << workload.error().ToString();
+  ASSERT_GT(workload->requests.size(), 10u);
+  size_t moved = 0;  // requests that dropped turns of the one before
+  for (size_t r = 0; r < workload->requests.size(); ++r) {
+    const Request& request = workload->requests[r];
+    EXPECT_LE(CountPromptTokens(request, CountWords), 600) << request.id;
+    ASSERT_GE(request.segments.size(), 4u);
+    EXPECT_EQ(request.segments.front().role, kRoleSystem);
+    EXPECT_EQ(request.segments.back().role, kRoleQuestion);
+    for (size_t i = 1; i + 1 < request.segments.size(); ++i) {
+      EXPECT_EQ(request.segments[i].role, kRoleTurn);
+    }
+    if (r == 0) continue;
+    // The turns of the previous request that are still here form its tail, and sit at
+    // earlier positions now: the window moved.
+    const Request& before = workload->requests[r - 1];
+    const std::string& first_kept = request.segments[1].source_id;
+    size_t at = 1;
+    while (at + 1 < before.segments.size() && before.segments[at].source_id != first_kept) ++at;
+    ASSERT_LT(at + 1, before.segments.size()) << request.id << ": no turn in common";
+    moved += at > 1;
+    for (size_t i = at; i + 1 < before.segments.size(); ++i) {
+      EXPECT_EQ(before.segments[i].source_id, request.segments[1 + i - at].source_id);
+      EXPECT_EQ(before.segments[i].text, request.segments[1 + i - at].text);
+    }
+    EXPECT_EQ(request.segments.size() - 2, before.segments.size() - 2 - (at - 1) + kChatWindowStep)
+        << request.id;
+  }
+  EXPECT_GT(moved, workload->requests.size() / 2);
+  // Without a budget there is no window.
+  options.common.max_prompt_tokens = 0;
+  EXPECT_EQ(BuildChatWindowWorkload(options).error().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ChatWorkloadTest, ChunksHoldEverySpeakerLine) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
   // One conversation, every chunk retrieved by every question that matches it: the union of

@@ -148,3 +148,90 @@ Result<Workload> BuildChatWorkload(const ChatOptions& options) {
 }
 
 }  // namespace reprise::workload
+
+namespace reprise::workload {
+
+Result<Workload> BuildChatWindowWorkload(const ChatOptions& options) {
+  const WorkloadOptions& common = options.common;
+  REPRISE_RETURN_IF_ERROR(ValidateOptions(common));
+  if (common.max_prompt_tokens <= 0) {
+    return InvalidArgumentError("chat-window: needs a prompt budget (max_prompt_tokens > 0): "
+                                "the window is what fits in it");
+  }
+  const std::string path = ResolveDataPath(common, options.file);
+  REPRISE_ASSIGN_OR_RETURN(nlohmann::json root, ReadJsonFile(path));
+  if (!root.is_array() || root.empty()) {
+    return CorruptError(path + ": should be a non-empty array of samples");
+  }
+  size_t num_conversations = root.size();
+  if (options.max_conversations > 0) {
+    num_conversations = std::min(num_conversations, static_cast<size_t>(options.max_conversations));
+  }
+  const size_t max_requests =
+      common.num_queries > 0 ? static_cast<size_t>(common.num_queries) : SIZE_MAX;
+  const Segment system{std::string(kRoleSystem), std::string(kChatWindowSystemPrompt),
+                       "system:chat-window"};
+  const Segment question{std::string(kRoleQuestion), "Next line:\n", ""};
+  const int fixed_tokens =
+      common.count_tokens(system.text) + common.count_tokens(question.text);
+
+  std::vector<Request> requests;
+  std::vector<Segment> collection;
+  BuilderCounts counts;
+  for (size_t s = 0; s < num_conversations && requests.size() < max_requests; ++s) {
+    const nlohmann::json& sample = root[s];
+    const std::string what = path + ": sample " + std::to_string(s);
+    REPRISE_ASSIGN_OR_RETURN(std::string sample_id, JsonStringField(sample, "sample_id", what));
+    REPRISE_ASSIGN_OR_RETURN(const nlohmann::json* conversation,
+                             JsonObjectField(sample, "conversation", what));
+    REPRISE_ASSIGN_OR_RETURN(std::vector<TextGroup> sessions,
+                             ParseSessions(*conversation, what + " conversation"));
+    // Every turn a segment of its own, as a chat app sends each message; a session's first
+    // turn carries the session's heading.
+    std::vector<Segment> turns;
+    std::vector<int> turn_tokens;
+    for (const TextGroup& session : sessions) {
+      for (size_t u = 0; u < session.units.size(); ++u) {
+        std::string text = u == 0 ? session.heading + session.units[u] : session.units[u];
+        turn_tokens.push_back(common.count_tokens(text));
+        turns.push_back({std::string(kRoleTurn), std::move(text),
+                         "locomo:" + sample_id + ":turn" + std::to_string(turns.size())});
+      }
+    }
+    const int budget = common.max_prompt_tokens - fixed_tokens;
+    // The window ends at `end` (exclusive) and holds the latest turns that fit the budget;
+    // the first request is the first time the window is full, then every kChatWindowStep
+    // turns the window moves on, dropping the oldest turns.
+    size_t begin = 0;
+    int tokens = 0;
+    bool full = false;  // the window has dropped a turn: from now on it moves
+    for (size_t end = 0; end < turns.size() && requests.size() < max_requests; ++end) {
+      tokens += turn_tokens[end];
+      while (tokens > budget && begin <= end) {
+        tokens -= turn_tokens[begin++];
+        full = true;
+      }
+      if (begin > end) {  // one turn alone is over the budget
+        ++counts.num_skipped_requests;
+        tokens = 0;
+        begin = end + 1;
+        continue;
+      }
+      if (!full || (end + 1) % kChatWindowStep != 0) continue;
+      Request request;
+      request.id = "chat-window:" + sample_id + ":t" + std::to_string(end);
+      request.segments.push_back(system);
+      for (size_t t = begin; t <= end; ++t) request.segments.push_back(turns[t]);
+      request.segments.push_back(question);
+      if (end + 1 < turns.size()) {
+        request.reference_answer = turns[end + 1].text;
+      }
+      requests.push_back(std::move(request));
+    }
+    for (Segment& turn : turns) collection.push_back(std::move(turn));
+  }
+  return FinishWorkload("chat-window", std::move(requests), std::move(collection), counts,
+                        common);
+}
+
+}  // namespace reprise::workload

@@ -38,9 +38,28 @@ struct ChatOptions {
   bool include_adversarial = false;             // keep category-5 questions
 };
 
+inline constexpr std::string_view kChatWindowSystemPrompt =
+    "You are a helpful assistant. Continue the conversation.\n";
+inline constexpr int kChatWindowStep = 2;  // turns between two requests of chat-window
+
 // Builds the chat workload. A category-5 question's reference answer is "" (LoCoMo gives
 // only an adversarial answer). Errors: InvalidArgument (options), NotFound (with the path),
 // IoError, Corrupt (naming the file, sample and field).
 Result<Workload> BuildChatWorkload(const ChatOptions& options);
+
+}  // namespace reprise::workload
+
+namespace reprise::workload {
+
+// The sliding-window chat workload ("chat-window"): each LoCoMo conversation replayed as a
+// chat app does once its history is longer than the context: every request holds the system
+// prompt, the latest turns that fit common.max_prompt_tokens (required), each turn a segment
+// of its own ("<speaker>: <text>\n", a session's first turn led by its heading), and the
+// question "Next line:\n". Requests start once the window is full and come every
+// kChatWindowStep turns, so each drops the oldest turns of the one before and adds new ones:
+// everything kept has moved to an earlier position (non-prefix reuse). The reference answer
+// is the turn that follows. Errors as BuildChatWorkload's, and InvalidArgument without a
+// prompt budget.
+Result<Workload> BuildChatWindowWorkload(const ChatOptions& options);
 
 }  // namespace reprise::workload

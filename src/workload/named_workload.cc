@@ -9,7 +9,8 @@
 namespace reprise::workload {
 namespace {
 
-constexpr std::array<std::string_view, 4> kNames = {"docqa", "docqa-distractor", "chat", "skills"};
+constexpr std::array<std::string_view, 5> kNames = {"docqa", "docqa-distractor", "chat",
+                                                    "chat-window", "skills"};
 
 }  // namespace
 
@@ -24,6 +25,7 @@ Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions
     return workload;
   }
   if (name == "chat") return BuildChatWorkload({.common = options});
+  if (name == "chat-window") return BuildChatWindowWorkload({.common = options});
   if (name == "skills") {
     SkillsOptions skills{.common = options};
     skills.max_catalog_skills = options.max_catalog_skills;
