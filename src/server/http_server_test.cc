@@ -342,7 +342,23 @@ TEST_F(HttpServerTest, AClientThatGoesAwayMidStreamLeavesTheServerWell) {
   EXPECT_EQ(after->status, 200);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 TEST_F(HttpServerTest, MemoryStaysBoundedOverManyRequests) {
+  if (kAddressSanitizer) {
+    GTEST_SKIP() << "ASan's quarantine keeps freed memory, so RSS grows by design here; this "
+                    "build's LeakSanitizer checks for leaks instead";
+  }
   Start({}, 2);
   auto run = [&](int count) {
     for (int i = 0; i < count; ++i) {
