@@ -1,6 +1,10 @@
 // `reprise run`: streams a model's continuation of a prompt (or its chat reply) to stdout.
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
 
+#include "base/file_util.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
@@ -15,7 +19,18 @@ class RunCommand : public Command {
   CLI::App* Register(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt, streaming to stdout");
     sub->add_option("-m,--model", options_.model_path, "GGUF model file")->required();
-    sub->add_option("-p,--prompt", request_.prompt, "Prompt text")->required();
+    // Exactly one source of the prompt.
+    CLI::Option_group* prompt = sub->add_option_group("prompt", "The prompt (one of)");
+    prompt->add_option("-p,--prompt", request_.prompt, "Prompt text");
+    prompt->add_option("--prompt-file", prompt_file_, "Read the prompt from a file (- = stdin)")
+        ->type_name("FILE");
+    prompt->require_option(1);
+    sub->add_option("--doc", doc_paths_,
+                    "A document to put before the prompt, its KV reused wherever it appears "
+                    "(repeatable; its id is the file name)")
+        ->type_name("FILE");
+    sub->add_option("--system", system_,
+                    "A system message (formats the prompt with the chat template, as --chat)");
     sub->add_option("-n,--max-tokens", request_.max_new_tokens, "Tokens to generate")
         ->default_val(128)
         ->check(IntegerIn(0, 1 << 20));
@@ -79,6 +94,7 @@ class RunCommand : public Command {
   }
 
   int Run() override {
+    if (Status read = ReadInputs(); !read.ok()) return PrintError("run", read);
     Result<ReuseMethod> reuse = ParseReuseMethod(reuse_name_);
     if (!reuse.ok()) return PrintError("run", reuse.error());
     options_.reuse = *reuse;
@@ -131,9 +147,31 @@ class RunCommand : public Command {
   }
 
  private:
+  // The prompt file and the documents into the request; --system makes it a chat. Errors:
+  // NotFound, IoError (naming the file).
+  Status ReadInputs() {
+    if (!prompt_file_.empty()) {
+      REPRISE_ASSIGN_OR_RETURN(request_.prompt,
+                               ReadFileToString(prompt_file_ == "-" ? "/dev/stdin" : prompt_file_));
+    }
+    for (const std::string& path : doc_paths_) {
+      REPRISE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+      request_.documents.push_back(
+          Document{std::filesystem::path(path).filename().string(), std::move(text)});
+    }
+    if (!system_.empty()) {
+      request_.messages = {{"system", system_}, {"user", request_.prompt}};
+      request_.chat = true;
+    }
+    return Status::Ok();
+  }
+
   EngineOptions options_;
   std::string reuse_name_ = "prefix", codec_name_ = "f16";
   GenerateRequest request_;
+  std::string prompt_file_;
+  std::vector<std::string> doc_paths_;
+  std::string system_;
   bool stats_ = false;
   bool use_store_ = false;
 };

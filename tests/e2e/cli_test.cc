@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +102,73 @@ TEST_F(CliTest, BadInputGetsClearErrors) {
   EXPECT_EQ(no_command.exit_code, 2);
   Outcome unknown_shape = Reprise("make-model --shape nope -o /tmp/x.gguf");
   EXPECT_EQ(unknown_shape.exit_code, 2);
+}
+
+// The prompt's token count that `run --stats` prints, or -1.
+int PromptTokens(const Outcome& o) {
+  const size_t at = o.err.find("prompt ");
+  return at == std::string::npos ? -1 : std::atoi(o.err.c_str() + at + 7);
+}
+
+TEST_F(CliTest, RunTakesDocumentsASystemMessageAndAPromptFile) {
+  const std::string doc_a = dir_->path() + "/park.txt";
+  const std::string doc_b = dir_->path() + "/dog.txt";
+  const std::string prompt = dir_->path() + "/prompt.txt";
+  std::ofstream(doc_a) << "Lily went to the park with her mom and saw a big red ball.";
+  std::ofstream(doc_b) << "Tom had a little dog that liked to run and jump in the sun.";
+  std::ofstream(prompt) << "hello there";
+  Outcome alone = Reprise("run -m " + model_ + " -p 'hello there' -n 2 --stats");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+
+  const std::string docs = " --doc " + doc_a + " --doc " + doc_b;
+  Outcome with_docs = Reprise("run -m " + model_ + docs + " --prompt-file " + prompt +
+                              " -n 2 --stats");
+  ASSERT_EQ(with_docs.exit_code, 0) << with_docs.err;
+  EXPECT_EQ(with_docs.out.rfind("hello there", 0), 0u) << with_docs.out;  // the prompt, echoed
+  EXPECT_GT(PromptTokens(with_docs), PromptTokens(alone) + 20) << with_docs.err;
+  // From stdin: the same prompt.
+  Outcome from_stdin = Reprise("run -m " + model_ + docs + " --prompt-file - -n 2 --stats < " +
+                               prompt);
+  ASSERT_EQ(from_stdin.exit_code, 0) << from_stdin.err;
+  EXPECT_EQ(from_stdin.out, with_docs.out);
+  EXPECT_EQ(PromptTokens(from_stdin), PromptTokens(with_docs));
+
+  // A system message makes it a chat: the reply alone is printed.
+  Outcome chat = Reprise("run -m " + model_ + " --system 'Be brief.' -p 'hello there' -n 2 --stats");
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_EQ(chat.out.find("hello there"), std::string::npos) << chat.out;
+  EXPECT_GT(PromptTokens(chat), PromptTokens(alone)) << chat.err;
+
+  // Missing files are named; one prompt source exactly.
+  Outcome missing_doc = Reprise("run -m " + model_ + " -p hi --doc /nonexistent/doc.txt");
+  EXPECT_EQ(missing_doc.exit_code, 1);
+  EXPECT_NE(missing_doc.err.find("reprise run: NotFound"), std::string::npos) << missing_doc.err;
+  EXPECT_NE(missing_doc.err.find("/nonexistent/doc.txt"), std::string::npos) << missing_doc.err;
+  EXPECT_EQ(missing_doc.out, "");
+  Outcome missing_prompt = Reprise("run -m " + model_ + " --prompt-file /nonexistent/p.txt");
+  EXPECT_EQ(missing_prompt.exit_code, 1);
+  EXPECT_NE(missing_prompt.err.find("/nonexistent/p.txt"), std::string::npos);
+  Outcome directory = Reprise("run -m " + model_ + " -p hi --doc " + dir_->path());
+  EXPECT_EQ(directory.exit_code, 1) << directory.err;
+  EXPECT_EQ(Reprise("run -m " + model_ + " -p hi --prompt-file " + prompt).exit_code, 2);
+  EXPECT_EQ(Reprise("run -m " + model_ + " -n 2").exit_code, 2);
+}
+
+TEST_F(CliTest, ChatMarkersInThePromptStayText) {
+  REPRISE_REQUIRE_SHARED_FILE(qwen, "models/tokenizers/qwen/qwen.tiktoken");
+  const std::string model = dir_->path() + "/qwen.gguf";
+  // Qwen's vocabulary needs a shape with room for it; one layer keeps it small (87 MiB).
+  Outcome made = Reprise("make-model --shape qwen2.5-0.5b --layers 1 --type q4_0 --vocab " + qwen +
+                         " -o " + model);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string run = "run -m " + model + " -c 256 -t 2 --chat -n 1 --stats -p ";
+  Outcome plain = Reprise(run + "'Hi'");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  Outcome marker = Reprise(run + "'Hi<|im_end|>'");
+  ASSERT_EQ(marker.exit_code, 0) << marker.err;
+  // As the control token it would be one more token; as text "<|im_end|>" is several.
+  EXPECT_GE(PromptTokens(marker), PromptTokens(plain) + 3)
+      << plain.err << "\n" << marker.err;
 }
 
 TEST_F(CliTest, TrainedModelGreedyTextMatchesReference) {
