@@ -7,6 +7,7 @@
 
 #include "base/file_util.h"
 #include "cli/bench_report.h"
+#include "cli/bench_serve.h"
 #include "cli/bench_sessions.h"
 #include "cli/command.h"
 #include "cli/html_report.h"
@@ -70,6 +71,7 @@ class BenchCommand : public Command {
     sub->require_subcommand(1);
     RegisterReuse(*sub);
     sessions_.Register(*sub);
+    RegisterServe(*sub);
     prefill_ = sub->add_subcommand("prefill", "Prompt-processing tokens/s per prompt length");
     decode_ = sub->add_subcommand("decode", "Generation tokens/s");
     for (CLI::App* s : {prefill_, decode_}) {
@@ -106,6 +108,7 @@ class BenchCommand : public Command {
   int Run() override {
     if (reuse_->parsed()) return RunReuse();
     if (sessions_.parsed()) return sessions_.Run();
+    if (serve_->parsed()) return RunServe();
     options_.run_prefill = prefill_->parsed();
     options_.run_decode = decode_->parsed();
     const char* name = options_.run_prefill ? "bench prefill" : "bench decode";
@@ -354,8 +357,74 @@ class BenchCommand : public Command {
     return kExitOk;
   }
 
+  // `bench serve`: the trace replayed over HTTP (cli/bench_serve.h).
+  void RegisterServe(CLI::App& bench) {
+    serve_ = bench.add_subcommand(
+        "serve", "Replay a request trace over HTTP against Reprise's or any OpenAI-compatible "
+                 "server: TTFT, decode tokens/s, reuse");
+    CLI::App* s = serve_;
+    s->add_option("--url", serve_options_.url, "Server URL, http://host:port")->required();
+    s->add_option("--trace", serve_options_.trace, "Request trace")
+        ->required()
+        ->check(CLI::IsMember({"docqa", "chat-session", "agent"}));
+    s->add_option("--requests", serve_options_.num_requests,
+                  "Questions / turns / tasks (docqa's index requests come on top)")
+        ->default_val(10)
+        ->check(IntegerIn(1, 1 << 20));
+    s->add_option("--max-tokens", serve_options_.max_tokens, "Tokens to generate per request")
+        ->default_val(32)
+        ->check(IntegerIn(1, 1 << 16));
+    s->add_option("--api-key", serve_options_.api_key, "Sent as Authorization: Bearer KEY");
+    s->add_option("--model", serve_options_.model, "Model name (default: the server's first)");
+    s->add_option("--context-tokens", serve_options_.context_tokens,
+                  "Context window the prompts fit, estimated at 4 tokens per 3 words "
+                  "(0 = the server's if /v1/models says, else 2048)")
+        ->default_val(0)
+        ->check(IntegerIn(0, 1 << 24));
+    s->add_option("--documents", serve_documents_,
+                  "Documents and skills as Reprise's fields, inline in the system message, or "
+                  "auto (field when /v1/models says owned_by reprise)")
+        ->default_val("auto")
+        ->check(CLI::IsMember({"auto", "field", "inline"}));
+    s->add_option("--data", serve_options_.data_dir, "Shared data folder (holds workloads/)");
+    s->add_option("--seed", serve_options_.seed, "Seed of the requests and the agent draws")
+        ->default_val(0);
+    s->add_flag("--json", serve_json_, "Print JSON");
+  }
+
+  int RunServe() {
+    if (serve_options_.data_dir.empty()) {
+      std::optional<std::string> found = FindSharedDataDir();
+      if (!found) {
+        return PrintError("bench serve", NotFoundError("no shared data folder (give --data or "
+                                                       "set REPRISE_DATA_DIR)"));
+      }
+      serve_options_.data_dir = *found;
+    }
+    Result<DocumentsMode> documents = ParseDocumentsMode(serve_documents_);
+    if (!documents.ok()) return PrintError("bench serve", documents.error());
+    serve_options_.documents = *documents;
+    Result<ServeBenchRun> run = RunServeBench(
+        serve_options_, [](const RequestMeasurement& m, int index, int total) {
+          std::fprintf(stderr, "\r[%d/%d] %s TTFT %.1f ms   ", index + 1, total,
+                       m.phase.c_str(), m.ttft_ms);
+          if (index + 1 == total) std::fprintf(stderr, "\n");
+        });
+    if (!run.ok()) {
+      std::fprintf(stderr, "\n");
+      return PrintError("bench serve", run.error());
+    }
+    std::printf("%s", serve_json_ ? (DumpJson(ServeBenchJson(*run)) + "\n").c_str()
+                                  : ServeBenchText(*run).c_str());
+    return kExitOk;
+  }
+
   CLI::App* reuse_ = nullptr;
   BenchSessions sessions_;
+  CLI::App* serve_ = nullptr;
+  ServeBenchOptions serve_options_;
+  std::string serve_documents_ = "auto";
+  bool serve_json_ = false;
   std::string eviction_ = "cost";
   bool no_prefetch_ = false;
   bool no_quality_ = false;

@@ -1,0 +1,746 @@
+#include "cli/bench_serve.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace reprise::cli {
+namespace {
+
+using nlohmann::json;
+
+// Bodies kept in memory when they are not a stream: an error message or a whole response.
+constexpr size_t kMaxBodyBytes = 64u << 20;
+
+// ----- JSON reading without exceptions: every access checks the type first.
+
+const json* Find(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+const json* FindObject(const json& object, const char* key) {
+  const json* value = Find(object, key);
+  return value != nullptr && value->is_object() ? value : nullptr;
+}
+
+const std::string* FindString(const json& object, const char* key) {
+  const json* value = Find(object, key);
+  return value != nullptr && value->is_string() ? &value->get_ref<const std::string&>() : nullptr;
+}
+
+void ReadInt(const json& object, const char* key, int64_t* out) {
+  const json* value = Find(object, key);
+  if (value == nullptr || !value->is_number()) return;
+  if (value->is_number_integer()) {
+    *out = value->is_number_unsigned()
+               ? static_cast<int64_t>(std::min<uint64_t>(value->get<uint64_t>(), INT64_MAX))
+               : value->get<int64_t>();
+    return;
+  }
+  const double d = value->get<double>();  // finite: JSON has no NaN or infinity
+  *out = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d);
+}
+
+void ReadDouble(const json& object, const char* key, double* out) {
+  const json* value = Find(object, key);
+  if (value != nullptr && value->is_number()) *out = value->get<double>();
+}
+
+// choices[0] when it is an object.
+const json* FirstChoice(const json& response) {
+  const json* choices = Find(response, "choices");
+  if (choices == nullptr || !choices->is_array() || choices->empty()) return nullptr;
+  const json& first = (*choices)[0];
+  return first.is_object() ? &first : nullptr;
+}
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n' ||
+                           text.front() == '\r')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' ||
+                           text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::string DescribeError(const json& error) {
+  if (error.is_string()) return error.get_ref<const std::string&>();
+  std::string text;
+  if (const std::string* type = FindString(error, "type")) text += *type;
+  if (const json* code = Find(error, "code"); code != nullptr && !code->is_null()) {
+    text += (text.empty() ? "(" : " (") + (code->is_string() ? code->get_ref<const std::string&>()
+                                                             : Dump(*code)) + ")";
+  }
+  if (const std::string* message = FindString(error, "message")) {
+    text += (text.empty() ? "" : ": ") + *message;
+  }
+  return text.empty() ? Dump(error) : text;
+}
+
+Status HttpError(int status, std::string_view what, std::string_view body) {
+  std::string message = "HTTP " + std::to_string(status) + " from " + std::string(what) + ": " +
+                        DescribeErrorBody(body);
+  return status < 500 ? InvalidArgumentError(std::move(message))
+                      : UnavailableError(std::move(message));
+}
+
+}  // namespace
+
+// ----- SseParser
+
+void SseParser::Feed(std::string_view bytes, const EventFn& on_event) {
+  for (char c : bytes) {
+    if (after_cr_) {
+      after_cr_ = false;
+      if (c == '\n') continue;  // the '\n' of a "\r\n"
+    }
+    if (c == '\r' || c == '\n') {
+      after_cr_ = c == '\r';
+      ProcessLine(on_event);
+    } else {
+      line_ += c;
+    }
+  }
+}
+
+void SseParser::Finish(const EventFn& on_event) {
+  if (!line_.empty()) ProcessLine(on_event);
+  Dispatch(on_event);
+  after_cr_ = false;
+}
+
+void SseParser::ProcessLine(const EventFn& on_event) {
+  if (line_.empty()) {
+    Dispatch(on_event);
+    return;
+  }
+  if (line_.front() != ':') {  // ':' starts a comment
+    const std::string_view line = line_;
+    const size_t colon = line.find(':');
+    const std::string_view field = line.substr(0, colon);
+    std::string_view value;
+    if (colon != std::string_view::npos) {
+      value = line.substr(colon + 1);
+      if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    }
+    if (field == "data") {
+      if (has_data_) data_ += '\n';
+      data_ += value;
+      has_data_ = true;
+    } else if (field == "event") {
+      event_ = value;
+    }
+  }
+  line_.clear();
+}
+
+void SseParser::Dispatch(const EventFn& on_event) {
+  if (has_data_) on_event({std::move(event_), std::move(data_)});
+  event_.clear();
+  data_.clear();
+  has_data_ = false;
+}
+
+// ----- ChatStream
+
+void ReadUsage(const json& response, ServeUsage* usage) {
+  if (const json* u = FindObject(response, "usage")) {
+    ReadInt(*u, "prompt_tokens", &usage->prompt_tokens);
+    ReadInt(*u, "completion_tokens", &usage->completion_tokens);
+    if (const json* details = FindObject(*u, "prompt_tokens_details")) {
+      ReadInt(*details, "cached_tokens", &usage->cached_tokens);
+    }
+  }
+  if (const json* r = FindObject(response, "reprise")) {
+    usage->has_reprise = true;
+    ReadDouble(*r, "ttft_ms", &usage->server_ttft_ms);
+    ReadInt(*r, "tokens_prefix", &usage->tokens_prefix);
+    ReadInt(*r, "tokens_reused", &usage->tokens_reused);
+    ReadInt(*r, "tokens_recomputed", &usage->tokens_recomputed);
+    ReadInt(*r, "tokens_new", &usage->tokens_new);
+    ReadInt(*r, "chunks_from_memory", &usage->chunks_from_memory);
+    ReadInt(*r, "chunks_from_flash", &usage->chunks_from_flash);
+    ReadDouble(*r, "decode_tokens_per_second", &usage->server_decode_tokens_per_second);
+    if (const std::string* name = FindString(*r, "namespace")) usage->reprise_namespace = *name;
+  }
+  if (const json* t = FindObject(response, "timings")) {
+    usage->has_timings = true;
+    ReadDouble(*t, "prompt_ms", &usage->timings_prompt_ms);
+    ReadInt(*t, "prompt_n", &usage->timings_prompt_n);
+    ReadInt(*t, "cache_n", &usage->timings_cache_n);
+    ReadDouble(*t, "predicted_per_second", &usage->timings_predicted_per_second);
+  }
+}
+
+std::string DescribeErrorBody(std::string_view body) {
+  json parsed = json::parse(body, nullptr, false);
+  if (const json* error = Find(parsed, "error")) return DescribeError(*error);
+  std::string text(Trim(body.substr(0, 200)));
+  return text.empty() ? "(empty body)" : text;
+}
+
+void ChatStream::OnEventData(std::string_view data, double now_ms) {
+  data = Trim(data);
+  if (data == "[DONE]") {
+    saw_done_ = true;
+    return;
+  }
+  json chunk = json::parse(data, nullptr, false);
+  if (!chunk.is_object()) {
+    ++num_malformed_events_;
+    return;
+  }
+  if (const json* error = Find(chunk, "error")) {
+    error_message_ = DescribeError(*error);
+    return;
+  }
+  OnChunk(chunk, now_ms, /*streamed=*/true);
+}
+
+void ChatStream::OnWholeBody(std::string_view body, double now_ms) {
+  json response = json::parse(body, nullptr, false);
+  if (!response.is_object()) {
+    ++num_malformed_events_;
+    return;
+  }
+  if (const json* error = Find(response, "error")) {
+    error_message_ = DescribeError(*error);
+    return;
+  }
+  OnChunk(response, now_ms, /*streamed=*/false);
+}
+
+void ChatStream::OnChunk(const json& chunk, double now_ms, bool streamed) {
+  ReadUsage(chunk, &usage_);
+  const json* choice = FirstChoice(chunk);
+  if (choice == nullptr) return;
+  const std::string* content = nullptr;
+  if (const json* holder = FindObject(*choice, streamed ? "delta" : "message")) {
+    content = FindString(*holder, "content");
+  }
+  if (content == nullptr) content = FindString(*choice, "text");  // /v1/completions style
+  if (content == nullptr || content->empty()) return;
+  reply_ += *content;
+  ++num_content_chunks_;
+  if (first_content_ms_ < 0) first_content_ms_ = now_ms;
+  last_content_ms_ = now_ms;
+}
+
+// ----- Requests
+
+Result<DocumentsMode> ParseDocumentsMode(std::string_view name) {
+  if (name == "auto") return DocumentsMode::kAuto;
+  if (name == "field") return DocumentsMode::kField;
+  if (name == "inline") return DocumentsMode::kInline;
+  return InvalidArgumentError("unknown documents mode '" + std::string(name) +
+                              "' (known: auto, field, inline)");
+}
+
+std::string_view DocumentsModeName(DocumentsMode mode) {
+  switch (mode) {
+    case DocumentsMode::kAuto:
+      return "auto";
+    case DocumentsMode::kField:
+      return "field";
+    case DocumentsMode::kInline:
+      return "inline";
+  }
+  return "?";
+}
+
+json BuildChatBody(const workload::TraceRequest& request,
+                   const std::vector<workload::TraceMessage>& messages,
+                   const ChatBodyOptions& options) {
+  json body = json::object();
+  if (!options.model.empty()) body["model"] = options.model;
+  json out_messages = json::array();
+  for (const workload::TraceMessage& message : messages) {
+    out_messages.push_back({{"role", message.role}, {"content", message.content}});
+  }
+  auto texts = [](const std::vector<workload::TraceText>& items) {
+    json array = json::array();
+    for (const workload::TraceText& item : items) {
+      array.push_back({{"id", item.id}, {"text", item.text}});
+    }
+    return array;
+  };
+  if (options.documents == DocumentsMode::kInline) {
+    std::string blocks;
+    for (const workload::TraceText& d : request.documents) {
+      blocks += "\n\nDocument " + d.id + ":\n" + d.text;
+    }
+    for (const workload::TraceText& s : request.skills) {
+      blocks += "\n\nSkill " + s.id + ":\n" + s.text;
+    }
+    if (!blocks.empty()) {
+      auto system = std::find_if(out_messages.begin(), out_messages.end(), [](const json& m) {
+        return m["role"] == "system";
+      });
+      if (system != out_messages.end()) {
+        (*system)["content"] = (*system)["content"].get<std::string>() + blocks;
+      } else {
+        // One object (a braced list here would insert each pair as an element of its own).
+        json system_message = {{"role", "system"}, {"content", blocks.substr(2)}};
+        out_messages.insert(out_messages.begin(), std::move(system_message));
+      }
+    }
+  } else {
+    if (!request.documents.empty()) body["documents"] = texts(request.documents);
+    if (!request.skills.empty()) body["skills"] = texts(request.skills);
+  }
+  body["messages"] = std::move(out_messages);
+  body["max_tokens"] = request.max_tokens > 0 ? request.max_tokens : options.max_tokens;
+  body["temperature"] = 0;
+  body["seed"] = options.seed;
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  return body;
+}
+
+RequestMeasurement Measure(const ChatStream& stream, double start_ms, double end_ms) {
+  RequestMeasurement m;
+  m.latency_ms = end_ms - start_ms;
+  if (stream.first_content_ms() >= 0) m.ttft_ms = stream.first_content_ms() - start_ms;
+  m.num_content_chunks = stream.num_content_chunks();
+  m.num_malformed_events = stream.num_malformed_events();
+  m.reply = stream.reply();
+  m.usage = stream.usage();
+  const int64_t tokens = m.usage.completion_tokens >= 0 ? m.usage.completion_tokens
+                                                        : stream.num_content_chunks();
+  const double decode_ms = stream.last_content_ms() - stream.first_content_ms();
+  if (tokens >= 2 && stream.first_content_ms() >= 0 && decode_ms > 0) {
+    m.decode_tokens_per_second = static_cast<double>(tokens - 1) / (decode_ms / 1000.0);
+  }
+  return m;
+}
+
+// ----- ServeClient
+
+ServeClient::ServeClient(ServeClientOptions options, std::string prefix,
+                         std::unique_ptr<httplib::Client> http)
+    : options_(std::move(options)), prefix_(std::move(prefix)), http_(std::move(http)) {}
+
+ServeClient::~ServeClient() = default;
+
+Result<std::unique_ptr<ServeClient>> ServeClient::Create(ServeClientOptions options) {
+  constexpr std::string_view kScheme = "http://";
+  std::string_view rest = options.url;
+  auto bad = [&](std::string_view why) {
+    return InvalidArgumentError("bad --url '" + options.url + "': " + std::string(why) +
+                                " (expected http://host[:port][/prefix])");
+  };
+  if (rest.starts_with("https://")) return bad("https is not supported (no TLS in this build)");
+  if (!rest.starts_with(kScheme)) return bad("not an http:// URL");
+  rest.remove_prefix(kScheme.size());
+  const size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string prefix(slash == std::string_view::npos ? std::string_view() : rest.substr(slash));
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  int port = 80;
+  std::string_view host = authority;
+  const size_t colon = authority.rfind(':');
+  if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+    host = authority.substr(0, colon);
+    const std::string_view digits = authority.substr(colon + 1);
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (error != std::errc() || end != digits.data() + digits.size() || port < 1 ||
+        port > 65535) {
+      return bad("the port is not a number in 1..65535");
+    }
+  }
+  if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
+  if (host.empty()) return bad("no host");
+
+  auto http = std::make_unique<httplib::Client>(std::string(host), port);
+  http->set_connection_timeout(10, 0);
+  const auto timeout_s = static_cast<time_t>(std::max(1.0, options.timeout_s));
+  http->set_read_timeout(timeout_s, 0);
+  http->set_write_timeout(timeout_s, 0);
+  httplib::Headers headers;
+  if (!options.api_key.empty()) headers.emplace("Authorization", "Bearer " + options.api_key);
+  http->set_default_headers(std::move(headers));
+  return std::unique_ptr<ServeClient>(
+      new ServeClient(std::move(options), std::move(prefix), std::move(http)));
+}
+
+double ServeClient::Now() const {
+  if (options_.now_ms) return options_.now_ms();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<ModelInfo> ServeClient::FindModel(std::string_view wanted) {
+  const std::string path = prefix_ + "/v1/models";
+  httplib::Result result = http_->Get(path);
+  if (!result) {
+    return UnavailableError("cannot reach " + options_.url + " (GET " + path +
+                            "): " + httplib::to_string(result.error()));
+  }
+  if (result->status >= 400) return HttpError(result->status, "GET " + path, result->body);
+  json list = json::parse(result->body, nullptr, false);
+  const json* data = Find(list, "data");
+  if (data == nullptr || !data->is_array() || data->empty()) {
+    return CorruptError("GET " + path + " returned no model list ('data' array)");
+  }
+  for (const json& entry : *data) {
+    const std::string* id = FindString(entry, "id");
+    if (id == nullptr || (!wanted.empty() && *id != wanted)) continue;
+    ModelInfo info;
+    info.id = *id;
+    if (const std::string* owner = FindString(entry, "owned_by")) info.owned_by = *owner;
+    int64_t context = 0;
+    for (const char* key : {"context_tokens", "context_length", "max_model_len"}) {
+      ReadInt(entry, key, &context);
+    }
+    if (const json* meta = FindObject(entry, "meta")) ReadInt(*meta, "n_ctx", &context);
+    info.context_tokens = static_cast<int>(std::clamp<int64_t>(context, 0, INT32_MAX));
+    return info;
+  }
+  return NotFoundError("the server at " + options_.url + " lists no model '" +
+                       std::string(wanted) + "'");
+}
+
+Result<RequestMeasurement> ServeClient::Send(const json& body) {
+  const std::string path = prefix_ + "/v1/chat/completions";
+  httplib::Request request;
+  request.method = "POST";
+  request.path = path;
+  request.body = Dump(body);
+  request.set_header("Content-Type", "application/json");
+  request.set_header("Accept", "text/event-stream");
+
+  int status = 0;
+  bool is_stream = false;
+  std::string raw;  // an error or a whole JSON body
+  SseParser parser;
+  ChatStream stream;
+  request.response_handler = [&](const httplib::Response& response) {
+    status = response.status;
+    is_stream = response.get_header_value("Content-Type").find("text/event-stream") !=
+                std::string::npos;
+    return true;
+  };
+  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    if (status < 400 && is_stream) {
+      const double now = Now();
+      parser.Feed({data, size},
+                  [&](SseEvent event) { stream.OnEventData(event.data, now); });
+      return true;
+    }
+    if (raw.size() + size > kMaxBodyBytes) return false;
+    raw.append(data, size);
+    return true;
+  };
+  const double start_ms = Now();
+  httplib::Result result = http_->send(request);
+  const double end_ms = Now();
+  if (!result) {
+    return UnavailableError("cannot complete POST " + path + " at " + options_.url + ": " +
+                            httplib::to_string(result.error()));
+  }
+  if (status >= 400) return HttpError(status, "POST " + path, raw);
+  if (is_stream) {
+    parser.Finish([&](SseEvent event) { stream.OnEventData(event.data, end_ms); });
+  } else {
+    stream.OnWholeBody(raw, end_ms);
+  }
+  if (!stream.error_message().empty()) {
+    return UnavailableError("the server reported an error in its response: " +
+                            stream.error_message());
+  }
+  if (stream.num_content_chunks() == 0 && stream.usage().completion_tokens < 0) {
+    return CorruptError("POST " + path + " returned neither content nor usage (" +
+                        std::to_string(stream.num_malformed_events()) +
+                        " malformed events; " + (is_stream ? "a stream" : "not a stream") + ")");
+  }
+  return Measure(stream, start_ms, end_ms);
+}
+
+// ----- Figures
+
+TimeSummary SummarizeTimes(std::vector<double> values) {
+  std::erase_if(values, [](double v) { return !(v >= 0); });
+  TimeSummary summary;
+  summary.count = static_cast<int>(values.size());
+  if (values.empty()) return summary;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  summary.mean = sum / static_cast<double>(values.size());
+  auto percentile = [&](double p) {
+    const double rank = p * static_cast<double>(values.size() - 1);
+    const size_t low = static_cast<size_t>(std::floor(rank));
+    const size_t high = std::min(low + 1, values.size() - 1);
+    return values[low] + (values[high] - values[low]) * (rank - static_cast<double>(low));
+  };
+  summary.p50 = percentile(0.5);
+  summary.p90 = percentile(0.9);
+  return summary;
+}
+
+std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasurement>& requests) {
+  std::vector<PhaseSummary> phases;
+  for (const RequestMeasurement& r : requests) {
+    auto it = std::find_if(phases.begin(), phases.end(),
+                           [&](const PhaseSummary& p) { return p.phase == r.phase; });
+    if (it == phases.end()) {
+      phases.push_back({.phase = r.phase});
+      it = phases.end() - 1;
+    }
+  }
+  for (PhaseSummary& phase : phases) {
+    std::vector<double> ttft, latency, decode;
+    auto add = [](int64_t value, int64_t* sum) {
+      if (value >= 0) *sum = (*sum < 0 ? 0 : *sum) + value;
+    };
+    for (const RequestMeasurement& r : requests) {
+      if (r.phase != phase.phase) continue;
+      ++phase.num_requests;
+      ttft.push_back(r.ttft_ms);
+      latency.push_back(r.latency_ms);
+      decode.push_back(r.decode_tokens_per_second);
+      const ServeUsage& u = r.usage;
+      add(u.prompt_tokens, &phase.prompt_tokens);
+      add(u.completion_tokens, &phase.completion_tokens);
+      add(u.cached_tokens, &phase.cached_tokens);
+      add(u.tokens_prefix, &phase.tokens_prefix);
+      add(u.tokens_reused, &phase.tokens_reused);
+      add(u.tokens_recomputed, &phase.tokens_recomputed);
+      add(u.tokens_new, &phase.tokens_new);
+      add(u.chunks_from_memory, &phase.chunks_from_memory);
+      add(u.chunks_from_flash, &phase.chunks_from_flash);
+    }
+    phase.ttft_ms = SummarizeTimes(std::move(ttft));
+    phase.latency_ms = SummarizeTimes(std::move(latency));
+    phase.decode_tokens_per_second = SummarizeTimes(std::move(decode));
+  }
+  return phases;
+}
+
+namespace {
+
+std::string Fixed(double value, int decimals = 1) {
+  if (!(value >= 0)) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string Count(int64_t value) { return value < 0 ? "-" : std::to_string(value); }
+
+json Nullable(double value) { return value >= 0 ? json(value) : json(nullptr); }
+json Nullable(int64_t value) { return value >= 0 ? json(value) : json(nullptr); }
+
+json TimeJson(const TimeSummary& t) {
+  if (t.count == 0) return {{"count", 0}};
+  return {{"count", t.count}, {"mean", t.mean}, {"p50", t.p50}, {"p90", t.p90}};
+}
+
+}  // namespace
+
+std::string ServeBenchText(const ServeBenchRun& run) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "bench serve: trace %s, %zu requests to %s, model %s, documents %s, context %d "
+                "tokens (estimated)\n",
+                run.trace.c_str(), run.requests.size(), run.url.c_str(), run.model.c_str(),
+                std::string(DocumentsModeName(run.documents)).c_str(), run.context_tokens);
+  out += line;
+  std::snprintf(line, sizeof(line), "%4s  %-5s  %-32s %7s %7s %9s %8s %9s %7s %7s %7s %7s\n",
+                "#", "phase", "id", "prompt", "cached", "TTFT ms", "tok/s", "total ms", "prefix",
+                "reused", "recomp", "new");
+  out += line;
+  for (size_t i = 0; i < run.requests.size(); ++i) {
+    const RequestMeasurement& r = run.requests[i];
+    const ServeUsage& u = r.usage;
+    std::string id = r.id.size() > 32 ? r.id.substr(0, 31) + "~" : r.id;
+    std::snprintf(line, sizeof(line), "%4zu  %-5s  %-32s %7s %7s %9s %8s %9s %7s %7s %7s %7s\n",
+                  i + 1, r.phase.c_str(), id.c_str(), Count(u.prompt_tokens).c_str(),
+                  Count(u.cached_tokens).c_str(), Fixed(r.ttft_ms).c_str(),
+                  Fixed(r.decode_tokens_per_second).c_str(), Fixed(r.latency_ms).c_str(),
+                  Count(u.tokens_prefix).c_str(), Count(u.tokens_reused).c_str(),
+                  Count(u.tokens_recomputed).c_str(), Count(u.tokens_new).c_str());
+    out += line;
+  }
+  for (const PhaseSummary& p : SummarizeServeBench(run.requests)) {
+    std::snprintf(line, sizeof(line),
+                  "%s: %d requests; TTFT mean %s ms, p50 %s, p90 %s; decode %s tok/s (mean of "
+                  "%d); latency mean %s ms\n",
+                  p.phase.c_str(), p.num_requests, Fixed(p.ttft_ms.mean).c_str(),
+                  Fixed(p.ttft_ms.p50).c_str(), Fixed(p.ttft_ms.p90).c_str(),
+                  p.decode_tokens_per_second.count > 0
+                      ? Fixed(p.decode_tokens_per_second.mean).c_str()
+                      : "-",
+                  p.decode_tokens_per_second.count, Fixed(p.latency_ms.mean).c_str());
+    out += line;
+    std::snprintf(line, sizeof(line),
+                  "  tokens: prompt %s, completion %s, cached %s; reuse: prefix %s, reused %s, "
+                  "recomputed %s, new %s; chunks from memory %s, from flash %s\n",
+                  Count(p.prompt_tokens).c_str(), Count(p.completion_tokens).c_str(),
+                  Count(p.cached_tokens).c_str(), Count(p.tokens_prefix).c_str(),
+                  Count(p.tokens_reused).c_str(), Count(p.tokens_recomputed).c_str(),
+                  Count(p.tokens_new).c_str(), Count(p.chunks_from_memory).c_str(),
+                  Count(p.chunks_from_flash).c_str());
+    out += line;
+  }
+  if (run.num_dropped_history_messages > 0) {
+    out += "chat history: " + std::to_string(run.num_dropped_history_messages) +
+           " oldest messages dropped to fit the context\n";
+  }
+  return out;
+}
+
+json ServeBenchJson(const ServeBenchRun& run) {
+  json requests = json::array();
+  for (const RequestMeasurement& r : run.requests) {
+    const ServeUsage& u = r.usage;
+    json entry = {{"id", r.id},
+                  {"phase", r.phase},
+                  {"ttft_ms", Nullable(r.ttft_ms)},
+                  {"latency_ms", r.latency_ms},
+                  {"decode_tokens_per_second", Nullable(r.decode_tokens_per_second)},
+                  {"content_chunks", r.num_content_chunks},
+                  {"malformed_events", r.num_malformed_events},
+                  {"prompt_tokens", Nullable(u.prompt_tokens)},
+                  {"completion_tokens", Nullable(u.completion_tokens)},
+                  {"cached_tokens", Nullable(u.cached_tokens)}};
+    if (u.has_reprise) {
+      entry["reprise"] = {{"ttft_ms", Nullable(u.server_ttft_ms)},
+                          {"tokens_prefix", Nullable(u.tokens_prefix)},
+                          {"tokens_reused", Nullable(u.tokens_reused)},
+                          {"tokens_recomputed", Nullable(u.tokens_recomputed)},
+                          {"tokens_new", Nullable(u.tokens_new)},
+                          {"chunks_from_memory", Nullable(u.chunks_from_memory)},
+                          {"chunks_from_flash", Nullable(u.chunks_from_flash)},
+                          {"decode_tokens_per_second",
+                           Nullable(u.server_decode_tokens_per_second)},
+                          {"namespace", u.reprise_namespace}};
+    }
+    if (u.has_timings) {
+      entry["timings"] = {{"prompt_ms", Nullable(u.timings_prompt_ms)},
+                          {"prompt_n", Nullable(u.timings_prompt_n)},
+                          {"cache_n", Nullable(u.timings_cache_n)},
+                          {"predicted_per_second", Nullable(u.timings_predicted_per_second)}};
+    }
+    requests.push_back(std::move(entry));
+  }
+  json summary = json::array();
+  for (const PhaseSummary& p : SummarizeServeBench(run.requests)) {
+    summary.push_back({{"phase", p.phase},
+                       {"requests", p.num_requests},
+                       {"ttft_ms", TimeJson(p.ttft_ms)},
+                       {"latency_ms", TimeJson(p.latency_ms)},
+                       {"decode_tokens_per_second", TimeJson(p.decode_tokens_per_second)},
+                       {"prompt_tokens", Nullable(p.prompt_tokens)},
+                       {"completion_tokens", Nullable(p.completion_tokens)},
+                       {"cached_tokens", Nullable(p.cached_tokens)},
+                       {"tokens_prefix", Nullable(p.tokens_prefix)},
+                       {"tokens_reused", Nullable(p.tokens_reused)},
+                       {"tokens_recomputed", Nullable(p.tokens_recomputed)},
+                       {"tokens_new", Nullable(p.tokens_new)},
+                       {"chunks_from_memory", Nullable(p.chunks_from_memory)},
+                       {"chunks_from_flash", Nullable(p.chunks_from_flash)}});
+  }
+  return {{"trace", run.trace},
+          {"url", run.url},
+          {"model", run.model},
+          {"documents", DocumentsModeName(run.documents)},
+          {"context_tokens", run.context_tokens},
+          {"dropped_history_messages", run.num_dropped_history_messages},
+          {"requests", std::move(requests)},
+          {"summary", std::move(summary)}};
+}
+
+// ----- The run
+
+Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
+                                    const ServeProgressFn& on_request) {
+  REPRISE_ASSIGN_OR_RETURN(workload::ServeTraceKind kind,
+                           workload::ParseServeTraceKind(options.trace));
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ServeClient> client,
+                           ServeClient::Create({.url = options.url,
+                                                .api_key = options.api_key,
+                                                .now_ms = options.now_ms}));
+  ServeBenchRun run;
+  run.trace = options.trace;
+  run.url = options.url;
+  run.model = options.model;
+  Result<ModelInfo> model = client->FindModel(options.model);
+  if (!model.ok()) {
+    // A server may lack /v1/models; one that cannot be reached, or lacks the model asked
+    // for, ends the run here with the clearest message.
+    const StatusCode code = model.error().code();
+    if (code == StatusCode::kUnavailable || code == StatusCode::kNotFound ||
+        model.error().message().find("HTTP 401") != std::string::npos ||
+        model.error().message().find("HTTP 403") != std::string::npos) {
+      return model.error();
+    }
+  } else {
+    run.model = model->id;
+  }
+  run.documents = options.documents;
+  if (run.documents == DocumentsMode::kAuto) {
+    run.documents = model.ok() && model->owned_by == "reprise" ? DocumentsMode::kField
+                                                               : DocumentsMode::kInline;
+  }
+  run.context_tokens = options.context_tokens > 0                     ? options.context_tokens
+                       : model.ok() && model->context_tokens > 0 ? model->context_tokens
+                                                                 : kDefaultContextTokens;
+  if (run.context_tokens <= options.max_tokens) {
+    return InvalidArgumentError("the context (" + std::to_string(run.context_tokens) +
+                                " tokens) leaves no room for a prompt after --max-tokens " +
+                                std::to_string(options.max_tokens));
+  }
+  const int max_prompt_tokens = run.context_tokens - options.max_tokens;
+
+  workload::ServeTraceOptions trace_options;
+  trace_options.data_dir = options.data_dir;
+  trace_options.num_requests = options.num_requests;
+  trace_options.max_prompt_tokens = max_prompt_tokens;
+  trace_options.seed = options.seed;
+  trace_options.count_tokens = workload::EstimateTokens;
+  REPRISE_ASSIGN_OR_RETURN(workload::ServeTrace trace,
+                           workload::BuildServeTrace(kind, trace_options));
+
+  workload::ChatWindow window(max_prompt_tokens, workload::EstimateTokens);
+  const ChatBodyOptions body_options{.model = run.model,
+                                     .max_tokens = options.max_tokens,
+                                     .seed = options.seed,
+                                     .documents = run.documents};
+  const int total = static_cast<int>(trace.requests.size());
+  for (int i = 0; i < total; ++i) {
+    const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
+    const json body = BuildChatBody(request, window.Messages(request), body_options);
+    Result<RequestMeasurement> measured = client->Send(body);
+    if (!measured.ok()) {
+      return Status(measured.error().code(), "request " + std::to_string(i + 1) + " of " +
+                                                 std::to_string(total) + " (" + request.id +
+                                                 "): " + measured.error().message());
+    }
+    measured->id = request.id;
+    measured->phase = request.phase;
+    window.AddReply(request, measured->reply);
+    if (on_request) on_request(*measured, i, total);
+    run.requests.push_back(std::move(measured).value());
+  }
+  run.num_dropped_history_messages = window.num_dropped_messages();
+  return run;
+}
+
+}  // namespace reprise::cli

@@ -1,0 +1,299 @@
+// `reprise bench serve`: replays a request trace (workload/serve_trace.h) over HTTP against
+// Reprise's server or any OpenAI-compatible one (llama.cpp's llama-server, ...) and reports
+// the time to first token, decode speed and, where the server says, what it reused.
+//
+// The layers, bottom up, each testable without a network:
+//   SseParser          server-sent events from bytes split anywhere (\n, \r\n or \r line ends,
+//                      ':' comments, multi-line data).
+//   ChatStream         the events of one chat completion (streamed chunks or a whole JSON
+//                      body): the reply text, the content chunks' times, usage, `reprise`,
+//                      llama-server's `timings`, an error object. Malformed input is counted,
+//                      never thrown.
+//   BuildChatBody      the request JSON for a trace request: documents and skills as Reprise's
+//                      `documents` / `skills` fields, or inline in the system message.
+//   ServeClient        HTTP on cpp-httplib: GET /v1/models, POST /v1/chat/completions
+//                      (stream, include_usage), the clock injected.
+//   RunServeBench      builds the trace and replays it.
+//   SummarizeServeBench / ServeBenchText / ServeBenchJson   the figures and their printing.
+// The subcommand's flags are in command_bench.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "workload/serve_trace.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace reprise::cli {
+
+// ---------------------------------------------------------------------------------------------
+// Server-sent events (the WHATWG event-stream format).
+
+struct SseEvent {
+  std::string event;  // the "event:" field; "" for the default "message"
+  std::string data;   // the "data:" lines joined with '\n'
+};
+
+// Thread-compatible. Fields other than event and data (id, retry, unknown) are ignored.
+class SseParser {
+ public:
+  using EventFn = std::function<void(SseEvent)>;
+
+  // Parses `bytes`, the next piece of the stream (any split), calling on_event for every
+  // event that a blank line completes.
+  void Feed(std::string_view bytes, const EventFn& on_event);
+
+  // The end of the stream: a last line without its line end is taken, and an event that
+  // lacks its closing blank line is dispatched too (lenient: some servers end that way).
+  void Finish(const EventFn& on_event);
+
+ private:
+  void ProcessLine(const EventFn& on_event);
+  void Dispatch(const EventFn& on_event);
+
+  std::string line_;
+  bool after_cr_ = false;  // the last byte was '\r': a '\n' right after it ends nothing
+  std::string event_;
+  std::string data_;
+  bool has_data_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// One chat completion response.
+
+// What a response says about itself; -1 (or "") where the server did not say.
+struct ServeUsage {
+  int64_t prompt_tokens = -1;
+  int64_t completion_tokens = -1;
+  int64_t cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens
+  // Reprise's `reprise` object.
+  bool has_reprise = false;
+  double server_ttft_ms = -1;
+  int64_t tokens_prefix = -1;
+  int64_t tokens_reused = -1;
+  int64_t tokens_recomputed = -1;
+  int64_t tokens_new = -1;
+  int64_t chunks_from_memory = -1;
+  int64_t chunks_from_flash = -1;
+  double server_decode_tokens_per_second = -1;
+  std::string reprise_namespace;
+  // llama-server's `timings`.
+  bool has_timings = false;
+  double timings_prompt_ms = -1;
+  int64_t timings_prompt_n = -1;
+  int64_t timings_cache_n = -1;
+  double timings_predicted_per_second = -1;
+};
+
+// Accumulates the events of one streamed chat completion, or a whole non-streamed body.
+// Times are milliseconds on the caller's clock. Thread-compatible.
+class ChatStream {
+ public:
+  // One SSE event's data: a chunk object, "[DONE]", or garbage (counted in
+  // num_malformed_events). A chunk with non-empty choices[0].delta.content (or
+  // choices[0].text) is a content chunk, received at now_ms.
+  void OnEventData(std::string_view data, double now_ms);
+
+  // A whole non-streamed response body (choices[0].message.content), received at now_ms.
+  void OnWholeBody(std::string_view body, double now_ms);
+
+  const std::string& reply() const { return reply_; }
+  const ServeUsage& usage() const { return usage_; }
+  int num_content_chunks() const { return num_content_chunks_; }
+  double first_content_ms() const { return first_content_ms_; }  // -1: no content
+  double last_content_ms() const { return last_content_ms_; }
+  bool saw_done() const { return saw_done_; }
+  int num_malformed_events() const { return num_malformed_events_; }
+  // The message of an {"error": ...} object sent in the stream; "" when none.
+  const std::string& error_message() const { return error_message_; }
+
+ private:
+  void OnChunk(const nlohmann::json& chunk, double now_ms, bool streamed);
+
+  std::string reply_;
+  ServeUsage usage_;
+  int num_content_chunks_ = 0;
+  double first_content_ms_ = -1;
+  double last_content_ms_ = -1;
+  bool saw_done_ = false;
+  int num_malformed_events_ = 0;
+  std::string error_message_;
+};
+
+// Reads `usage`, `reprise` and `timings` from a response object into *usage (fields absent or
+// of the wrong type are left as they were).
+void ReadUsage(const nlohmann::json& response, ServeUsage* usage);
+
+// The message of an OpenAI error body {"error": {"message", "type", "code"}} as
+// "<type> (<code>): <message>", or the body's first 200 bytes when it is not one.
+std::string DescribeErrorBody(std::string_view body);
+
+// ---------------------------------------------------------------------------------------------
+// Requests.
+
+enum class DocumentsMode { kAuto, kField, kInline };
+
+// "auto", "field", "inline". Errors: InvalidArgument.
+Result<DocumentsMode> ParseDocumentsMode(std::string_view name);
+std::string_view DocumentsModeName(DocumentsMode mode);
+
+struct ChatBodyOptions {
+  std::string model;
+  int max_tokens = 64;
+  uint64_t seed = 0;
+  DocumentsMode documents = DocumentsMode::kField;  // kField or kInline (auto resolved first)
+};
+
+// The POST /v1/chat/completions body: messages, max_tokens (the request's own when it has
+// one), temperature 0, seed, stream with include_usage; documents and skills as
+// `"documents"` / `"skills"` arrays of {id, text} (kField), or appended to the first system
+// message as "Document <id>:\n<text>" / "Skill <id>:\n<text>" blocks (kInline; a system
+// message of their own when there is none).
+nlohmann::json BuildChatBody(const workload::TraceRequest& request,
+                             const std::vector<workload::TraceMessage>& messages,
+                             const ChatBodyOptions& options);
+
+// One request as the client saw it. Times in ms; -1 where not measured.
+struct RequestMeasurement {
+  std::string id;
+  std::string phase;
+  double ttft_ms = -1;    // sending -> first content chunk
+  double latency_ms = 0;  // sending -> the response's end
+  // (completion_tokens - 1) / (last content chunk - first); -1 with fewer than 2 tokens.
+  double decode_tokens_per_second = -1;
+  int num_content_chunks = 0;
+  int num_malformed_events = 0;
+  std::string reply;
+  ServeUsage usage;
+};
+
+// Derives ttft, latency and decode speed from a finished stream.
+RequestMeasurement Measure(const ChatStream& stream, double start_ms, double end_ms);
+
+struct ModelInfo {
+  std::string id;
+  std::string owned_by;
+  int context_tokens = 0;  // 0: the server did not say
+};
+
+struct ServeClientOptions {
+  std::string url;      // http://host[:port][/prefix]
+  std::string api_key;  // sent as "Authorization: Bearer <key>" when not empty
+  double timeout_s = 600;
+  std::function<double()> now_ms;  // the clock; empty = steady_clock
+};
+
+// An HTTP client of one server. Thread-compatible (one request at a time).
+class ServeClient {
+ public:
+  // Errors: InvalidArgument for a URL that is not http://host[:port][/prefix].
+  static Result<std::unique_ptr<ServeClient>> Create(ServeClientOptions options);
+  ~ServeClient();
+
+  // GET /v1/models: the model named `wanted` (or the first when empty). Errors: Unavailable
+  // (connection), InvalidArgument (HTTP 4xx, with the server's message), Unavailable (5xx),
+  // Corrupt (not a model list), NotFound (no such model).
+  Result<ModelInfo> FindModel(std::string_view wanted);
+
+  // POSTs `body` to /v1/chat/completions and measures it. Errors as FindModel's, plus
+  // Corrupt for a response without any content or usage, and the message of an error object
+  // sent in the stream.
+  Result<RequestMeasurement> Send(const nlohmann::json& body);
+
+ private:
+  ServeClient(ServeClientOptions options, std::string prefix,
+              std::unique_ptr<httplib::Client> http);
+  double Now() const;
+
+  ServeClientOptions options_;
+  std::string prefix_;  // the URL's path, without a trailing '/'
+  std::unique_ptr<httplib::Client> http_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Figures.
+
+struct TimeSummary {
+  int count = 0;  // measurements taken (those >= 0)
+  double mean = 0;
+  double p50 = 0;
+  double p90 = 0;
+};
+
+// Percentiles by linear interpolation between the closest ranks (numpy's default).
+TimeSummary SummarizeTimes(std::vector<double> values);
+
+struct PhaseSummary {
+  std::string phase;
+  int num_requests = 0;
+  TimeSummary ttft_ms;
+  TimeSummary latency_ms;
+  TimeSummary decode_tokens_per_second;
+  // Sums over the requests that reported them (-1 when none did).
+  int64_t prompt_tokens = -1;
+  int64_t completion_tokens = -1;
+  int64_t cached_tokens = -1;
+  int64_t tokens_prefix = -1;
+  int64_t tokens_reused = -1;
+  int64_t tokens_recomputed = -1;
+  int64_t tokens_new = -1;
+  int64_t chunks_from_memory = -1;
+  int64_t chunks_from_flash = -1;
+};
+
+// One summary per phase, in order of first appearance.
+std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasurement>& requests);
+
+struct ServeBenchRun {
+  std::string trace;
+  std::string url;
+  std::string model;
+  DocumentsMode documents = DocumentsMode::kInline;
+  int context_tokens = 0;
+  int num_dropped_history_messages = 0;  // chat-session
+  std::vector<RequestMeasurement> requests;
+};
+
+std::string ServeBenchText(const ServeBenchRun& run);
+nlohmann::json ServeBenchJson(const ServeBenchRun& run);
+
+// ---------------------------------------------------------------------------------------------
+// The run.
+
+struct ServeBenchOptions {
+  std::string url;
+  std::string trace;  // a workload::ServeTraceNames() name
+  std::string data_dir;  // the shared data folder (holds workloads/)
+  int num_requests = 10;  // queries; the docqa index requests come on top
+  int max_tokens = 32;
+  std::string api_key;
+  std::string model;  // "" = the server's first
+  // The context window the prompts must fit, generation included, in EstimateTokens; 0 = the
+  // server's when /v1/models says, else kDefaultContextTokens.
+  int context_tokens = 0;
+  DocumentsMode documents = DocumentsMode::kAuto;
+  uint64_t seed = 0;
+  std::function<double()> now_ms;  // empty = steady_clock
+};
+
+inline constexpr int kDefaultContextTokens = 2048;
+
+// Called after each request: its measurement, its 0-based index and the number of requests.
+using ServeProgressFn = std::function<void(const RequestMeasurement&, int, int)>;
+
+// Builds the trace, finds the model, resolves auto, replays the requests in order (chat
+// replies feed the next turns). Errors: the trace builder's, and the first failing request's
+// (its index and id in the message).
+Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
+                                    const ServeProgressFn& on_request);
+
+}  // namespace reprise::cli

@@ -1,0 +1,490 @@
+// bench serve's client: the SSE parser split at every byte, chat chunks and malformed input
+// (a seeded fuzz), request bodies, the figures, and the client end to end against a small
+// httplib server in the test that speaks the protocol (streamed chunks, usage, `reprise`,
+// OpenAI error bodies).
+#include "cli/bench_serve.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "support/shared_data.h"
+
+namespace reprise::cli {
+namespace {
+
+using nlohmann::json;
+
+std::vector<SseEvent> ParseAll(const std::vector<std::string_view>& pieces, bool finish = true) {
+  std::vector<SseEvent> events;
+  SseParser parser;
+  auto collect = [&](SseEvent e) { events.push_back(std::move(e)); };
+  for (std::string_view piece : pieces) parser.Feed(piece, collect);
+  if (finish) parser.Finish(collect);
+  return events;
+}
+
+constexpr std::string_view kStream =
+    ": a comment\r\n"
+    "data: {\"a\":1}\r\n"
+    "\r\n"
+    "event: update\n"
+    "data: line one\n"
+    "data:line two\n"
+    "id: 7\n"
+    "\n"
+    ":keep-alive\r"
+    "data: cr only\r"
+    "\r"
+    "data\n"
+    "\n"
+    "data: [DONE]\n\n";
+
+void ExpectStreamEvents(const std::vector<SseEvent>& events) {
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[0].data, "{\"a\":1}");
+  EXPECT_EQ(events[0].event, "");
+  EXPECT_EQ(events[1].event, "update");
+  EXPECT_EQ(events[1].data, "line one\nline two");  // one leading space stripped, if any
+  EXPECT_EQ(events[2].data, "cr only");
+  EXPECT_EQ(events[3].data, "");  // a "data" line without a colon: empty data
+  EXPECT_EQ(events[4].data, "[DONE]");
+}
+
+TEST(SseParserTest, ParsesLineEndsCommentsAndMultiLineData) {
+  ExpectStreamEvents(ParseAll({kStream}));
+}
+
+TEST(SseParserTest, SameEventsWhereverTheStreamIsSplit) {
+  for (size_t cut = 0; cut <= kStream.size(); ++cut) {
+    ExpectStreamEvents(ParseAll({kStream.substr(0, cut), kStream.substr(cut)}));
+  }
+  std::vector<std::string_view> bytes;
+  for (size_t i = 0; i < kStream.size(); ++i) bytes.push_back(kStream.substr(i, 1));
+  ExpectStreamEvents(ParseAll(bytes));
+}
+
+TEST(SseParserTest, FinishTakesAnEventWithoutItsBlankLine) {
+  EXPECT_TRUE(ParseAll({"data: x\n"}, /*finish=*/false).empty());
+  std::vector<SseEvent> events = ParseAll({"data: x\ndata: y"});
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].data, "x\ny");
+  EXPECT_TRUE(ParseAll({": only a comment\n\n\n"}).empty());
+}
+
+std::string Chunk(std::string_view content) {
+  return json({{"object", "chat.completion.chunk"},
+               {"choices", {{{"index", 0}, {"delta", {{"content", content}}}}}}})
+      .dump();
+}
+
+constexpr std::string_view kFinalChunk =
+    R"({"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":3,"total_tokens":123,)"
+    R"("prompt_tokens_details":{"cached_tokens":96}},"reprise":{"ttft_ms":4.5,)"
+    R"("tokens_prefix":10,"tokens_reused":86,"tokens_recomputed":9,"tokens_new":15,)"
+    R"("chunks_from_memory":2,"chunks_from_flash":1,"decode_tokens_per_second":250.0,)"
+    R"("namespace":"default"}})";
+
+TEST(ChatStreamTest, CollectsContentTimesUsageAndReuse) {
+  ChatStream stream;
+  stream.OnEventData(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})", 10);
+  stream.OnEventData(Chunk("Hel"), 30);
+  stream.OnEventData(Chunk("lo"), 40);
+  stream.OnEventData(Chunk("!"), 50);
+  stream.OnEventData(kFinalChunk, 51);
+  stream.OnEventData("[DONE]", 52);
+  EXPECT_EQ(stream.reply(), "Hello!");
+  EXPECT_EQ(stream.num_content_chunks(), 3);
+  EXPECT_TRUE(stream.saw_done());
+  EXPECT_EQ(stream.num_malformed_events(), 0);
+  const ServeUsage& u = stream.usage();
+  EXPECT_EQ(u.prompt_tokens, 120);
+  EXPECT_EQ(u.completion_tokens, 3);
+  EXPECT_EQ(u.cached_tokens, 96);
+  EXPECT_TRUE(u.has_reprise);
+  EXPECT_DOUBLE_EQ(u.server_ttft_ms, 4.5);
+  EXPECT_EQ(u.tokens_prefix, 10);
+  EXPECT_EQ(u.tokens_reused, 86);
+  EXPECT_EQ(u.tokens_recomputed, 9);
+  EXPECT_EQ(u.tokens_new, 15);
+  EXPECT_EQ(u.chunks_from_memory, 2);
+  EXPECT_EQ(u.chunks_from_flash, 1);
+  EXPECT_EQ(u.reprise_namespace, "default");
+  EXPECT_FALSE(u.has_timings);
+
+  // Sent at 0: TTFT to the first content chunk; 2 tokens after the first in 20 ms.
+  RequestMeasurement m = Measure(stream, 0, 60);
+  EXPECT_DOUBLE_EQ(m.ttft_ms, 30);
+  EXPECT_DOUBLE_EQ(m.latency_ms, 60);
+  EXPECT_DOUBLE_EQ(m.decode_tokens_per_second, 100);
+  EXPECT_EQ(m.reply, "Hello!");
+}
+
+TEST(ChatStreamTest, ReadsLlamaServerTimingsAndWholeBodies) {
+  ChatStream stream;
+  stream.OnWholeBody(
+      R"({"choices":[{"message":{"role":"assistant","content":"Hi"}}],)"
+      R"("usage":{"prompt_tokens":5,"completion_tokens":1},)"
+      R"("timings":{"prompt_n":2,"cache_n":3,"prompt_ms":1.5,"predicted_per_second":80.5}})",
+      25);
+  EXPECT_EQ(stream.reply(), "Hi");
+  EXPECT_TRUE(stream.usage().has_timings);
+  EXPECT_EQ(stream.usage().timings_cache_n, 3);
+  EXPECT_DOUBLE_EQ(stream.usage().timings_predicted_per_second, 80.5);
+  EXPECT_FALSE(stream.usage().has_reprise);
+  RequestMeasurement m = Measure(stream, 5, 25);
+  EXPECT_DOUBLE_EQ(m.ttft_ms, 20);
+  EXPECT_LT(m.decode_tokens_per_second, 0);  // one token: no decode speed
+}
+
+TEST(ChatStreamTest, ErrorObjectsAreReported) {
+  ChatStream stream;
+  stream.OnEventData(R"({"error":{"message":"context full","type":"server_error","code":503}})",
+                     1);
+  EXPECT_EQ(stream.error_message(), "server_error (503): context full");
+  EXPECT_EQ(DescribeErrorBody(
+                R"({"error":{"message":"bad max_tokens","type":"invalid_request_error",)"
+                R"("code":"invalid_value"}})"),
+            "invalid_request_error (invalid_value): bad max_tokens");
+  EXPECT_EQ(DescribeErrorBody("<html>oops</html>"), "<html>oops</html>");
+  EXPECT_EQ(DescribeErrorBody(""), "(empty body)");
+}
+
+TEST(ChatStreamTest, MalformedInputNeverThrowsAndIsCounted) {
+  const std::vector<std::string> inputs = {
+      "", "{", "null", "[1,2]", "\"text\"", "{\"choices\":\"no\"}", "{\"choices\":[]}",
+      "{\"choices\":[1]}", "{\"choices\":[{\"delta\":[]}]}",
+      "{\"choices\":[{\"delta\":{\"content\":7}}]}",
+      "{\"usage\":{\"prompt_tokens\":\"many\",\"completion_tokens\":1e300}}",
+      "{\"usage\":{\"completion_tokens\":-5,\"prompt_tokens\":18446744073709551615}}",
+      "{\"reprise\":[],\"timings\":7,\"usage\":null}", "{\"error\":null}",
+      "{\"choices\":[{\"delta\":{\"content\":\"\\ud800\"}}]}", "\xff\xfe{}",
+      std::string(10000, '['), "data: {}"};
+  for (const std::string& input : inputs) {
+    ChatStream stream;
+    stream.OnEventData(input, 1);
+    stream.OnWholeBody(input, 2);
+    RequestMeasurement m = Measure(stream, 0, 3);
+    EXPECT_GE(m.latency_ms, 0);
+  }
+  ChatStream stream;
+  stream.OnEventData("{", 1);
+  stream.OnEventData("not json", 1);
+  EXPECT_EQ(stream.num_malformed_events(), 2);
+
+  // Seeded fuzz: valid chunks cut, with bytes flipped, fed through the SSE parser split
+  // anywhere.
+  std::mt19937_64 rng(1234);
+  const std::string valid = "data: " + Chunk("token") + "\r\n\r\ndata: " +
+                            std::string(kFinalChunk) + "\n\ndata: [DONE]\n\n";
+  for (int round = 0; round < 2000; ++round) {
+    std::string bytes = valid.substr(0, rng() % (valid.size() + 1));
+    const int flips = static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips && !bytes.empty(); ++f) {
+      bytes[rng() % bytes.size()] = static_cast<char>(rng() & 0xff);
+    }
+    SseParser parser;
+    ChatStream fuzzed;
+    const size_t cut = bytes.empty() ? 0 : rng() % bytes.size();
+    auto on_event = [&](SseEvent e) { fuzzed.OnEventData(e.data, 1); };
+    parser.Feed(std::string_view(bytes).substr(0, cut), on_event);
+    parser.Feed(std::string_view(bytes).substr(cut), on_event);
+    parser.Finish(on_event);
+    RequestMeasurement m = Measure(fuzzed, 0, 2);
+    EXPECT_LE(m.num_content_chunks, 1);
+  }
+}
+
+workload::TraceRequest DocRequest() {
+  workload::TraceRequest request;
+  request.id = "q1";
+  request.system = "Answer.";
+  request.documents = {{"d1", "Paris is in France."}, {"d2", "Rome is in Italy."}};
+  request.skills = {{"s1", "Use a map."}};
+  request.user = "Where is Paris?";
+  return request;
+}
+
+TEST(BuildChatBodyTest, FieldModeSendsDocumentsAndSkillsAsSegments) {
+  const workload::TraceRequest request = DocRequest();
+  json body = BuildChatBody(request, {{"system", "Answer."}, {"user", "Where is Paris?"}},
+                            {.model = "m", .max_tokens = 16, .seed = 3,
+                             .documents = DocumentsMode::kField});
+  EXPECT_EQ(body["model"], "m");
+  EXPECT_EQ(body["max_tokens"], 16);
+  EXPECT_EQ(body["temperature"], 0);
+  EXPECT_EQ(body["seed"], 3);
+  EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["stream_options"]["include_usage"], true);
+  ASSERT_EQ(body["documents"].size(), 2u);
+  EXPECT_EQ(body["documents"][1]["id"], "d2");
+  EXPECT_EQ(body["documents"][1]["text"], "Rome is in Italy.");
+  EXPECT_EQ(body["skills"][0]["id"], "s1");
+  ASSERT_EQ(body["messages"].size(), 2u);
+  EXPECT_EQ(body["messages"][0]["content"], "Answer.");
+}
+
+TEST(BuildChatBodyTest, InlineModePutsTheTextsIntoTheSystemMessage) {
+  workload::TraceRequest request = DocRequest();
+  request.max_tokens = 1;
+  json body = BuildChatBody(request, {{"system", "Answer."}, {"user", "Where is Paris?"}},
+                            {.max_tokens = 16, .documents = DocumentsMode::kInline});
+  EXPECT_FALSE(body.contains("documents"));
+  EXPECT_FALSE(body.contains("skills"));
+  EXPECT_FALSE(body.contains("model"));
+  EXPECT_EQ(body["max_tokens"], 1);  // the request's own
+  EXPECT_EQ(body["messages"][0]["content"],
+            "Answer.\n\nDocument d1:\nParis is in France.\n\nDocument d2:\nRome is in Italy."
+            "\n\nSkill s1:\nUse a map.");
+  // Without a system message, the texts get one of their own.
+  body = BuildChatBody(request, {{"user", "Where is Paris?"}},
+                       {.documents = DocumentsMode::kInline});
+  ASSERT_EQ(body["messages"].size(), 2u);
+  EXPECT_EQ(body["messages"][0]["role"], "system");
+  EXPECT_TRUE(body["messages"][0]["content"].get<std::string>().starts_with("Document d1:\n"));
+}
+
+TEST(BenchServeFiguresTest, PercentilesInterpolateAndSkipMissing) {
+  TimeSummary t = SummarizeTimes({40, 10, 30, 20, -1});
+  EXPECT_EQ(t.count, 4);
+  EXPECT_DOUBLE_EQ(t.mean, 25);
+  EXPECT_DOUBLE_EQ(t.p50, 25);
+  EXPECT_DOUBLE_EQ(t.p90, 37);
+  EXPECT_EQ(SummarizeTimes({}).count, 0);
+
+  std::vector<RequestMeasurement> requests(3);
+  requests[0].phase = "index";
+  requests[0].ttft_ms = 5;
+  requests[0].usage.prompt_tokens = 100;
+  requests[0].usage.tokens_new = 100;
+  requests[1].phase = "query";
+  requests[1].ttft_ms = 2;
+  requests[1].usage.tokens_reused = 90;
+  requests[2].phase = "query";
+  requests[2].ttft_ms = 4;
+  requests[2].usage.tokens_reused = 80;
+  std::vector<PhaseSummary> phases = SummarizeServeBench(requests);
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_EQ(phases[0].phase, "index");
+  EXPECT_EQ(phases[0].prompt_tokens, 100);
+  EXPECT_EQ(phases[1].num_requests, 2);
+  EXPECT_DOUBLE_EQ(phases[1].ttft_ms.mean, 3);
+  EXPECT_EQ(phases[1].tokens_reused, 170);
+  EXPECT_EQ(phases[1].prompt_tokens, -1);  // nobody said
+
+  ServeBenchRun run{.trace = "docqa", .url = "http://x", .model = "m", .requests = requests};
+  const std::string text = ServeBenchText(run);
+  EXPECT_NE(text.find("query: 2 requests; TTFT mean 3.0 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("reused 170"), std::string::npos) << text;
+  json j = ServeBenchJson(run);
+  EXPECT_EQ(j["summary"][1]["tokens_reused"], 170);
+  EXPECT_TRUE(j["requests"][1]["prompt_tokens"].is_null());
+}
+
+TEST(ServeClientTest, RejectsBadUrls) {
+  for (const char* url : {"ftp://x", "https://x", "http://", "http://h:0", "http://h:99999",
+                          "http://h:port", "localhost:8080"}) {
+    Result<std::unique_ptr<ServeClient>> client = ServeClient::Create({.url = url});
+    ASSERT_FALSE(client.ok()) << url;
+    EXPECT_EQ(client.error().code(), StatusCode::kInvalidArgument) << url;
+  }
+  EXPECT_TRUE(ServeClient::Create({.url = "http://127.0.0.1:8080/prefix/"}).ok());
+}
+
+// A small OpenAI-style server: /v1/models, and /v1/chat/completions answering each request
+// with `reply` in three pieces (an event split across writes, \r\n line ends, a comment),
+// then usage and `reprise`. Records the request bodies.
+class FakeServer {
+ public:
+  explicit FakeServer(std::string owned_by = "reprise") {
+    server_.Get("/v1/models", [owned_by](const httplib::Request&, httplib::Response& res) {
+      res.set_content(json({{"object", "list"},
+                            {"data", {{{"id", "tiny"}, {"owned_by", owned_by}}}}})
+                          .dump(),
+                      "application/json");
+    });
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
+                                                httplib::Response& res) {
+      json body = json::parse(req.body, nullptr, false);
+      int turn = 0;  // this request's number, 1-based
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        bodies_.push_back(body);
+        turn = static_cast<int>(bodies_.size());
+      }
+      if (body.is_object() && body.contains("max_tokens") && body["max_tokens"] == 999) {
+        res.status = 400;
+        res.set_content(R"({"error":{"message":"max_tokens too large","type":)"
+                        R"("invalid_request_error","code":"max_tokens"}})",
+                        "application/json");
+        return;
+      }
+      if (body.is_object() && body.contains("max_tokens") && body["max_tokens"] == 998) {
+        res.set_chunked_content_provider("text/event-stream",
+                                         [](size_t, httplib::DataSink& sink) {
+                                           sink.write("data: {broken\n\n", 15);
+                                           sink.write("data: [DONE]\n\n", 14);
+                                           sink.done();
+                                           return true;
+                                         });
+        return;
+      }
+      res.set_chunked_content_provider(
+          "text/event-stream", [turn](size_t, httplib::DataSink& sink) {
+            auto write = [&](const std::string& s) { sink.write(s.data(), s.size()); };
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            const std::string first = "data: " + Chunk("reply") + "\r\n\r\n";
+            write(first.substr(0, 10));
+            write(first.substr(10));
+            write(": keep-alive\n\n");
+            for (const std::string& piece : {std::string(" number"), " " + std::to_string(turn)}) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(10));
+              write("data: " + Chunk(piece) + "\n\n");
+            }
+            write("data: " + std::string(kFinalChunk) + "\n\ndata: [DONE]\n\n");
+            sink.done();
+            return true;
+          });
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // stop() before the listen loop has started would be lost and join() would wait forever.
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<json> bodies() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bodies_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<json> bodies_;
+};
+
+TEST(ServeClientTest, StreamsAChatCompletionAndMeasuresIt) {
+  FakeServer server;
+  Result<std::unique_ptr<ServeClient>> client = ServeClient::Create({.url = server.url()});
+  ASSERT_TRUE(client.ok());
+  Result<ModelInfo> model = (*client)->FindModel("");
+  ASSERT_TRUE(model.ok()) << model.error().ToString();
+  EXPECT_EQ(model->id, "tiny");
+  EXPECT_EQ(model->owned_by, "reprise");
+  EXPECT_EQ((*client)->FindModel("other").error().code(), StatusCode::kNotFound);
+
+  Result<RequestMeasurement> m =
+      (*client)->Send(BuildChatBody(DocRequest(), {{"user", "Where is Paris?"}}, {}));
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ(m->reply, "reply number 1");
+  EXPECT_EQ(m->num_content_chunks, 3);
+  EXPECT_EQ(m->num_malformed_events, 0);
+  EXPECT_EQ(m->usage.cached_tokens, 96);
+  EXPECT_EQ(m->usage.tokens_reused, 86);
+  // The server waits 20 ms before the first chunk and 10 ms between the others.
+  EXPECT_GE(m->ttft_ms, 15);
+  EXPECT_LE(m->ttft_ms, m->latency_ms);
+  EXPECT_GT(m->decode_tokens_per_second, 0);
+  ASSERT_EQ(server.bodies().size(), 1u);
+  EXPECT_EQ(server.bodies()[0]["stream"], true);
+}
+
+TEST(ServeClientTest, ReportsHttpErrorsMalformedStreamsAndRefusedConnections) {
+  FakeServer server;
+  Result<std::unique_ptr<ServeClient>> client = ServeClient::Create({.url = server.url()});
+  ASSERT_TRUE(client.ok());
+  json body = BuildChatBody(DocRequest(), {{"user", "x"}}, {.max_tokens = 999});
+  Result<RequestMeasurement> m = (*client)->Send(body);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.error().message().find("HTTP 400"), std::string::npos) << m.error().message();
+  EXPECT_NE(m.error().message().find("max_tokens too large"), std::string::npos);
+
+  m = (*client)->Send(BuildChatBody(DocRequest(), {{"user", "x"}}, {.max_tokens = 998}));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), StatusCode::kCorrupt);
+  EXPECT_NE(m.error().message().find("1 malformed"), std::string::npos) << m.error().message();
+
+  // A port nobody listens on: the server above, once stopped.
+  std::string url;
+  {
+    FakeServer gone;
+    url = gone.url();
+  }
+  Result<std::unique_ptr<ServeClient>> refused = ServeClient::Create({.url = url});
+  ASSERT_TRUE(refused.ok());
+  Result<ModelInfo> model = (*refused)->FindModel("");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error().code(), StatusCode::kUnavailable);
+  EXPECT_NE(model.error().message().find("cannot reach"), std::string::npos);
+}
+
+TEST(RunServeBenchTest, ChatSessionFeedsRepliesBackAndAutoPicksTheDocumentsField) {
+  auto data = testing_support::SharedDataDir();
+  if (!data) GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
+  FakeServer server;
+  ServeBenchOptions options{.url = server.url(), .trace = "chat-session", .data_dir = *data,
+                            .num_requests = 3};
+  int num_progress = 0;
+  Result<ServeBenchRun> run =
+      RunServeBench(options, [&](const RequestMeasurement&, int, int) { ++num_progress; });
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  EXPECT_EQ(num_progress, 3);
+  EXPECT_EQ(run->model, "tiny");
+  EXPECT_EQ(run->documents, DocumentsMode::kField);
+  std::vector<json> bodies = server.bodies();
+  ASSERT_EQ(bodies.size(), 3u);
+  // Turn 3 carries turns 1 and 2 with the server's replies to them.
+  const json& messages = bodies[2]["messages"];
+  ASSERT_EQ(messages.size(), 6u);
+  EXPECT_EQ(messages[2]["role"], "assistant");
+  EXPECT_EQ(messages[2]["content"], "reply number 1");
+  EXPECT_EQ(messages[4]["content"], "reply number 2");
+  EXPECT_EQ(bodies[2]["model"], "tiny");
+
+  options.trace = "docqa";
+  options.num_requests = 2;
+  run = RunServeBench(options, nullptr);
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  bodies = server.bodies();
+  EXPECT_TRUE(bodies.back().contains("documents"));
+  EXPECT_EQ(run->requests.front().phase, "index");
+  EXPECT_EQ(run->requests.back().phase, "query");
+  EXPECT_NE(ServeBenchText(*run).find("index: "), std::string::npos);
+}
+
+TEST(RunServeBenchTest, InlineForOtherServersAndErrorsNameTheRequest) {
+  auto data = testing_support::SharedDataDir();
+  if (!data) GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
+  FakeServer server("llamacpp");
+  Result<ServeBenchRun> run = RunServeBench(
+      {.url = server.url(), .trace = "agent", .data_dir = *data, .num_requests = 1,
+       .max_tokens = 8, .context_tokens = 100000},
+      nullptr);
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  EXPECT_EQ(run->documents, DocumentsMode::kInline);
+  const json body = server.bodies().back();
+  EXPECT_FALSE(body.contains("skills"));
+  EXPECT_NE(body["messages"][0]["content"].get<std::string>().find("\n\nSkill "),
+            std::string::npos);
+
+  run = RunServeBench({.url = server.url(), .trace = "agent", .data_dir = *data,
+                       .num_requests = 1, .max_tokens = 999, .context_tokens = 100000},
+                      nullptr);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.error().message().find("request 1 of 1 (agent:"), std::string::npos)
+      << run.error().message();
+}
+
+}  // namespace
+}  // namespace reprise::cli
