@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 seconds=3600
 runs=10000000
-targets="gguf kv_file catalog tokenizer chat_template convert"
+targets="gguf kv_file catalog tokenizer chat_template convert openai_request"
 store=1
 store_build=""
 build=1
