@@ -145,7 +145,12 @@ struct GenerateRequest {
 
 // Where a prompt's KV came from and where the time to the first token went.
 struct ReuseReport {
-  int tokens_prefix = 0;      // exact cached prefix
+  // Cached prefix: the same tokens at the same positions after the same path. Exact (a full
+  // prefill's KV) unless an earlier request blended part of it: those are counted again in
+  // tokens_prefix_inexact (full and blend continue such a path as it stands, as a server slot
+  // keeps its KV; prefix reuse takes exact KV only).
+  int tokens_prefix = 0;
+  int tokens_prefix_inexact = 0;
   int tokens_reused = 0;      // cached chunks at new positions, kept as they were
   int tokens_recomputed = 0;  // cached chunks at new positions, recomputed by selection
   int tokens_new = 0;         // computed from scratch

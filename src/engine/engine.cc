@@ -388,6 +388,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     stats.prompt_tokens = report->prompt_tokens;
     stats.prefill_ms = report->ttft_ms;
     result.reuse.tokens_prefix = report->tokens_prefix;
+    result.reuse.tokens_prefix_inexact = report->tokens_prefix_inexact;
     result.reuse.tokens_reused = report->tokens_nonprefix;
     result.reuse.tokens_recomputed = report->tokens_recomputed;
     result.reuse.tokens_new = report->tokens_new;

@@ -294,17 +294,21 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
   } else {
     reuse::PlannerOptions planner;
     planner.use_nonprefix = options_.method != ReuseMethod::kPrefix;
+    // full and blend continue a path an earlier request blended as it stands (a chat's next
+    // turn); prefix stays bit-exact.
+    planner.use_inexact_prefix = options_.method != ReuseMethod::kPrefix;
     planner.min_match_tokens = options_.min_match_tokens;
     planner.max_candidates = options_.max_candidates;
     REPRISE_ASSIGN_OR_RETURN(plan, reuse::PlanReuse(prompt_, chunks_, *cache_, planner));
   }
   report.match_ms = MillisecondsSince(start);
   report.tokens_prefix = plan.num_prefix;
+  report.tokens_prefix_inexact = plan.num_prefix_inexact;
   report.tokens_new = plan.num_new;
   report.plan = plan.Summary();
   chunk_ids_ = plan.chunk_ids;
-  first_inexact_token_ = n;
-  for (int i = 0; i < n; ++i) {
+  first_inexact_token_ = plan.first_inexact_prefix_token >= 0 ? plan.first_inexact_prefix_token : n;
+  for (int i = 0; i < first_inexact_token_; ++i) {
     if (plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix) {
       first_inexact_token_ = i;
       break;

@@ -83,6 +83,7 @@ tokenizer::EncodeOptions SegmentEncodeOptions(const PromptSegment& segment);
 struct PrefillReport {
   int prompt_tokens = 0;
   int tokens_prefix = 0;
+  int tokens_prefix_inexact = 0;  // of those, continuing KV an earlier request blended
   int tokens_nonprefix = 0;   // reused at a new position and not recomputed
   int tokens_recomputed = 0;  // reused, then recomputed by selection
   int tokens_new = 0;

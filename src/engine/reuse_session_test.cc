@@ -384,5 +384,66 @@ TEST_F(ReuseSessionTest, StoringIsNotAUseAndExactKvReplacesBlendedKv) {
   for (kv::ChunkId id : ids) EXPECT_TRUE(cache.Contains(id, true)) << id;
 }
 
+// A chat's next turn after a blended turn: the previous prompt is this one's start, so blend
+// continues it as prefix — no re-rotation, nothing recomputed again — with the KV that turn
+// used (the logits equal a blend of the same prompt that recomputes the same tokens); the
+// tokens from the first blended chunk on count as inexact and are stored inexact again.
+// `prefix` takes exact KV only and stops where the blended part starts.
+TEST_F(ReuseSessionTest, TheNextTurnContinuesABlendedPathAsPrefix) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  const std::vector<PromptSegment> alone = {{"document", Words(7, 50)}};
+  std::vector<PromptSegment> turn = {
+      {"system", Words(1, 30)}, {"document", Words(7, 50)}, {"question", Words(5, 8)}};
+  kv::MemoryChunkCache cache(64 << 20);
+  auto blend =
+      std::move(ReuseSession::Create(*model, Options(ReuseMethod::kBlend), &cache)).value();
+  ASSERT_TRUE(blend->Prefill(alone).ok());
+  ASSERT_TRUE(blend->StoreChunks().ok());
+  Result<PrefillReport> first = blend->Prefill(turn);
+  ASSERT_TRUE(first.ok());
+  ASSERT_GT(first->tokens_nonprefix + first->tokens_recomputed, 40) << first->plan;
+  ASSERT_TRUE(blend->StoreChunks().ok());
+  const int turn_tokens = static_cast<int>(blend->prompt_tokens().size());
+
+  std::vector<PromptSegment> next = turn;
+  next.push_back({"question", Words(6, 9)});
+  Result<PrefillReport> second = blend->Prefill(next);
+  ASSERT_TRUE(second.ok());
+  // The whole previous prompt but its last token (always run, for the logits) is prefix.
+  EXPECT_GE(second->tokens_prefix, turn_tokens - 1) << second->plan;
+  EXPECT_EQ(second->tokens_nonprefix, 0) << second->plan;
+  EXPECT_EQ(second->tokens_recomputed, 0) << second->plan;
+  int system_tokens = 0;  // BOS and the system segment: exact in the first turn
+  {
+    auto count = std::move(ReuseSession::Create(*model, Options(ReuseMethod::kNone), nullptr))
+                     .value();
+    const std::vector<PromptSegment> system = {turn[0]};
+    ASSERT_TRUE(count->Prefill(system).ok());
+    system_tokens = static_cast<int>(count->prompt_tokens().size());
+  }
+  EXPECT_GT(second->tokens_prefix_inexact, 40) << second->plan;
+  EXPECT_LE(second->tokens_prefix_inexact, second->tokens_prefix - system_tokens);
+  EXPECT_NE(second->plan.find("inexact"), std::string::npos) << second->plan;
+  ASSERT_TRUE(blend->StoreChunks().ok());
+  int inexact = 0;
+  for (kv::ChunkId id : blend->chunk_ids()) inexact += !cache.Contains(id, true);
+  EXPECT_GT(inexact, 0);
+
+  // The continued KV is the first turn's: the next turn's logits are those of a fresh session
+  // given that KV through the same path (the same cache) — and they differ from a full
+  // prefill (the path is approximate), so the check has teeth.
+  const std::vector<float> continued(blend->logits().begin(), blend->logits().end());
+  const std::vector<float> again = Run(*model, Options(ReuseMethod::kBlend), &cache, {}, next);
+  EXPECT_EQ(continued, again);
+  const std::vector<float> full = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, next);
+  EXPECT_GT(RelativeError(continued, full), 0.0);
+
+  // Method prefix: only the exact system prompt.
+  PrefillReport exact_report;
+  Run(*model, Options(ReuseMethod::kPrefix), &cache, {}, next, &exact_report);
+  EXPECT_EQ(exact_report.tokens_prefix_inexact, 0);
+  EXPECT_EQ(exact_report.tokens_prefix, system_tokens) << exact_report.plan;
+}
+
 }  // namespace
 }  // namespace reprise::engine

@@ -73,7 +73,9 @@ std::vector<TokenRun> ReusePlan::Runs() const {
 }
 
 std::string ReusePlan::Summary() const {
-  return "prefix " + std::to_string(num_prefix) + " | nonprefix " + std::to_string(num_nonprefix) +
+  return "prefix " + std::to_string(num_prefix) +
+         (num_prefix_inexact > 0 ? " (" + std::to_string(num_prefix_inexact) + " inexact)" : "") +
+         " | nonprefix " + std::to_string(num_nonprefix) +
          " (" + std::to_string(num_whole_chunk_matches) + " whole chunks, " +
          std::to_string(num_substring_matches) + " substrings) | new " + std::to_string(num_new);
 }
@@ -102,13 +104,19 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
   size_t first_unmatched_chunk = 0;
   int first_unmatched_token = 0;
   if (options.use_prefix) {
+    const auto usable = [&](const kv::ChunkEntry& e) {
+      return e.exact || options.use_inexact_prefix;
+    };
     kv::ChunkId parent = kv::kRootChunkId;
     for (size_t i = 0; i < chunks.size(); ++i) {
       const PromptChunk& c = chunks[i];
       const auto tokens = prompt.subspan(static_cast<size_t>(c.begin),
                                          static_cast<size_t>(c.end - c.begin));
       std::shared_ptr<const kv::ChunkEntry> entry = cache.Find(plan.chunk_ids[i]);
-      if (entry && entry->exact && entry->parent == parent && SameTokens(*entry, tokens)) {
+      if (entry && usable(*entry) && entry->parent == parent && SameTokens(*entry, tokens)) {
+        if (!entry->exact && plan.first_inexact_prefix_token < 0) {
+          plan.first_inexact_prefix_token = c.begin;
+        }
         Label(plan, c.begin, c.end - c.begin, TokenKind::kPrefix, AddSource(plan, entry), 0);
         parent = plan.chunk_ids[i];
         first_unmatched_chunk = i + 1;
@@ -119,7 +127,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       int best = 0;
       std::shared_ptr<const kv::ChunkEntry> best_child;
       for (const auto& child : cache.Children(parent)) {
-        if (!child->exact) continue;
+        if (!usable(*child)) continue;
         const size_t n = std::min(child->tokens.size(), tokens.size());
         size_t k = 0;
         while (k < n && child->tokens[k] == tokens[k]) ++k;
@@ -132,6 +140,9 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       if (best > 0 && !best_child->kv) best_child = cache.Find(best_child->id);
       if (best > 0 && best_child && best_child->kv &&
           best_child->kv->num_tokens == static_cast<int>(best_child->tokens.size())) {
+        if (!best_child->exact && plan.first_inexact_prefix_token < 0) {
+          plan.first_inexact_prefix_token = c.begin;
+        }
         Label(plan, c.begin, best, TokenKind::kPrefix, AddSource(plan, best_child), 0);
         first_unmatched_token = c.begin + best;
       }
@@ -172,8 +183,13 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
   if (options.force_last_token_new && !plan.tokens.empty()) {
     plan.tokens.back() = TokenSource{};
   }
-  for (const TokenSource& t : plan.tokens) {
+  for (size_t i = 0; i < plan.tokens.size(); ++i) {
+    const TokenSource& t = plan.tokens[i];
     if (t.kind == TokenKind::kPrefix) ++plan.num_prefix;
+    if (t.kind == TokenKind::kPrefix && plan.first_inexact_prefix_token >= 0 &&
+        static_cast<int>(i) >= plan.first_inexact_prefix_token) {
+      ++plan.num_prefix_inexact;
+    }
     if (t.kind == TokenKind::kNonPrefix) ++plan.num_nonprefix;
     if (t.kind == TokenKind::kNew) ++plan.num_new;
   }

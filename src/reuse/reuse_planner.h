@@ -2,7 +2,8 @@
 // comes from) or NEW (DESIGN.md §1-2, the "match" and "plan" steps).
 //
 // Matching, in order:
-//  1. prefix: walk the prefix tree chunk by chunk (exact entries only); in the first chunk
+//  1. prefix: walk the prefix tree chunk by chunk (exact entries only, unless
+//     use_inexact_prefix); in the first chunk
 //     that misses, take the longest common token prefix with a cached child of the last node;
 //  2. for every later chunk: an entry with the same content (its tokens verified), reused
 //     whole at the new position;
@@ -43,6 +44,10 @@ struct ReusePlan {
   std::vector<TokenSource> tokens;  // [prompt length]
   std::vector<std::shared_ptr<const kv::ChunkEntry>> sources;
   int num_prefix = 0;
+  // Of the prefix tokens, those from the first inexact entry of the walk on (their KV, and
+  // everything computed after it, is approximate); the first such token, or -1.
+  int num_prefix_inexact = 0;
+  int first_inexact_prefix_token = -1;
   int num_nonprefix = 0;
   int num_new = 0;
   // The prefix-tree id each prompt chunk has (or gets) on this prompt's path.
@@ -58,6 +63,11 @@ struct ReusePlan {
 
 struct PlannerOptions {
   bool use_prefix = true;
+  // The prefix walk also takes inexact entries (KV that an earlier request blended): the same
+  // tokens at the same positions after the same path, so their KV is what that request used —
+  // as a server slot keeps it — and nothing is recomputed again. Off: exact entries only (the
+  // `prefix` method's bit-exact promise).
+  bool use_inexact_prefix = false;
   bool use_nonprefix = true;
   bool use_substrings = true;
   int min_match_tokens = 32;

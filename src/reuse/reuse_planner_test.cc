@@ -135,15 +135,58 @@ TEST(ReusePlannerTest, PrefixContinuesInsideTheFirstChunkThatMisses) {
   EXPECT_EQ(plan->tokens[kSystem.size() + 20].kind, TokenKind::kNew);
 }
 
-TEST(ReusePlannerTest, InexactEntriesAreNeverPrefix) {
+TEST(ReusePlannerTest, InexactEntriesAreNeverPrefixByDefault) {
   kv::MemoryChunkCache cache(1 << 20);
   ASSERT_TRUE(cache.Insert(Entry(kv::kRootChunkId, kSystem, /*exact=*/false)).ok());
   const Prompt p = MakePrompt({kSystem, kQuestion});
   auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->num_prefix, 0);
+  EXPECT_EQ(plan->num_prefix_inexact, 0);
+  EXPECT_EQ(plan->first_inexact_prefix_token, -1);
   // Still usable at its (same) position as a non-prefix chunk.
   EXPECT_EQ(plan->num_nonprefix, static_cast<int>(kSystem.size()));
+}
+
+// A chat's next turn: the previous prompt (system, a blended document, the last turn) is this
+// prompt's start. With use_inexact_prefix the whole path is prefix, marked inexact from the
+// first blended chunk on; the walk still stops where the path differs.
+TEST(ReusePlannerTest, InexactPrefixContinuesAPathAnEarlierRequestBlended) {
+  kv::MemoryChunkCache cache(1 << 20);
+  auto system = Entry(kv::kRootChunkId, kSystem, /*exact=*/true);
+  auto doc = Entry(system->id, kDocA, /*exact=*/false);
+  auto turn = Entry(doc->id, kQuestion, /*exact=*/false);
+  for (const auto& e : {system, doc, turn}) ASSERT_TRUE(cache.Insert(e).ok());
+  const Tokens next_turn = Range(9500, 10);
+  const Prompt p = MakePrompt({kSystem, kDocA, kQuestion, next_turn});
+  PlannerOptions options;
+  options.use_inexact_prefix = true;
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
+  ASSERT_TRUE(plan.ok());
+  const int path_end = p.chunks[2].end;
+  EXPECT_EQ(Count(*plan, TokenKind::kPrefix, 0, path_end), path_end);
+  EXPECT_EQ(plan->first_inexact_prefix_token, p.chunks[1].begin);
+  EXPECT_EQ(plan->num_prefix_inexact, path_end - p.chunks[1].begin);
+  EXPECT_EQ(plan->num_nonprefix, 0);
+  EXPECT_EQ(plan->num_new, static_cast<int>(next_turn.size()));
+  EXPECT_NE(plan->Summary().find("inexact"), std::string::npos) << plan->Summary();
+
+  // A prompt with the blended document after another system prompt is not on that path: the
+  // document is non-prefix there.
+  const Prompt other = MakePrompt({Range(300, 40), kDocA, next_turn});
+  plan = PlanReuse(other.tokens, other.chunks, cache, options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_prefix, 0);
+  EXPECT_EQ(plan->num_nonprefix, static_cast<int>(kDocA.size()));
+
+  // Inside the first chunk that misses, an inexact child gives its common token prefix.
+  const Tokens edited = Concat({Tokens(kDocA.begin(), kDocA.begin() + 20), Range(5000, 44)});
+  const Prompt partial = MakePrompt({kSystem, edited});
+  options.use_nonprefix = false;
+  plan = PlanReuse(partial.tokens, partial.chunks, cache, options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_prefix, static_cast<int>(kSystem.size()) + 20);
+  EXPECT_EQ(plan->num_prefix_inexact, 20);
 }
 
 TEST(ReusePlannerTest, HashCollisionsAreCaughtByComparingTokens) {

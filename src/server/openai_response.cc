@@ -30,6 +30,7 @@ json Reprise(const GenerateResult& result, double queue_ms) {
   return json{{"ttft_ms", result.ttft_ms},
               {"queue_ms", queue_ms},
               {"tokens_prefix", r.tokens_prefix},
+              {"tokens_prefix_inexact", r.tokens_prefix_inexact},
               {"tokens_reused", r.tokens_reused},
               {"tokens_recomputed", r.tokens_recomputed},
               {"tokens_new", r.tokens_new},

@@ -2,7 +2,8 @@
 // text_completion, their streamed chunks (one SSE `data:` payload each) and `usage`
 // (including prompt_tokens_details.cached_tokens), plus a `reprise` object per response that
 // says where the prompt's KV came from:
-//   {"ttft_ms", "queue_ms", "tokens_prefix", "tokens_reused", "tokens_recomputed",
+//   {"ttft_ms", "queue_ms", "tokens_prefix", "tokens_prefix_inexact", "tokens_reused",
+//    "tokens_recomputed",
 //    "tokens_new", "chunks_from_memory", "chunks_from_flash", "guard_fallbacks",
 //    "decode_tokens_per_second", "namespace"}
 // Text that is not valid UTF-8 (a model can emit a stray byte token) is written with U+FFFD
