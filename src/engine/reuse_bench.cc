@@ -11,6 +11,7 @@
 #include "engine/sampler.h"
 #include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
+#include "reuse/reuse_recall_oracle.h"
 #include "workload/named_workload.h"
 
 namespace reprise::engine {
@@ -165,6 +166,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     runs.push_back(std::move(run));
   }
 
+  reuse::ReuseRecallOracle recall_oracle(tuned.min_match_tokens);
   if (options.warm_corpus || options.warm_retrieved_only) {
     std::vector<workload::Segment> warm = work.collection;
     if (options.warm_retrieved_only) {
@@ -191,6 +193,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       const PromptSegment one[] = {{segment.role, segment.text}};
       REPRISE_RETURN_IF_ERROR(first->session->Prefill(one));
       REPRISE_RETURN_IF_ERROR(first->session->StoreChunks());
+      recall_oracle.Add(first->session->prompt_tokens());
       for (kv::ChunkId id : first->session->chunk_ids()) {
         std::shared_ptr<const kv::ChunkEntry> entry = first->cache->Find(id);
         if (!entry) continue;
@@ -225,6 +228,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   result.model = options.model_path;
   result.workload_stats = workload::FormatWorkloadStats(work.stats);
   double prompt_tokens = 0;
+  result.recall_window = recall_oracle.window();
+  std::vector<int32_t> query_tokens;  // this query's prompt, as the first method tokenized it
   const int64_t num_query_runs = static_cast<int64_t>(work.requests.size() * runs.size());
   int64_t query_runs_done = 0;
   for (size_t q = 0; q < work.requests.size(); ++q) {
@@ -264,7 +269,14 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         oracle_continuation = continuation;
       }
       // Every method sees the same prompt: count it once, from the first.
-      if (run_ptr == order.front()) prompt_tokens += report.prompt_tokens;
+      if (run_ptr == order.front()) {
+        prompt_tokens += report.prompt_tokens;
+        query_tokens = run.session->prompt_tokens();
+        const int reusable = recall_oracle.CountReusable(query_tokens);
+        result.tokens_reusable += reusable;
+        result.tokens_reusable_per_query.push_back(reusable);
+      }
+      const int reusable = result.tokens_reusable_per_query.back();
       MethodStats& st = run.stats;
       ++st.queries;
       st.ttft_ms.push_back(report.ttft_ms);
@@ -272,6 +284,12 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       st.tokens_nonprefix += report.tokens_nonprefix;
       st.tokens_recomputed += report.tokens_recomputed;
       st.tokens_new += report.tokens_new;
+      if (run.cache) {
+        const int found = report.tokens_prefix + report.tokens_nonprefix + report.tokens_recomputed;
+        st.tokens_found += found;
+        st.reuse_recall_per_query.push_back(
+            reusable > 0 ? static_cast<double>(found) / reusable : -1.0);
+      }
       run.match_sum += report.match_ms;
       run.prep_sum += report.kv_prep_ms;
       run.compute_sum += report.compute_ms;
@@ -307,6 +325,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         if (!report.schedule.empty()) say(report.schedule);
       }
     }
+    recall_oracle.Add(query_tokens);
     ReportProgress(options.progress, "queries", query_runs_done, num_query_runs, "runs");
     char line[160];
     std::snprintf(line, sizeof(line), "query %zu/%zu done (%d prompt tokens)", q + 1,
@@ -346,6 +365,9 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     st.overhead_ms_mean = st.match_ms_mean + st.kv_prep_ms_mean;
     st.store_ms_mean = run.store_sum / n;
     st.residual_deviation_mean = run.residual_sum / n;
+    st.reuse_recall = result.tokens_reusable > 0 && run.cache
+                          ? static_cast<double>(st.tokens_found) / result.tokens_reusable
+                          : 0.0;
     if (run.cache) {
       const kv::ChunkCacheStats cs = run.cache->stats();
       st.cache_chunks = cs.num_chunks;
@@ -409,9 +431,15 @@ std::string ReuseBenchResult::ToJson() const {
                    {"store_write_ms_on_ttft_path", s.store_write_ms_on_ttft_path},
                    {"guard_fallbacks", s.guard_fallbacks},
                    {"residual_deviation_mean", s.residual_deviation_mean},
-                   {"cache_bytes", s.cache_bytes}};
+                   {"cache_bytes", s.cache_bytes},
+                   {"tokens_found", s.tokens_found},
+                   {"reuse_recall", s.reuse_recall},
+                   {"reuse_recall_per_query", s.reuse_recall_per_query}};
   }
   j["methods"] = m;
+  j["recall_window"] = recall_window;
+  j["tokens_reusable"] = tokens_reusable;
+  j["tokens_reusable_per_query"] = tokens_reusable_per_query;
   if (!store.empty()) j["store"] = store;
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -440,6 +468,19 @@ std::string ReuseBenchResult::ToText() const {
   }
   s += "\n(tokens are totals over the run; reused = non-prefix reused and not recomputed; "
        "overhead = matching + KV preparation as a share of TTFT)\n";
+  if (tokens_reusable > 0) {
+    std::snprintf(line, sizeof(line),
+                  "reuse recall (tokens found in the cache / %lld reusable by the oracle: "
+                  "%d-token windows seen earlier in the run):",
+                  static_cast<long long>(tokens_reusable), recall_window);
+    s += line;
+    for (const MethodStats& m : methods) {
+      if (m.method == "none") continue;
+      std::snprintf(line, sizeof(line), " %s %.1f%%", m.method.c_str(), 100.0 * m.reuse_recall);
+      s += line;
+    }
+    s += "\n";
+  }
   for (const MethodStats& m : methods) {
     if (m.method != "blend") continue;
     char guard[64] = "off";

@@ -75,6 +75,12 @@ struct MethodStats {
   int64_t guard_fallbacks = 0;
   double residual_deviation_mean = 0;
   std::vector<double> ttft_ms;  // per query
+  // Reuse recall: tokens found in the cache (prefix + non-prefix, recomputed or not) over the
+  // tokens the oracle calls reusable (ReuseBenchResult::tokens_reusable); in total and per
+  // query (-1 where the oracle found nothing). Methods with a cache only (none: 0).
+  int64_t tokens_found = 0;
+  double reuse_recall = 0;
+  std::vector<double> reuse_recall_per_query;
 };
 
 struct ReuseBenchResult {
@@ -86,6 +92,13 @@ struct ReuseBenchResult {
   std::string workload_stats;
   std::string store;                 // the store's final state, when one was used
   double guard_deviation = 0;        // the quality guard's threshold (0 = off)
+  // The recall oracle (reuse/reuse_recall_oracle.h): a token is reusable when a window of
+  // `recall_window` tokens (the planner's min_match_tokens) around it occurred in an earlier
+  // prompt of this run or a warmed segment. Per query and in total. A store kept from an
+  // earlier run holds chunks the oracle has not seen: recall can then pass 100%.
+  int recall_window = 0;
+  int64_t tokens_reusable = 0;
+  std::vector<int> tokens_reusable_per_query;
   std::vector<MethodStats> methods;  // in the order asked
 
   std::string ToJson() const;

@@ -365,6 +365,26 @@ TEST_F(CliTest, BenchReuseReportsEveryMethod) {
     EXPECT_EQ(j["methods"][method]["store_write_ms_on_ttft_path"].get<double>(), 0.0);
   }
   EXPECT_EQ(j["methods"]["none"]["kl_mean"].get<double>(), 0.0);
+  // Reuse recall: a chat's later turns hold the earlier ones, so the oracle finds reusable
+  // tokens, and full / blend find most of them (prefix only the shared start); per query, one
+  // value each, -1 where nothing was reusable (the first query).
+  EXPECT_EQ(j["recall_window"], 32);
+  const int64_t reusable = j["tokens_reusable"].get<int64_t>();
+  EXPECT_GT(reusable, 100);
+  ASSERT_EQ(j["tokens_reusable_per_query"].size(), 4u);
+  EXPECT_EQ(j["tokens_reusable_per_query"][0], 0);
+  for (const char* method : {"full", "blend"}) {
+    const nlohmann::json& m = j["methods"][method];
+    EXPECT_GT(m["reuse_recall"].get<double>(), 0.5) << method;
+    EXPECT_EQ(m["tokens_found"].get<int64_t>(),
+              m["tokens_prefix"].get<int64_t>() + m["tokens_nonprefix"].get<int64_t>() +
+                  m["tokens_recomputed"].get<int64_t>());
+    ASSERT_EQ(m["reuse_recall_per_query"].size(), 4u) << method;
+    EXPECT_EQ(m["reuse_recall_per_query"][0].get<double>(), -1.0);
+  }
+  EXPECT_LE(j["methods"]["prefix"]["reuse_recall"].get<double>(),
+            j["methods"]["full"]["reuse_recall"].get<double>());
+  EXPECT_EQ(j["methods"]["none"]["reuse_recall"].get<double>(), 0.0);
 }
 
 // The quality guard at a threshold every reuse exceeds sends each recompute call back to a
