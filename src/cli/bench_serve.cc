@@ -714,6 +714,7 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   trace_options.num_requests = options.num_requests;
   trace_options.max_prompt_tokens = max_prompt_tokens;
   trace_options.seed = options.seed;
+  trace_options.max_catalog_skills = options.max_catalog_skills;
   trace_options.count_tokens = workload::EstimateTokens;
   REPRISE_ASSIGN_OR_RETURN(workload::ServeTrace trace,
                            workload::BuildServeTrace(kind, trace_options));

@@ -281,6 +281,7 @@ struct ServeBenchOptions {
   // server's when /v1/models says, else kDefaultContextTokens.
   int context_tokens = 0;
   DocumentsMode documents = DocumentsMode::kAuto;
+  int max_catalog_skills = 0;  // agent: skills in the catalogue and drawn from (0 = all)
   uint64_t seed = 0;
   std::function<double()> now_ms;  // empty = steady_clock
 };

@@ -386,6 +386,10 @@ class BenchCommand : public Command {
                   "auto (field when /v1/models says owned_by reprise)")
         ->default_val("auto")
         ->check(CLI::IsMember({"auto", "field", "inline"}));
+    s->add_option("--catalog-skills", serve_options_.max_catalog_skills,
+                  "agent: skills in the catalogue and drawn from (0 = all)")
+        ->default_val(0)
+        ->check(IntegerIn(0, 1 << 20));
     s->add_option("--data", serve_options_.data_dir, "Shared data folder (holds workloads/)");
     s->add_option("--seed", serve_options_.seed, "Seed of the requests and the agent draws")
         ->default_val(0);
