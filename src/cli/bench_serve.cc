@@ -169,6 +169,7 @@ void ReadUsage(const json& response, ServeUsage* usage) {
     usage->has_reprise = true;
     ReadDouble(*r, "ttft_ms", &usage->server_ttft_ms);
     ReadInt(*r, "tokens_prefix", &usage->tokens_prefix);
+    ReadInt(*r, "tokens_prefix_inexact", &usage->tokens_prefix_inexact);
     ReadInt(*r, "tokens_reused", &usage->tokens_reused);
     ReadInt(*r, "tokens_recomputed", &usage->tokens_recomputed);
     ReadInt(*r, "tokens_new", &usage->tokens_new);
@@ -519,6 +520,7 @@ std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasureme
       add(u.completion_tokens, &phase.completion_tokens);
       add(u.cached_tokens, &phase.cached_tokens);
       add(u.tokens_prefix, &phase.tokens_prefix);
+      add(u.tokens_prefix_inexact, &phase.tokens_prefix_inexact);
       add(u.tokens_reused, &phase.tokens_reused);
       add(u.tokens_recomputed, &phase.tokens_recomputed);
       add(u.tokens_new, &phase.tokens_new);
@@ -590,10 +592,11 @@ std::string ServeBenchText(const ServeBenchRun& run) {
                   p.decode_tokens_per_second.count, Fixed(p.latency_ms.mean).c_str());
     out += line;
     std::snprintf(line, sizeof(line),
-                  "  tokens: prompt %s, completion %s, cached %s; reuse: prefix %s, reused %s, "
-                  "recomputed %s, new %s; chunks from memory %s, from flash %s\n",
+                  "  tokens: prompt %s, completion %s, cached %s; reuse: prefix %s (inexact %s), "
+                  "reused %s, recomputed %s, new %s; chunks from memory %s, from flash %s\n",
                   Count(p.prompt_tokens).c_str(), Count(p.completion_tokens).c_str(),
                   Count(p.cached_tokens).c_str(), Count(p.tokens_prefix).c_str(),
+                  Count(p.tokens_prefix_inexact).c_str(),
                   Count(p.tokens_reused).c_str(), Count(p.tokens_recomputed).c_str(),
                   Count(p.tokens_new).c_str(), Count(p.chunks_from_memory).c_str(),
                   Count(p.chunks_from_flash).c_str());
@@ -623,6 +626,7 @@ json ServeBenchJson(const ServeBenchRun& run) {
     if (u.has_reprise) {
       entry["reprise"] = {{"ttft_ms", Nullable(u.server_ttft_ms)},
                           {"tokens_prefix", Nullable(u.tokens_prefix)},
+                          {"tokens_prefix_inexact", Nullable(u.tokens_prefix_inexact)},
                           {"tokens_reused", Nullable(u.tokens_reused)},
                           {"tokens_recomputed", Nullable(u.tokens_recomputed)},
                           {"tokens_new", Nullable(u.tokens_new)},
@@ -651,6 +655,7 @@ json ServeBenchJson(const ServeBenchRun& run) {
                        {"completion_tokens", Nullable(p.completion_tokens)},
                        {"cached_tokens", Nullable(p.cached_tokens)},
                        {"tokens_prefix", Nullable(p.tokens_prefix)},
+                       {"tokens_prefix_inexact", Nullable(p.tokens_prefix_inexact)},
                        {"tokens_reused", Nullable(p.tokens_reused)},
                        {"tokens_recomputed", Nullable(p.tokens_recomputed)},
                        {"tokens_new", Nullable(p.tokens_new)},

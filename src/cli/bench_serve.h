@@ -79,6 +79,7 @@ struct ServeUsage {
   bool has_reprise = false;
   double server_ttft_ms = -1;
   int64_t tokens_prefix = -1;
+  int64_t tokens_prefix_inexact = -1;  // of the prefix, continuing blended KV
   int64_t tokens_reused = -1;
   int64_t tokens_recomputed = -1;
   int64_t tokens_new = -1;
@@ -243,6 +244,7 @@ struct PhaseSummary {
   int64_t completion_tokens = -1;
   int64_t cached_tokens = -1;
   int64_t tokens_prefix = -1;
+  int64_t tokens_prefix_inexact = -1;  // of the prefix, continuing blended KV
   int64_t tokens_reused = -1;
   int64_t tokens_recomputed = -1;
   int64_t tokens_new = -1;

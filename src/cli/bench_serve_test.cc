@@ -85,7 +85,8 @@ std::string Chunk(std::string_view content) {
 constexpr std::string_view kFinalChunk =
     R"({"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":3,"total_tokens":123,)"
     R"("prompt_tokens_details":{"cached_tokens":96}},"reprise":{"ttft_ms":4.5,)"
-    R"("tokens_prefix":10,"tokens_reused":86,"tokens_recomputed":9,"tokens_new":15,)"
+    R"("tokens_prefix":10,"tokens_prefix_inexact":4,"tokens_reused":86,)"
+    R"("tokens_recomputed":9,"tokens_new":15,)"
     R"("chunks_from_memory":2,"chunks_from_flash":1,"decode_tokens_per_second":250.0,)"
     R"("namespace":"default"}})";
 
@@ -108,6 +109,7 @@ TEST(ChatStreamTest, CollectsContentTimesUsageAndReuse) {
   EXPECT_TRUE(u.has_reprise);
   EXPECT_DOUBLE_EQ(u.server_ttft_ms, 4.5);
   EXPECT_EQ(u.tokens_prefix, 10);
+  EXPECT_EQ(u.tokens_prefix_inexact, 4);
   EXPECT_EQ(u.tokens_reused, 86);
   EXPECT_EQ(u.tokens_recomputed, 9);
   EXPECT_EQ(u.tokens_new, 15);
