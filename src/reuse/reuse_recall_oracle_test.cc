@@ -2,25 +2,16 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <vector>
+
+#include "reuse/token_test_util.h"
 
 namespace reprise::reuse {
 namespace {
 
-using Tokens = std::vector<int32_t>;
-
-Tokens Range(int32_t first, int count) {
-  Tokens v(static_cast<size_t>(count));
-  std::iota(v.begin(), v.end(), first);
-  return v;
-}
-
-Tokens Concat(std::initializer_list<Tokens> parts) {
-  Tokens out;
-  for (const Tokens& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
+using testing_tokens::Concat;
+using testing_tokens::Range;
+using testing_tokens::Tokens;
 
 TEST(ReuseRecallOracleTest, NothingIsReusableBeforeAnythingWasSeen) {
   ReuseRecallOracle oracle(8);
