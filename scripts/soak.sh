@@ -43,9 +43,9 @@ done
 
 # Per-target libFuzzer limits (as in fuzz/CMakeLists.txt).
 declare -A max_len=([gguf]=65536 [kv_file]=16384 [catalog]=262144 [tokenizer]=4096
-                    [chat_template]=4096 [convert]=65536)
+                    [chat_template]=4096 [convert]=65536 [openai_request]=16384)
 declare -A timeout_s=([gguf]=10 [kv_file]=10 [catalog]=30 [tokenizer]=10 [chat_template]=10
-                      [convert]=30)
+                      [convert]=30 [openai_request]=10)
 
 jobs=$(nproc)
 fuzz_dir=build-fuzz
