@@ -173,8 +173,12 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       warm.clear();
       std::set<std::string> seen;
       for (const workload::Request& r : work.requests) {
-        for (const workload::Segment& s : r.segments) {
-          if (workload::IsContextRole(s.role) && seen.insert(s.source_id).second) warm.push_back(s);
+        for (const auto* segments : {&r.segments, &r.pasted}) {
+          for (const workload::Segment& s : *segments) {
+            if (workload::IsContextRole(s.role) && seen.insert(s.source_id).second) {
+              warm.push_back(s);
+            }
+          }
         }
       }
     }

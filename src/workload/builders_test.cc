@@ -173,6 +173,38 @@ TEST(ChatWorkloadTest, LocomoQuestionsRetrieveTheirConversation) {
 
 // chat-window: each request is the previous one with its oldest turns dropped and
 // kChatWindowStep new turns added, within the budget.
+// "-plain": the same prompts as one system segment and one pasted segment, text for text.
+TEST(NamedWorkloadTest, PlainVariantsPasteTheSegmentsAfterTheSystemPrompt) {
+  REPRISE_REQUIRE_SHARED_FILE(file, std::string(kHotpotDistractorFile));
+  WorkloadOptions options = Options(DataDirOf(file, kHotpotDistractorFile));
+  options.num_queries = 5;
+  Result<Workload> segmented = BuildNamedWorkload("docqa-distractor", options);
+  Result<Workload> plain = BuildNamedWorkload("docqa-distractor-plain", options);
+  ASSERT_TRUE(segmented.ok()) << segmented.error().ToString();
+  ASSERT_TRUE(plain.ok()) << plain.error().ToString();
+  EXPECT_EQ(plain->name, "docqa-distractor-plain");
+  ASSERT_EQ(plain->requests.size(), segmented->requests.size());
+  for (size_t r = 0; r < plain->requests.size(); ++r) {
+    const Request& a = segmented->requests[r];
+    const Request& b = plain->requests[r];
+    EXPECT_EQ(b.id, a.id);
+    ASSERT_GT(a.segments.size(), 3u) << a.id;
+    ASSERT_EQ(b.segments.size(), 2u) << b.id;
+    EXPECT_EQ(b.segments[0].role, kRoleSystem);
+    EXPECT_EQ(b.segments[0].text, a.segments[0].text);
+    EXPECT_EQ(b.segments[1].role, kRoleQuestion);
+    std::string pasted;
+    for (size_t s = 1; s < a.segments.size(); ++s) pasted += a.segments[s].text;
+    EXPECT_EQ(b.segments[1].text, pasted);
+    // The documents pasted are kept as they were, for warming.
+    ASSERT_EQ(b.pasted.size(), a.segments.size() - 2);
+    EXPECT_EQ(b.pasted[0].source_id, a.segments[1].source_id);
+  }
+  EXPECT_EQ(plain->collection.size(), segmented->collection.size());
+  EXPECT_EQ(BuildNamedWorkload("docqa-plain-plain", options).error().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(ChatWorkloadTest, ChatWindowMovesOverTheConversation) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
   ChatOptions options{.common = Options(DataDirOf(file, kLocomoFile))};

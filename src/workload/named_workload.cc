@@ -9,14 +9,48 @@
 namespace reprise::workload {
 namespace {
 
-constexpr std::array<std::string_view, 5> kNames = {"docqa", "docqa-distractor", "chat",
-                                                    "chat-window", "skills"};
+constexpr std::array<std::string_view, 10> kNames = {
+    "docqa",       "docqa-distractor",       "chat",       "chat-window",       "skills",
+    "docqa-plain", "docqa-distractor-plain", "chat-plain", "chat-window-plain", "skills-plain"};
+
+constexpr std::string_view kPlainSuffix = "-plain";
+
+// The same requests as an app that does not say where its documents are sends them: the
+// leading system segments stay, everything after them (the retrieved documents or skills and
+// the question) is pasted, verbatim and in order, into one question segment (a RAG
+// framework's single user message). The collection stays per document (what a warm cache
+// holds); the name gains "-plain".
+Workload MakePlain(Workload workload) {
+  for (Request& request : workload.requests) {
+    std::vector<Segment> segments;
+    Segment pasted{.role = std::string(kRoleQuestion), .text = "", .source_id = ""};
+    for (Segment& segment : request.segments) {
+      if (segment.role == kRoleSystem && pasted.text.empty()) {
+        segments.push_back(std::move(segment));
+      } else {
+        pasted.text += segment.text;
+        if (IsContextRole(segment.role)) request.pasted.push_back(std::move(segment));
+      }
+    }
+    if (!pasted.text.empty()) segments.push_back(std::move(pasted));
+    request.segments = std::move(segments);
+  }
+  workload.name += kPlainSuffix;
+  return workload;
+}
 
 }  // namespace
 
 std::span<const std::string_view> WorkloadNames() { return kNames; }
 
 Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions& options) {
+  if (name.ends_with(kPlainSuffix)) {
+    const std::string_view base = name.substr(0, name.size() - kPlainSuffix.size());
+    if (!base.ends_with(kPlainSuffix)) {
+      REPRISE_ASSIGN_OR_RETURN(Workload workload, BuildNamedWorkload(base, options));
+      return MakePlain(std::move(workload));
+    }
+  }
   if (name == "docqa" || name == "docqa-distractor") {
     DocQaOptions docqa{.common = options};
     if (name == "docqa-distractor") docqa.file = std::string(kHotpotDistractorFile);

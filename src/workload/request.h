@@ -39,6 +39,9 @@ struct Request {
   std::string id;  // unique within the workload, e.g. "docqa:<item id>"
   std::vector<Segment> segments;
   std::string reference_answer;  // the data set's answer; empty when it has none
+  // "-plain" workloads (named_workload.h): the context segments pasted into the question, as
+  // they were (what a benchmark that pre-caches a request's documents warms).
+  std::vector<Segment> pasted;
 };
 
 // Counts the tokens of a text. The engine passes its tokenizer; tests pass a word counter.
