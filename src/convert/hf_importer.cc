@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -88,8 +89,16 @@ Result<HfConfig> ReadConfig(const nlohmann::json& c, const std::string& what) {
   if (h.context <= 0 || h.context > kMaxContext) {
     return CorruptError(what + ": max_position_embeddings " + std::to_string(h.context));
   }
-  if (!(h.rms_eps > 0) || !(h.rope_theta > 0)) {
-    return CorruptError(what + ": rms_norm_eps and rope_theta must be positive");
+  // The ranges the model loader accepts once they are written as f32 (model_config.cc): a
+  // value that rounds to 0 or infinity there would give a file our own loader rejects.
+  const float eps32 = static_cast<float>(h.rms_eps), theta32 = static_cast<float>(h.rope_theta);
+  if (!(eps32 > 0.0f && eps32 < 1.0f)) {
+    return CorruptError(what + ": rms_norm_eps " + std::to_string(h.rms_eps) +
+                        " out of range (0 < eps < 1 as a 32-bit float)");
+  }
+  if (!(theta32 > 1.0f && std::isfinite(theta32))) {
+    return CorruptError(what + ": rope_theta " + std::to_string(h.rope_theta) +
+                        " out of range (> 1, finite as a 32-bit float)");
   }
   REPRISE_ASSIGN_OR_RETURN(auto head_dim, OptionalJson<int>(c, "head_dim", what));
   h.head_dim = head_dim.value_or(h.hidden / h.heads);

@@ -289,6 +289,12 @@ TEST(HfImporterTest, WrongJsonTypesInConfigAreCorruptNotThrown) {
   cases.push_back({"hidden_size huge", with("hidden_size", 1 << 30)});
   cases.push_back({"rms_norm_eps string", with("rms_norm_eps", "small")});
   cases.push_back({"rope_theta negative", with("rope_theta", -1.0)});
+  // Found by the convert fuzz target: 1e-46 is positive as a double and 0 as the f32 the
+  // GGUF holds, so the import wrote a file the loader then refused.
+  cases.push_back({"rms_norm_eps below f32", with("rms_norm_eps", 1e-46)});
+  cases.push_back({"rms_norm_eps one", with("rms_norm_eps", 1.0)});
+  cases.push_back({"rope_theta one", with("rope_theta", 1.0)});
+  cases.push_back({"rope_theta past f32", with("rope_theta", 1e39)});
   cases.push_back({"max_position_embeddings negative", with("max_position_embeddings", -5)});
   cases.push_back({"tie_word_embeddings string", with("tie_word_embeddings", "yes")});
   cases.push_back({"rope_type number", with("rope_scaling", {{"rope_type", 3}, {"type", 4}})});
