@@ -200,7 +200,15 @@ void ChatStream::OnEventData(std::string_view data, double now_ms) {
     saw_done_ = true;
     return;
   }
-  json chunk = json::parse(data, nullptr, false);
+  OnJson(data, now_ms, /*streamed=*/true);
+}
+
+void ChatStream::OnWholeBody(std::string_view body, double now_ms) {
+  OnJson(body, now_ms, /*streamed=*/false);
+}
+
+void ChatStream::OnJson(std::string_view text, double now_ms, bool streamed) {
+  json chunk = json::parse(text, nullptr, false);
   if (!chunk.is_object()) {
     ++num_malformed_events_;
     return;
@@ -209,20 +217,7 @@ void ChatStream::OnEventData(std::string_view data, double now_ms) {
     error_message_ = DescribeError(*error);
     return;
   }
-  OnChunk(chunk, now_ms, /*streamed=*/true);
-}
-
-void ChatStream::OnWholeBody(std::string_view body, double now_ms) {
-  json response = json::parse(body, nullptr, false);
-  if (!response.is_object()) {
-    ++num_malformed_events_;
-    return;
-  }
-  if (const json* error = Find(response, "error")) {
-    error_message_ = DescribeError(*error);
-    return;
-  }
-  OnChunk(response, now_ms, /*streamed=*/false);
+  OnChunk(chunk, now_ms, streamed);
 }
 
 void ChatStream::OnChunk(const json& chunk, double now_ms, bool streamed) {

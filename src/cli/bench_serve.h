@@ -118,6 +118,9 @@ class ChatStream {
   const std::string& error_message() const { return error_message_; }
 
  private:
+  // One JSON object: a streamed chunk or a whole response; malformed ones and error objects
+  // are recorded, the rest go to OnChunk.
+  void OnJson(std::string_view text, double now_ms, bool streamed);
   void OnChunk(const nlohmann::json& chunk, double now_ms, bool streamed);
 
   std::string reply_;
