@@ -189,8 +189,9 @@ class BenchCommand : public Command {
                                   "TTFT and quality of the KV reuse methods on a real workload");
     CLI::App* s = reuse_;
     s->add_option("-m,--model", reuse_options_.model_path, "GGUF model file")->required();
-    s->add_option("--workload", reuse_options_.workload, "docqa, docqa-distractor, chat, chat-window, skills; each with -plain "
-                  "(e.g. docqa-plain: the documents pasted into one message)")
+    s->add_option("--workload", reuse_options_.workload, "docqa, docqa-distractor, docqa-shuffled (12 documents "
+                  "recurring in new orders), chat, chat-window, skills; each with -plain (e.g. "
+                  "docqa-plain: the documents pasted into one message)")
         ->default_val("docqa");
     s->add_option("--methods", method_names_, "Comma-separated: none, prefix, full, blend")
         ->delimiter(',')

@@ -135,6 +135,40 @@ TEST(DocQaWorkloadTest, DistractorFileAndPromptLimit) {
   ExpectSameRequests(*workload, *named);
 }
 
+
+TEST(DocQaWorkloadTest, ShuffledPoolRecursInNewOrders) {
+  REPRISE_REQUIRE_SHARED_FILE(file, std::string(kHotpotDistractorFile));
+  Result<Workload> workload = BuildNamedWorkload(
+      "docqa-shuffled", Options(DataDirOf(file, kHotpotDistractorFile)));
+  ASSERT_TRUE(workload.ok()) << workload.error().ToString();
+  EXPECT_EQ(workload->name, "docqa-shuffled");
+  ASSERT_EQ(workload->collection.size(), 12u);
+  std::set<std::string> pool;
+  for (const Segment& s : workload->collection) pool.insert(s.source_id);
+  ExpectShape(*workload, kRoleDocument, 512);
+  std::set<std::vector<std::string>> orders;
+  std::map<std::string, int> uses;
+  for (const Request& request : workload->requests) {
+    std::vector<std::string> order;
+    for (const Segment& s : request.segments) {
+      if (s.role != kRoleDocument) continue;
+      EXPECT_TRUE(pool.count(s.source_id)) << s.source_id;
+      order.push_back(s.source_id);
+      ++uses[s.source_id];
+    }
+    EXPECT_EQ(order.size(), 6u) << request.id;
+    EXPECT_EQ(std::set<std::string>(order.begin(), order.end()).size(), 6u) << request.id;
+    orders.insert(order);
+  }
+  EXPECT_EQ(orders.size(), workload->requests.size());  // a new order every time
+  EXPECT_EQ(uses.size(), 12u);                          // every document recurs
+  for (const auto& [id, n] : uses) EXPECT_GT(n, 1) << id;
+
+  Result<Workload> again = BuildNamedWorkload(
+      "docqa-shuffled", Options(DataDirOf(file, kHotpotDistractorFile)));
+  ASSERT_TRUE(again.ok());
+  ExpectSameRequests(*workload, *again);  // reproducible
+}
 TEST(ChatWorkloadTest, LocomoQuestionsRetrieveTheirConversation) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
   ChatOptions options{.common = Options(DataDirOf(file, kLocomoFile))};

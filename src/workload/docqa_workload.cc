@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/random.h"
 #include "workload/bm25_index.h"
 #include "workload/json_input.h"
 #include "workload/prompt_fitting.h"
@@ -99,8 +100,13 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
   }
 
   if (items.empty()) return CorruptError(path + ": holds no items");
+  if (options.shuffled_pool < 0 || options.shuffled_pool == 1) {
+    return InvalidArgumentError("the shuffled pool needs at least 2 documents");
+  }
   Collection collection;
   REPRISE_RETURN_IF_ERROR(BuildCollection(items, common, &collection));
+  const size_t pool = std::min(collection.chunks.size(), static_cast<size_t>(options.shuffled_pool));
+  const size_t drawn = std::min(pool / 2, static_cast<size_t>(std::max(1, common.top_chunks)));
 
   std::vector<Request> requests;
   BuilderCounts counts;
@@ -113,8 +119,19 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
     PromptParts parts;
     parts.id = "docqa:" + item.id;
     parts.system = {std::string(kRoleSystem), std::string(kDocQaSystemPrompt), "system:docqa"};
-    for (const Bm25Hit& hit : collection.index.TopK(item.question, common.top_chunks)) {
-      parts.contexts.push_back(collection.chunks[static_cast<size_t>(hit.chunk_index)]);
+    if (pool > 0) {
+      // A partial Fisher-Yates shuffle of the pool, seeded per query.
+      std::vector<size_t> order(pool);
+      for (size_t i = 0; i < pool; ++i) order[i] = i;
+      Random random(0x5eed0000u + q);
+      for (size_t i = 0; i < drawn; ++i) {
+        std::swap(order[i], order[i + random.NextBelow(pool - i)]);
+        parts.contexts.push_back(collection.chunks[order[i]]);
+      }
+    } else {
+      for (const Bm25Hit& hit : collection.index.TopK(item.question, common.top_chunks)) {
+        parts.contexts.push_back(collection.chunks[static_cast<size_t>(hit.chunk_index)]);
+      }
     }
     parts.question = {std::string(kRoleQuestion), "Question: " + item.question + "\nAnswer:", ""};
     parts.reference_answer = item.answer;
@@ -127,7 +144,9 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
     counts.num_dropped_segments += fitted.num_dropped_contexts;
     requests.push_back(std::move(*fitted.request));
   }
-  return FinishWorkload("docqa", std::move(requests), std::move(collection.chunks), counts, common);
+  if (pool > 0) collection.chunks.resize(pool);
+  return FinishWorkload(pool > 0 ? "docqa-shuffled" : "docqa", std::move(requests),
+                        std::move(collection.chunks), counts, common);
 }
 
 }  // namespace reprise::workload

@@ -13,6 +13,13 @@
 //   system   "You are a helpful assistant. Answer the question using the documents.\n"
 //   document the retrieved chunks, best first
 //   question "Question: <question>\nAnswer:"
+//
+// With shuffled_pool > 0 ("docqa-shuffled"), retrieval is replaced by a small recurring set:
+// the first shuffled_pool chunks of the collection form the pool, and each question's prompt
+// holds top_chunks of them (at most half the pool) drawn in a new random order (seeded per
+// query, reproducible). Every document recurs in most prompts, each time among other
+// neighbours and at another offset: the trace of issue 17 (six plain-text requests over the
+// same 12 HotpotQA paragraphs), where documents are seen only inside earlier prompts.
 #pragma once
 
 #include <string>
@@ -37,6 +44,7 @@ struct DocQaOptions {
   // The JSON Lines file ({id, question, answer, paragraphs: [{title, sentences[]}], ...} per
   // line), relative to data_dir or absolute: kHotpotFullwikiFile or kHotpotDistractorFile.
   std::string file = std::string(kHotpotFullwikiFile);
+  int shuffled_pool = 0;  // > 0: draw each prompt's documents from this many (see above)
 };
 
 // Builds the docqa workload. Errors: InvalidArgument (options), NotFound (with the path),

@@ -9,9 +9,10 @@
 namespace reprise::workload {
 namespace {
 
-constexpr std::array<std::string_view, 10> kNames = {
-    "docqa",       "docqa-distractor",       "chat",       "chat-window",       "skills",
-    "docqa-plain", "docqa-distractor-plain", "chat-plain", "chat-window-plain", "skills-plain"};
+constexpr std::array<std::string_view, 12> kNames = {
+    "docqa",          "docqa-distractor", "docqa-shuffled",         "chat",
+    "chat-window",    "skills",           "docqa-plain",            "docqa-distractor-plain",
+    "docqa-shuffled-plain", "chat-plain", "chat-window-plain",      "skills-plain"};
 
 constexpr std::string_view kPlainSuffix = "-plain";
 
@@ -51,9 +52,10 @@ Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions
       return MakePlain(std::move(workload));
     }
   }
-  if (name == "docqa" || name == "docqa-distractor") {
+  if (name == "docqa" || name == "docqa-distractor" || name == "docqa-shuffled") {
     DocQaOptions docqa{.common = options};
-    if (name == "docqa-distractor") docqa.file = std::string(kHotpotDistractorFile);
+    if (name != "docqa") docqa.file = std::string(kHotpotDistractorFile);
+    if (name == "docqa-shuffled") docqa.shuffled_pool = 12;
     REPRISE_ASSIGN_OR_RETURN(Workload workload, BuildDocQaWorkload(docqa));
     workload.name = std::string(name);
     return workload;
