@@ -54,7 +54,7 @@ struct ReuseOptions {
   // documents still get what they need. 0 = off (always r·Ls).
   double recompute_min_deviation = 0.0;
   int min_match_tokens = 32;
-  int max_candidates = 8;
+  int max_candidates = 32;
   // Graph latencies for the scheduler; 0 = proportional to capacity.
   double prefill_latency_ms = 0.0;
   double recompute_latency_ms = 0.0;

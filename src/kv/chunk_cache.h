@@ -2,7 +2,7 @@
 // reads through, implemented in memory here (MemoryChunkCache) and by the persistent store.
 //
 // Lookups by prefix-tree id (exact prefix reuse), by content hash (the same chunk anywhere)
-// and by shared rare tokens (candidates for sub-chunk matches). Entries are returned as
+// and by shared span fingerprints (candidates for sub-chunk matches). Entries are returned as
 // shared pointers: a caller may keep using an entry after the cache evicted it.
 // Implementations are thread-safe.
 #pragma once
@@ -21,6 +21,9 @@ namespace reprise::kv {
 struct ChunkCandidate {
   ChunkId id = 0;
   double score = 0.0;
+  // The entry, for its tokens; its `kv` may be null (a store lists candidates from its
+  // catalog): Find() the one that is used. Null when the implementation does not say.
+  std::shared_ptr<const ChunkEntry> entry;
 };
 
 struct ChunkCacheStats {
@@ -58,9 +61,10 @@ class ChunkCache {
   // An entry with this content (the most recently used one, exact ones first), or null.
   virtual std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) = 0;
 
-  // Entries likely to share a long span with a prompt chunk (shared rare tokens, or rare
-  // words of its `text` where the implementation indexes text), best first, at most
-  // `max_candidates`. `text` may be empty.
+  // The entries that share a span of kGuaranteedSpanTokens tokens or more with `tokens`
+  // (span_fingerprints.h), and some sharing shorter ones, best first, at most
+  // `max_candidates`; no KV is loaded and no hit counted. `text` is the span's text, for an
+  // implementation that indexes words; it may be empty.
   virtual std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
                                                      std::string_view text,
                                                      int max_candidates) = 0;

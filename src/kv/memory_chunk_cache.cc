@@ -27,7 +27,7 @@ void MemoryChunkCache::Erase(ChunkId id) {
   EraseValue(children_, e.parent, id);
   EraseValue(by_content_, e.content, id);
   // Every stored entry is indexed, so Remove cannot miss.
-  rare_tokens_.Remove(id).IgnoreError();
+  spans_.Remove(id).IgnoreError();
   bytes_ -= static_cast<int64_t>(e.bytes());
   lru_.erase(it->second.lru);
   slots_.erase(it);
@@ -52,7 +52,7 @@ Status MemoryChunkCache::Insert(std::shared_ptr<const ChunkEntry> entry) {
   children_.emplace(entry->parent, entry->id);
   by_content_.emplace(entry->content, entry->id);
   // Erase() above removed any earlier entry with this id, so Add cannot collide.
-  rare_tokens_.Add(entry->id, entry->tokens).IgnoreError();
+  spans_.Add(entry->id, entry->tokens).IgnoreError();
   bytes_ += static_cast<int64_t>(entry->bytes());
   const ChunkId id = entry->id;
   slots_[id] = Slot{std::move(entry), lru_.begin()};
@@ -107,8 +107,10 @@ std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int
                                                              int max_candidates) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<ChunkCandidate> out;
-  for (const auto& c : rare_tokens_.FindCandidates(tokens, max_candidates)) {
-    out.push_back(ChunkCandidate{c.chunk_id, c.score});
+  for (const SpanCandidate& c : spans_.FindCandidates(tokens, max_candidates)) {
+    const auto slot = slots_.find(c.chunk_id);
+    if (slot == slots_.end()) continue;  // cannot happen: the index holds stored entries only
+    out.push_back(ChunkCandidate{c.chunk_id, static_cast<double>(c.num_shared), slot->second.entry});
   }
   return out;
 }

@@ -11,7 +11,7 @@
 
 #include "base/thread_annotations.h"
 #include "kv/chunk_cache.h"
-#include "kv/rare_token_index.h"
+#include "kv/span_fingerprint_index.h"
 
 namespace reprise::kv {
 
@@ -24,7 +24,7 @@ class MemoryChunkCache : public ChunkCache {
   bool Contains(ChunkId id, bool require_exact) override;
   std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) override;
   std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) override;
-  // Ranks by shared rare tokens; `text` is not used.
+  // Every chunk sharing a span with `tokens` (span_fingerprint_index.h); `text` is not used.
   std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
                                              std::string_view text,
                                              int max_candidates) override;
@@ -45,8 +45,8 @@ class MemoryChunkCache : public ChunkCache {
   std::list<ChunkId> lru_ REPRISE_GUARDED_BY(mutex_);
   std::unordered_multimap<ChunkId, ChunkId> children_ REPRISE_GUARDED_BY(mutex_);
   std::unordered_multimap<ContentHash, ChunkId> by_content_ REPRISE_GUARDED_BY(mutex_);
-  RareTokenIndex rare_tokens_ REPRISE_GUARDED_BY(mutex_) =
-      std::move(RareTokenIndex::Create()).value();
+  SpanFingerprintIndex spans_ REPRISE_GUARDED_BY(mutex_) =
+      std::move(SpanFingerprintIndex::Create()).value();
   int64_t bytes_ REPRISE_GUARDED_BY(mutex_) = 0;
   int64_t evictions_ REPRISE_GUARDED_BY(mutex_) = 0;
   int64_t inserts_ REPRISE_GUARDED_BY(mutex_) = 0;

@@ -141,7 +141,7 @@ TEST(MemoryChunkCacheTest, ContentLookupPrefersExactEntries) {
   EXPECT_EQ(cache.FindByContent(exact->content), exact);
 }
 
-TEST(MemoryChunkCacheTest, CandidatesAreChunksSharingRareTokens) {
+TEST(MemoryChunkCacheTest, CandidatesAreChunksSharingASpan) {
   MemoryChunkCache cache(1 << 22);
   // Twenty unrelated chunks, and one that shares a 40-token span with the query.
   std::vector<std::shared_ptr<ChunkEntry>> entries;
@@ -161,6 +161,7 @@ TEST(MemoryChunkCacheTest, CandidatesAreChunksSharingRareTokens) {
   ASSERT_FALSE(candidates.empty());
   EXPECT_EQ(candidates[0].id, target->id);
   EXPECT_GT(candidates[0].score, 0.0);
+  EXPECT_EQ(candidates[0].entry, target);  // the entry comes along (with its KV here)
   EXPECT_TRUE(cache.FindCandidates(Range(90000, 30), "", 4).empty());
 }
 

@@ -29,29 +29,44 @@ void Label(ReusePlan& plan, int begin, int count, TokenKind kind, int source, in
 
 // Greedily reuses the longest common substrings between the unmatched tokens
 // [begin, end) of the prompt and candidate chunks, recursing into what is left on each side.
+// A candidate without KV is loaded when a span is taken from it; one that cannot be (evicted
+// meanwhile, a bad file) is dropped from `candidates` and the next best is taken.
 void MatchSubstrings(std::span<const int32_t> prompt, int begin, int end,
-                     const std::vector<std::shared_ptr<const kv::ChunkEntry>>& candidates,
-                     SuffixAutomaton& automaton, const PlannerOptions& options, ReusePlan& plan,
-                     int depth) {
+                     std::vector<std::shared_ptr<const kv::ChunkEntry>>& candidates,
+                     kv::ChunkCache& cache, SuffixAutomaton& automaton,
+                     const PlannerOptions& options, ReusePlan& plan, int depth) {
   if (end - begin < options.min_match_tokens || depth > 8) return;
   automaton.Build(prompt.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)));
   CommonSubstring best;
   int best_candidate = -1;
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    const CommonSubstring m = automaton.Match(candidates[c]->tokens);
-    if (m.length > best.length) {
-      best = m;
-      best_candidate = static_cast<int>(c);
+  while (true) {
+    best = CommonSubstring{};
+    best_candidate = -1;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const CommonSubstring m = automaton.Match(candidates[c]->tokens);
+      if (m.length > best.length) {
+        best = m;
+        best_candidate = static_cast<int>(c);
+      }
     }
+    if (best_candidate < 0 || best.length < options.min_match_tokens) return;
+    std::shared_ptr<const kv::ChunkEntry>& chosen = candidates[static_cast<size_t>(best_candidate)];
+    if (chosen->kv) break;
+    std::shared_ptr<const kv::ChunkEntry> loaded = cache.Find(chosen->id);
+    if (loaded && loaded->kv && loaded->tokens == chosen->tokens &&
+        loaded->kv->num_tokens == static_cast<int>(loaded->tokens.size())) {
+      chosen = std::move(loaded);
+      break;
+    }
+    candidates.erase(candidates.begin() + best_candidate);
   }
-  if (best_candidate < 0 || best.length < options.min_match_tokens) return;
   // In the automaton's terms the prompt span is `a`, the candidate `b`.
   const int start = begin + best.a_begin;
   const int source = AddSource(plan, candidates[static_cast<size_t>(best_candidate)]);
   Label(plan, start, best.length, TokenKind::kNonPrefix, source, best.b_begin);
   ++plan.num_substring_matches;
-  MatchSubstrings(prompt, begin, start, candidates, automaton, options, plan, depth + 1);
-  MatchSubstrings(prompt, start + best.length, end, candidates, automaton, options, plan,
+  MatchSubstrings(prompt, begin, start, candidates, cache, automaton, options, plan, depth + 1);
+  MatchSubstrings(prompt, start + best.length, end, candidates, cache, automaton, options, plan,
                   depth + 1);
 }
 
@@ -171,12 +186,13 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       std::vector<std::shared_ptr<const kv::ChunkEntry>> candidates;
       const auto unmatched = prompt.subspan(static_cast<size_t>(begin),
                                             static_cast<size_t>(c.end - begin));
-      for (const kv::ChunkCandidate& candidate :
+      for (kv::ChunkCandidate& candidate :
            cache.FindCandidates(unmatched, c.text, options.max_candidates)) {
-        auto entry = cache.Find(candidate.id);
-        if (entry && entry->kv) candidates.push_back(std::move(entry));
+        std::shared_ptr<const kv::ChunkEntry> entry = std::move(candidate.entry);
+        if (!entry) entry = cache.Find(candidate.id);
+        if (entry) candidates.push_back(std::move(entry));
       }
-      MatchSubstrings(prompt, begin, c.end, candidates, automaton, options, plan, 0);
+      MatchSubstrings(prompt, begin, c.end, candidates, cache, automaton, options, plan, 0);
     }
   }
 

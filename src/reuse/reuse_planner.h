@@ -7,9 +7,12 @@
 //     that misses, take the longest common token prefix with a cached child of the last node;
 //  2. for every later chunk: an entry with the same content (its tokens verified), reused
 //     whole at the new position;
-//  3. otherwise candidates sharing rare tokens, and the longest common token substring with
-//     each (a suffix automaton); spans of at least `min_match_tokens` are reused, greedily,
-//     best first, in the parts of the chunk still unmatched.
+//  3. otherwise candidates sharing span fingerprints (kv/span_fingerprints.h: every cached
+//     chunk that shares kGuaranteedSpanTokens tokens with the unmatched part, up to
+//     `max_candidates`), and the longest common token substring with each (a suffix
+//     automaton); spans of at least `min_match_tokens` are reused, greedily, best first, in
+//     the parts of the chunk still unmatched. Candidates may come without KV (a store lists
+//     them from its catalog): only those a span is taken from are loaded.
 // The planner only reads the cache; it does no I/O of its own and changes nothing.
 #pragma once
 
@@ -70,8 +73,10 @@ struct PlannerOptions {
   bool use_inexact_prefix = false;
   bool use_nonprefix = true;
   bool use_substrings = true;
+  // Below kv::kGuaranteedSpanTokens, a chunk that shares only a shorter span is found by
+  // chance (spans found in a candidate found otherwise are always taken).
   int min_match_tokens = 32;
-  int max_candidates = 8;
+  int max_candidates = 32;
   // The last prompt token must run through the model (its logits start generation).
   bool force_last_token_new = true;
 };

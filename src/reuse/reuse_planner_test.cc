@@ -195,12 +195,14 @@ TEST(ReusePlannerTest, HashCollisionsAreCaughtByComparingTokens) {
 
 TEST(ReusePlannerTest, SubChunkSpansAreFoundAboveTheMinimumLength) {
   kv::MemoryChunkCache cache(1 << 22);
-  // Filler chunks, so that the rare-token index has something to rank against.
+  // Filler chunks, so that the candidate index has something to rank against.
   for (int i = 0; i < 10; ++i) CachePath(cache, {Range(20000 + 100 * i, 64)});
+  // One cached chunk holds both spans. (The candidate index promises to find a chunk that
+  // shares kv::kGuaranteedSpanTokens tokens; a chunk sharing only a shorter span is found by
+  // chance. Here the long span brings the chunk, and the matcher then finds the short one.)
   const Tokens span = Range(40000, 48);
-  CachePath(cache, {Concat({Range(30000, 16), span})});
   const Tokens short_span = Range(41000, 20);
-  CachePath(cache, {Concat({Range(31000, 16), short_span})});
+  CachePath(cache, {Concat({Range(30000, 16), span, Range(31000, 16), short_span})});
 
   // The prompt's document holds the long span between new text, and the short one.
   const Prompt p =
