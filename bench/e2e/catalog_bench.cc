@@ -2,9 +2,9 @@
 //
 // Each catalog holds documents of 8 chunks chained in the prefix tree; a chunk has 512 token
 // ids and ~380 words of text drawn from a Zipf distribution over a 50,000-word vocabulary
-// (roughly like English). Measured: Find, FindByContent, Children, SearchText and the whole
-// lookup of one prompt (a prefix walk of 8 Finds, 8 content lookups, one keyword search),
-// plus InsertBatch of 64 rows. The target for the whole lookup is < 1 ms at 10k chunks and
+// (roughly like English). Measured: Find, FindByContent, Children, SearchText, SearchSpans
+// (the span fingerprint search of sub-chunk candidates) and the whole lookup of one prompt (a
+// prefix walk of 8 Finds, 8 content lookups, one span search), plus InsertBatch of 64 rows. The target for the whole lookup is < 1 ms at 10k chunks and
 // < 5 ms at 100k.
 //
 //   reprise_catalog_bench [--benchmark_filter=...]
@@ -24,6 +24,7 @@
 
 #include "base/random.h"
 #include "kv/chunk.h"
+#include "kv/span_fingerprints.h"
 #include "store/catalog.h"
 
 namespace reprise::store {
@@ -71,6 +72,7 @@ struct BenchChunk {
   kv::ChunkId parent;
   kv::ContentHash content;
   std::string text;
+  std::vector<int32_t> tokens;
 };
 
 // A catalog of `num_chunks` rows in a temporary folder, built once per size.
@@ -128,7 +130,7 @@ BenchCatalog& GetCatalog(int num_chunks) {
     row.file_bytes = 6000000;
     row.created_us = i;
     row.last_access_us = i;
-    bench.chunks.push_back({row.chunk_id, parent, row.content_hash, row.text});
+    bench.chunks.push_back({row.chunk_id, parent, row.content_hash, row.text, row.tokens});
     parent = row.chunk_id;
     batch.push_back(std::move(row));
     if (batch.size() == 256 || i + 1 == num_chunks) {
@@ -158,6 +160,17 @@ std::string MakeQuery(const BenchChunk& chunk, Random& random) {
   for (int i = 0; i < 30; ++i) query += words[random.NextBelow(words.size())] + " ";
   for (int i = 0; i < 10; ++i) query += WordOf(static_cast<int>(random.NextBelow(20))) + " ";
   return query;
+}
+
+// The fingerprints of a 512-token prompt span that holds 64 tokens of one chunk among new
+// ones: the planner's query for a chunk that missed the prefix tree and the content hash.
+std::vector<uint64_t> MakeSpanQuery(const BenchChunk& chunk, Random& random) {
+  std::vector<int32_t> tokens(kTokensPerChunk);
+  for (int32_t& token : tokens) token = static_cast<int32_t>(random.NextBelow(150000));
+  const size_t from = random.NextBelow(kTokensPerChunk - 64);
+  std::copy(chunk.tokens.begin() + static_cast<ptrdiff_t>(from),
+            chunk.tokens.begin() + static_cast<ptrdiff_t>(from + 64), tokens.begin() + 200);
+  return kv::SpanFingerprints(tokens);
 }
 
 void ReportSize(benchmark::State& state, const BenchCatalog& bench) {
@@ -238,8 +251,34 @@ void BM_SearchText(benchmark::State& state) {
       static_cast<double>(num_results) / static_cast<double>(state.iterations());
 }
 
+void BM_SearchSpans(benchmark::State& state) {
+  BenchCatalog& bench = GetCatalog(static_cast<int>(state.range(0)));
+  Random random(8);
+  std::vector<std::vector<uint64_t>> queries;
+  std::vector<int64_t> sources;
+  for (int i = 0; i < 64; ++i) {
+    const size_t source = random.NextBelow(bench.chunks.size());
+    queries.push_back(MakeSpanQuery(bench.chunks[source], random));
+    sources.push_back(static_cast<int64_t>(source) + 1);  // row ids follow insertion from 1
+  }
+  size_t next = 0;
+  int64_t num_results = 0, num_source_first = 0;
+  for (auto _ : state) {
+    const size_t q = next++ % queries.size();
+    auto found = bench.catalog->SearchSpans(kNamespace, queries[q], 256, 32);
+    if (!found.ok()) state.SkipWithError(found.status().ToString().c_str());
+    if (!found.ok()) break;
+    num_results += static_cast<int64_t>(found->size());
+    num_source_first += !found->empty() && (*found)[0].row_id == sources[q];
+  }
+  state.counters["results_per_query"] =
+      static_cast<double>(num_results) / static_cast<double>(state.iterations());
+  state.counters["source_first"] =
+      static_cast<double>(num_source_first) / static_cast<double>(state.iterations());
+}
+
 // One prompt's lookup: the prefix walk down a stored document (8 hits), a content lookup for
-// each of 8 chunks, and one keyword search.
+// each of 8 chunks, and one span search.
 void BM_WholeLookup(benchmark::State& state) {
   BenchCatalog& bench = GetCatalog(static_cast<int>(state.range(0)));
   Random random(6);
@@ -257,9 +296,9 @@ void BM_WholeLookup(benchmark::State& state) {
       auto row = bench.catalog->FindByContent(kNamespace, chunk.content);
       benchmark::DoNotOptimize(row);
     }
-    const std::string query =
-        MakeQuery(bench.chunks[random.NextBelow(bench.chunks.size())], random);
-    auto ids = bench.catalog->SearchText(kNamespace, query, 8);
+    const std::vector<uint64_t> query =
+        MakeSpanQuery(bench.chunks[random.NextBelow(bench.chunks.size())], random);
+    auto ids = bench.catalog->SearchSpans(kNamespace, query, 256, 32);
     benchmark::DoNotOptimize(ids);
   }
 }
@@ -294,6 +333,7 @@ BENCHMARK(BM_FindByContent)->REPRISE_CATALOG_SIZES;
 BENCHMARK(BM_Children)->REPRISE_CATALOG_SIZES;
 BENCHMARK(BM_ChildrenOfRoot)->REPRISE_CATALOG_SIZES;
 BENCHMARK(BM_SearchText)->REPRISE_CATALOG_SIZES;
+BENCHMARK(BM_SearchSpans)->REPRISE_CATALOG_SIZES;
 BENCHMARK(BM_WholeLookup)->REPRISE_CATALOG_SIZES;
 BENCHMARK(BM_InsertBatch64)->REPRISE_CATALOG_SIZES;
 

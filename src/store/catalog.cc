@@ -6,9 +6,11 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include "base/thread_annotations.h"
+#include "kv/span_fingerprints.h"
 #include "store/catalog_schema.h"
 #include "store/keyword_index.h"
 #include "store/sqlite_db.h"
@@ -205,7 +207,7 @@ struct Catalog::Connections {
   SqliteDb writer REPRISE_GUARDED_BY(write_mutex);  // not open when read-only
   struct {
     SqliteStatement find_row_id, insert, replace, delete_row, record_access, co_access_add, pin_one,
-        pin_namespace, add_counter;
+        pin_namespace, add_counter, span_insert, span_clear;
   } w REPRISE_GUARDED_BY(write_mutex);
   std::optional<KeywordIndexWriter> keywords_writer REPRISE_GUARDED_BY(write_mutex);
 
@@ -213,7 +215,8 @@ struct Catalog::Connections {
   SqliteDb reader REPRISE_GUARDED_BY(read_mutex);
   struct {
     SqliteStatement find, find_row, find_content, children, co_count, co_partners, row_namespace,
-        list_all, list_namespace, namespaces, stats, begin, commit, counter, invalid_rows;
+        list_all, list_namespace, namespaces, stats, begin, commit, counter, invalid_rows,
+        span_rows;
   } r REPRISE_GUARDED_BY(read_mutex);
   std::optional<KeywordIndexReader> keywords_reader REPRISE_GUARDED_BY(read_mutex);
 };
@@ -256,6 +259,11 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
     REPRISE_ASSIGN_OR_RETURN(
         w.add_counter, db.Prepare("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) "
                                   "DO UPDATE SET value = value + excluded.value"));
+    REPRISE_ASSIGN_OR_RETURN(
+        w.span_insert,
+        db.Prepare("INSERT OR IGNORE INTO chunk_spans (fingerprint, row_id) VALUES (?1, ?2)"));
+    REPRISE_ASSIGN_OR_RETURN(w.span_clear,
+                             db.Prepare("DELETE FROM chunk_spans WHERE row_id = ?1"));
     REPRISE_ASSIGN_OR_RETURN(c->keywords_writer, KeywordIndexWriter::Create(db));
   }
 
@@ -295,6 +303,10 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
   }
   auto& r = c->r;
   const std::string columns(kRowColumns);
+  REPRISE_ASSIGN_OR_RETURN(
+      r.span_rows,
+      db.Prepare("SELECT s.row_id FROM chunk_spans s JOIN chunks c ON c.row_id = s.row_id "
+                 "WHERE s.fingerprint = ?1 AND c.namespace = ?2 LIMIT ?3"));
   REPRISE_ASSIGN_OR_RETURN(
       r.find,
       db.Prepare("SELECT " + columns + " FROM chunks WHERE namespace = ?1 AND chunk_id = ?2"));
@@ -337,7 +349,47 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
   REPRISE_ASSIGN_OR_RETURN(
       r.stats, db.Prepare("SELECT COUNT(*), COALESCE(SUM(file_bytes), 0), "
                           "COUNT(DISTINCT namespace), COALESCE(SUM(pinned), 0) FROM chunks"));
-  return std::unique_ptr<Catalog>(new Catalog(std::move(c), options));
+  std::unique_ptr<Catalog> catalog(new Catalog(std::move(c), options));
+  if (!options.read_only) {
+    std::lock_guard write_lock(catalog->connections_->write_mutex);
+    REPRISE_RETURN_IF_ERROR(catalog->BackfillSpansLocked().WithContext("catalog " + path));
+  }
+  return catalog;
+}
+
+Status Catalog::IndexSpansLocked(int64_t row_id, std::span<const int32_t> tokens, bool replace) {
+  auto& w = connections_->w;
+  if (replace) {
+    REPRISE_RETURN_IF_ERROR(w.span_clear.BindInt64(1, row_id));
+    REPRISE_RETURN_IF_ERROR(w.span_clear.Run());
+  }
+  for (const uint64_t f : kv::SpanFingerprints(tokens)) {
+    REPRISE_RETURN_IF_ERROR(w.span_insert.BindUint64(1, f));
+    REPRISE_RETURN_IF_ERROR(w.span_insert.BindInt64(2, row_id));
+    REPRISE_RETURN_IF_ERROR(w.span_insert.Run());
+  }
+  return Status::Ok();
+}
+
+Status Catalog::BackfillSpansLocked() {
+  SqliteDb& db = connections_->writer;
+  REPRISE_ASSIGN_OR_RETURN(
+      const int64_t pending,
+      db.QueryInt64("SELECT COALESCE(MAX(value), 0) FROM meta WHERE key = 'spans_backfill_pending'"));
+  if (pending == 0) return Status::Ok();
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db));
+  REPRISE_ASSIGN_OR_RETURN(
+      SqliteStatement unindexed,
+      db.Prepare("SELECT " + std::string(kRowColumns) +
+                 " FROM chunks WHERE row_id NOT IN (SELECT row_id FROM chunk_spans)"));
+  REPRISE_ASSIGN_OR_RETURN(std::vector<CatalogRow> rows,
+                           CollectRows(unindexed, &connections_->bad_rows_skipped));
+  for (const CatalogRow& row : rows) {
+    REPRISE_RETURN_IF_ERROR(IndexSpansLocked(row.row_id, row.tokens, /*replace=*/false));
+  }
+  REPRISE_RETURN_IF_ERROR(
+      db.Exec("UPDATE meta SET value = 0 WHERE key = 'spans_backfill_pending'"));
+  return transaction.Commit();
 }
 
 Catalog::Catalog(std::unique_ptr<Connections> connections, const CatalogOptions& options)
@@ -367,10 +419,12 @@ Result<int64_t> Catalog::InsertLocked(const CatalogRow& row, OnConflict on_confl
     REPRISE_RETURN_IF_ERROR(w.replace.Run());
     row_id = *existing;
     REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Remove(row_id));
+    REPRISE_RETURN_IF_ERROR(IndexSpansLocked(row_id, row.tokens, /*replace=*/true));
   } else {
     REPRISE_RETURN_IF_ERROR(BindRow(w.insert, row));
     REPRISE_RETURN_IF_ERROR(w.insert.Run());
     row_id = db.last_insert_rowid();
+    REPRISE_RETURN_IF_ERROR(IndexSpansLocked(row_id, row.tokens, /*replace=*/false));
   }
   REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Add(row_id, row.text));
   return row_id;
@@ -549,6 +603,49 @@ Result<std::vector<int64_t>> Catalog::SearchText(std::string_view name_space,
   const Status ended = connections_->r.commit.Run();
   if (ids.ok() && !ended.ok()) return ended;
   return ids;
+}
+
+Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
+                                                     std::span<const uint64_t> fingerprints,
+                                                     int max_rows_per_fingerprint, int limit) {
+  std::vector<SpanMatch> out;
+  if (limit <= 0 || fingerprints.empty() || max_rows_per_fingerprint < 1) return out;
+  std::lock_guard lock(connections_->read_mutex);
+  // One read transaction (one snapshot) for the whole search.
+  REPRISE_RETURN_IF_ERROR(connections_->r.begin.Run());
+  std::unordered_map<int64_t, int> counts;
+  Status status = Status::Ok();
+  SqliteStatement& s = connections_->r.span_rows;
+  std::vector<int64_t> rows;
+  for (const uint64_t f : fingerprints) {
+    ScopedReset reset(s);
+    rows.clear();
+    if (status = s.BindUint64(1, f); !status.ok()) break;
+    if (status = s.BindText(2, name_space); !status.ok()) break;
+    if (status = s.BindInt64(3, int64_t{max_rows_per_fingerprint} + 1); !status.ok()) break;
+    while (true) {
+      Result<bool> has_row = s.Step();
+      if (!has_row.ok()) {
+        status = has_row.status();
+        break;
+      }
+      if (!*has_row) break;
+      rows.push_back(s.ColumnInt64(0));
+    }
+    if (!status.ok()) break;
+    if (rows.size() > static_cast<size_t>(max_rows_per_fingerprint)) continue;  // boilerplate
+    for (const int64_t row : rows) ++counts[row];
+  }
+  const Status ended = connections_->r.commit.Run();
+  if (!status.ok()) return status;
+  if (!ended.ok()) return ended;
+  out.reserve(counts.size());
+  for (const auto& [row, n] : counts) out.push_back({row, n});
+  std::sort(out.begin(), out.end(), [](const SpanMatch& a, const SpanMatch& b) {
+    return a.num_shared != b.num_shared ? a.num_shared > b.num_shared : a.row_id < b.row_id;
+  });
+  if (out.size() > static_cast<size_t>(limit)) out.resize(static_cast<size_t>(limit));
+  return out;
 }
 
 Result<std::vector<int64_t>> Catalog::SearchTextLocked(std::string_view name_space,

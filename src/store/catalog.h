@@ -77,6 +77,12 @@ struct CatalogStats {
   int64_t num_pinned = 0;
 };
 
+// A row sharing span fingerprints with a query (SearchSpans).
+struct SpanMatch {
+  int64_t row_id = 0;
+  int num_shared = 0;
+};
+
 struct CoAccessPartner {
   kv::ChunkId chunk_id = 0;
   int64_t count = 0;
@@ -156,6 +162,14 @@ class Catalog {
   Result<std::vector<int64_t>> SearchText(std::string_view name_space, std::string_view query_text,
                                           int limit);
 
+  // The rows of the namespace sharing any of `fingerprints` (kv::SpanFingerprints of a query
+  // span), most shared first, then by row id; at most `limit`. A fingerprint held by more
+  // than `max_rows_per_fingerprint` rows of the namespace is boilerplate and is skipped.
+  // Every row is indexed by Insert (rows of catalogs older than schema version 3 at Open).
+  Result<std::vector<SpanMatch>> SearchSpans(std::string_view name_space,
+                                             std::span<const uint64_t> fingerprints,
+                                             int max_rows_per_fingerprint, int limit);
+
   // Removes the rows that cannot be read back (an unknown codec, a bad token count, a token
   // blob of the wrong size) and returns their file names, for the caller to remove. Reads
   // skip such rows meanwhile (num_bad_rows_skipped). Errors: those of Delete.
@@ -182,6 +196,10 @@ class Catalog {
   explicit Catalog(std::unique_ptr<Connections> connections, const CatalogOptions& options);
 
   Result<int64_t> InsertLocked(const CatalogRow& row, OnConflict on_conflict);
+  // Writes the span fingerprints of `tokens` for `row_id` (replacing what it had).
+  Status IndexSpansLocked(int64_t row_id, std::span<const int32_t> tokens, bool replace);
+  // Indexes the rows a migration to schema version 3 found, once.
+  Status BackfillSpansLocked();
   Result<std::vector<int64_t>> SearchTextLocked(std::string_view name_space,
                                                 std::string_view query_text, int limit);
 

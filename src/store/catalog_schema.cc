@@ -59,9 +59,27 @@ ALTER TABLE chunks ADD COLUMN pool_hits INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE chunks ADD COLUMN flash_hits INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// The span fingerprints of each row's tokens (kv/span_fingerprints.h), the candidate index
+// of sub-chunk matching. Rows written before this version are indexed by Catalog::Open, in
+// C++, while 'spans_backfill_pending' is 1.
+constexpr std::string_view kVersion3 = R"sql(
+CREATE TABLE chunk_spans (
+  fingerprint INTEGER NOT NULL,
+  row_id INTEGER NOT NULL,
+  PRIMARY KEY (fingerprint, row_id)
+) WITHOUT ROWID;
+CREATE INDEX chunk_spans_by_row ON chunk_spans (row_id);
+CREATE TRIGGER chunks_after_delete_spans AFTER DELETE ON chunks BEGIN
+  DELETE FROM chunk_spans WHERE row_id = old.row_id;
+END;
+INSERT INTO meta (key, value) VALUES ('spans_backfill_pending', 1)
+  ON CONFLICT (key) DO UPDATE SET value = 1;
+)sql";
+
 constexpr CatalogMigration kMigrations[] = {
     {1, "chunks, co_access, FTS5 keyword index", kVersion1},
     {2, "prefix-tree children index; hit counts per tier", kVersion2},
+    {3, "span fingerprint index for sub-chunk candidates", kVersion3},
 };
 static_assert(std::size(kMigrations) == kCatalogSchemaVersion);
 

@@ -23,7 +23,7 @@
 
 namespace reprise::store {
 
-inline constexpr int kCatalogSchemaVersion = 2;
+inline constexpr int kCatalogSchemaVersion = 3;
 
 struct CatalogMigration {
   int to_version = 0;

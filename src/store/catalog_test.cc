@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "kv/span_fingerprints.h"
 #include "store/catalog_schema.h"
 #include "store/immutable_dir_for_test.h"
 #include "store/sqlite_db.h"
@@ -93,6 +94,48 @@ TEST_F(CatalogTest, FindsByIdContentAndParent) {
   ASSERT_EQ(children->size(), 2u);
   EXPECT_EQ(catalog_->Children("ns", 1, 1)->size(), 1u);
   EXPECT_EQ(catalog_->Children("other", 1)->size(), 0u);
+}
+
+TEST_F(CatalogTest, SearchSpansFindsRowsSharingASpanInTheirNamespace) {
+  const auto tokens = [](int32_t first, int n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) t[static_cast<size_t>(i)] = first + 13 * i;
+    return t;
+  };
+  const std::vector<int32_t> shared = tokens(5000, 40), header = tokens(9000, 40);
+  CatalogRow a = MakeRow("ns", 1, kv::kRootChunkId, 100);
+  a.tokens = tokens(100, 30);
+  a.tokens.insert(a.tokens.end(), shared.begin(), shared.end());
+  CatalogRow other = a;
+  other.name_space = "other";
+  const int64_t a_id = InsertOrDie(a);
+  InsertOrDie(other);
+  // Three rows that start with the same header: past two rows per fingerprint, boilerplate.
+  for (kv::ChunkId id = 10; id < 13; ++id) {
+    CatalogRow row = MakeRow("ns", id, kv::kRootChunkId, 200 + id);
+    row.tokens = header;
+    const std::vector<int32_t> body = tokens(static_cast<int32_t>(20000 + 1000 * id), 40);
+    row.tokens.insert(row.tokens.end(), body.begin(), body.end());
+    InsertOrDie(row);
+  }
+  std::vector<int32_t> query = tokens(70000, 20);
+  query.insert(query.end(), shared.begin(), shared.end());
+  auto found = catalog_->SearchSpans("ns", kv::SpanFingerprints(query), 2, 8);
+  ASSERT_TRUE(found.ok());
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].row_id, a_id);
+  EXPECT_TRUE(catalog_->SearchSpans("ns", kv::SpanFingerprints(header), 2, 8)->empty());
+  EXPECT_EQ(catalog_->SearchSpans("ns", kv::SpanFingerprints(header), 3, 8)->size(), 3u);
+  EXPECT_EQ(catalog_->SearchSpans("ns", kv::SpanFingerprints(header), 3, 2)->size(), 2u);
+  // A replaced row is indexed by its new tokens; a deleted one is gone.
+  a.tokens = tokens(300, 60);
+  ASSERT_TRUE(catalog_->Insert(a, OnConflict::kReplace).ok());
+  EXPECT_TRUE(catalog_->SearchSpans("ns", kv::SpanFingerprints(query), 2, 8)->empty());
+  EXPECT_EQ(catalog_->SearchSpans("ns", kv::SpanFingerprints(a.tokens), 2, 8)->size(), 1u);
+  const int64_t ids[] = {a_id};
+  ASSERT_TRUE(catalog_->Delete(ids).ok());
+  EXPECT_TRUE(catalog_->SearchSpans("ns", kv::SpanFingerprints(a.tokens), 2, 8)->empty());
+  EXPECT_EQ(catalog_->SearchSpans("other", kv::SpanFingerprints(query), 2, 8)->size(), 1u);
 }
 
 TEST_F(CatalogTest, FindByContentPrefersExactThenRecent) {
@@ -469,6 +512,47 @@ TEST(CatalogMigrationTest, Version1DatabaseIsMigratedAndKeepsItsRows) {
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(*plan->Step());
   EXPECT_NE(plan->ColumnText(3).find("chunks_by_parent"), std::string::npos) << plan->ColumnText(3);
+}
+
+// Rows written before schema version 3 hold no span fingerprints: Open indexes them, once.
+TEST(CatalogMigrationTest, Version2RowsAreIndexedForSpansAtOpen) {
+  testing_support::TempDir temp;
+  const std::string path = temp.path() + "/catalog.db";
+  std::vector<int32_t> tokens(40);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(1000 + 37 * i);
+  {
+    auto db = SqliteDb::Open(path, {});
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateCatalog(*db, 2).ok());
+    std::string blob;
+    for (int32_t t : tokens) {
+      char hex[9];
+      const uint32_t v = static_cast<uint32_t>(t);
+      std::snprintf(hex, sizeof(hex), "%02x%02x%02x%02x", v & 0xff, (v >> 8) & 0xff,
+                    (v >> 16) & 0xff, v >> 24);
+      blob += hex;
+    }
+    ASSERT_TRUE(db->Exec("INSERT INTO chunks (row_id, namespace, chunk_id, parent_id, "
+                         "content_hash, exact, num_tokens, model_fingerprint, codec, file_name, "
+                         "file_bytes, payload_checksum, pinned, created_us, last_access_us, "
+                         "access_count, tokens) VALUES (9, 'ns', 12, 5, 99, 1, 40, 42, 0, "
+                         "'b.rpkv', 123, 0, 0, 1, 2, 3, x'" + blob + "')")
+                    .ok());
+  }
+  auto catalog = Catalog::Open(path);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+  const std::vector<uint64_t> query = kv::SpanFingerprints(tokens);
+  auto found = (*catalog)->SearchSpans("ns", query, 16, 8);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].row_id, 9);
+  EXPECT_EQ((*found)[0].num_shared, static_cast<int>(query.size()));
+  catalog->reset();
+  auto db = SqliteDb::Open(path, {});
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*db->QueryInt64("SELECT value FROM meta WHERE key = 'spans_backfill_pending'"), 0);
+  EXPECT_EQ(*db->QueryInt64("SELECT COUNT(*) FROM chunk_spans"),
+            static_cast<int64_t>(query.size()));
 }
 
 TEST(CatalogMigrationTest, NewerSchemaIsRefused) {

@@ -201,33 +201,42 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
 }
 
 std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns,
-                                                           std::span<const int32_t> /*tokens*/,
-                                                           std::string_view text,
+                                                           std::span<const int32_t> tokens,
+                                                           std::string_view /*text*/,
                                                            int max_candidates) {
   std::vector<kv::ChunkCandidate> out;
-  if (text.empty() || max_candidates <= 0) return out;
-  // First the pool's chunks that the catalog does not hold (waiting for write-back, or kept
-  // in memory only): without them a request that comes before the write-back thread has
-  // caught up would miss them, and what it finds would depend on timing. They are few and
-  // the newest. A chunk written meanwhile is in both searches: it is listed once. (It is
-  // marked written only after its row is committed, so no chunk falls between the two.)
-  std::vector<kv::ChunkId> ids;
+  if (max_candidates <= 0) return out;
+  // The pool's chunks that the catalog does not hold (waiting for write-back, or kept in
+  // memory only) and the catalog's rows, ranked together by shared span fingerprints: without
+  // the first, a request that comes before the write-back thread has caught up would miss
+  // them, and what it finds would depend on timing. A chunk written meanwhile is in both
+  // searches: it is listed once. (It is marked written only after its row is committed, so
+  // no chunk falls between the two.) Catalog rows come as skeletons (tokens, no KV) unless
+  // the pool holds them: the planner loads only those it takes a span from.
+  std::set<kv::ChunkId> seen;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ids = pool_->SearchUnpersistedText(ns, text, max_candidates);
-  }
-  std::set<kv::ChunkId> seen(ids.begin(), ids.end());
-  if (ids.size() < static_cast<size_t>(max_candidates)) {
-    for (kv::ChunkId id : flash_->SearchText(ns, text, max_candidates)) {
-      if (ids.size() == static_cast<size_t>(max_candidates)) break;
-      if (seen.insert(id).second) ids.push_back(id);
+    for (const kv::SpanCandidate& c : pool_->SearchUnpersistedSpans(ns, tokens, max_candidates)) {
+      const PoolSlot* slot = pool_->Find(ns, c.chunk_id);
+      if (slot == nullptr || !seen.insert(c.chunk_id).second) continue;
+      out.push_back(kv::ChunkCandidate{c.chunk_id, static_cast<double>(c.num_shared), slot->entry});
     }
   }
-  double score = static_cast<double>(ids.size());
-  for (kv::ChunkId id : ids) {
-    out.push_back(kv::ChunkCandidate{id, score});
-    score -= 1.0;  // ranked best first
+  for (auto& [row, num_shared] : flash_->SearchSpans(ns, tokens, max_candidates)) {
+    if (!seen.insert(row.chunk_id).second) continue;
+    std::shared_ptr<const kv::ChunkEntry> entry;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (const PoolSlot* slot = pool_->Find(ns, row.chunk_id)) entry = slot->entry;
+    }
+    if (!entry) entry = Skeleton(row);
+    out.push_back(kv::ChunkCandidate{row.chunk_id, static_cast<double>(num_shared), entry});
   }
+  std::stable_sort(out.begin(), out.end(), [](const kv::ChunkCandidate& a,
+                                              const kv::ChunkCandidate& b) {
+    return a.score > b.score;
+  });
+  if (out.size() > static_cast<size_t>(max_candidates)) out.resize(static_cast<size_t>(max_candidates));
   return out;
 }
 

@@ -28,9 +28,9 @@ using test_util::TestShape;
 constexpr uint64_t kFingerprint = 0x5678;
 
 std::shared_ptr<const kv::ChunkEntry> Chunk(uint64_t seed, kv::ChunkId parent = 0,
-                                            std::string text = "") {
-  return std::make_shared<const kv::ChunkEntry>(
-      MakeTestChunk(seed, TestShape{}, kFingerprint, parent, std::move(text)));
+                                            std::string text = "", int tokens = 4) {
+  return std::make_shared<const kv::ChunkEntry>(MakeTestChunk(
+      seed, TestShape{.num_tokens = tokens}, kFingerprint, parent, std::move(text)));
 }
 
 StoreOptions Options(const std::string& dir) {
@@ -69,7 +69,7 @@ std::unique_ptr<ChunkStore> OpenOrDie(const StoreOptions& options) {
 // Three chunks in two namespaces, with text; b is a's child.
 struct ThreeChunks {
   std::shared_ptr<const kv::ChunkEntry> a = Chunk(2, 0, "alpha beta");
-  std::shared_ptr<const kv::ChunkEntry> b = Chunk(4, a->id, "gamma delta");
+  std::shared_ptr<const kv::ChunkEntry> b = Chunk(4, a->id, "gamma delta", 40);
   std::shared_ptr<const kv::ChunkEntry> c = Chunk(6, 0, "epsilon");
 
   void Write(const StoreOptions& options) {
@@ -96,7 +96,7 @@ struct ThreeChunks {
     auto children = app->Children(a->id);
     ASSERT_EQ(children.size(), 1u);
     EXPECT_EQ(children[0]->id, b->id);
-    auto candidates = app->FindCandidates({}, "what about delta", 4);
+    auto candidates = app->FindCandidates(b->tokens, "", 4);
     ASSERT_FALSE(candidates.empty());
     EXPECT_EQ(candidates[0].id, b->id);
   }

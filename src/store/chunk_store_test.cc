@@ -48,7 +48,7 @@ std::vector<std::string> KvFiles(const std::string& dir) {
 TEST(ChunkStoreTest, ChunksSurviveReopenAndComeFromFlash) {
   testing_support::TempDir dir;
   auto a = Chunk(2, 0, "alpha beta"), b = Chunk(4, 0, "gamma");
-  auto c = Chunk(6, a->id, "delta epsilon zeta");
+  auto c = Chunk(6, a->id, "delta epsilon zeta", 40);  // long enough for span fingerprints
   {
     auto store = std::move(ChunkStore::Open(Options(dir.path()))).value();
     auto ns = store->OpenNamespace("app");
@@ -77,10 +77,12 @@ TEST(ChunkStoreTest, ChunksSurviveReopenAndComeFromFlash) {
   auto by_content = ns->FindByContent(b->content);
   ASSERT_NE(by_content, nullptr);
   EXPECT_TRUE(SameChunk(*by_content, *b));
-  // Keyword candidates over the chunk text.
-  auto candidates = ns->FindCandidates({}, "what about epsilon", 4);
-  ASSERT_FALSE(candidates.empty());
+  // Span candidates from the catalog: tokens without KV, loaded only when used.
+  auto candidates = ns->FindCandidates(c->tokens, "", 4);
+  ASSERT_EQ(candidates.size(), 1u);
   EXPECT_EQ(candidates[0].id, c->id);
+  ASSERT_NE(candidates[0].entry, nullptr);
+  EXPECT_EQ(candidates[0].entry->tokens, c->tokens);
   // Namespaces are separate.
   auto other = store->OpenNamespace("other");
   EXPECT_EQ(other->Find(a->id), nullptr);
@@ -330,19 +332,22 @@ TEST(ChunkStoreTest, CandidatesIncludeChunksNotYetWrittenBack) {
   options.file_system = &fs;
   auto store = std::move(ChunkStore::Open(options)).value();
   auto ns = store->OpenNamespace("app");
-  auto a = Chunk(2, 0, "the harbour lighthouse keeper"), b = Chunk(4, 0, "a quiet meadow");
+  auto a = Chunk(2, 0, "", 40), b = Chunk(4, 0, "", 40);
   ASSERT_TRUE(ns->Insert(a).ok());
   ASSERT_TRUE(ns->Insert(b).ok());
   ASSERT_EQ(store->Stats().chunks, 0);  // nothing in the catalog yet
-  auto candidates = ns->FindCandidates({}, "who keeps the lighthouse", 4);
-  ASSERT_EQ(candidates.size(), 1u);
-  EXPECT_EQ(candidates[0].id, a->id);
-  EXPECT_TRUE(store->OpenNamespace("other")->FindCandidates({}, "lighthouse", 4).empty());
+  // A query holding a's tokens among others.
+  std::vector<int32_t> query = Chunk(8, 0, "", 20)->tokens;
+  query.insert(query.end(), a->tokens.begin(), a->tokens.end());
+  auto candidates = ns->FindCandidates(query, "", 4);
+  const bool found_before = candidates.size() == 1u && candidates[0].id == a->id;
+  EXPECT_TRUE(store->OpenNamespace("other")->FindCandidates(query, "", 4).empty());
   // Written back: the same answer, now from the catalog, listed once.
-  fs.Open();
+  fs.Open();  // before any ASSERT: the store's destructor waits for the write-back
+  ASSERT_TRUE(found_before);
   ASSERT_TRUE(store->Flush().ok());
   ASSERT_EQ(store->Stats().chunks, 2);
-  candidates = ns->FindCandidates({}, "who keeps the lighthouse", 4);
+  candidates = ns->FindCandidates(query, "", 4);
   ASSERT_EQ(candidates.size(), 1u);
   EXPECT_EQ(candidates[0].id, a->id);
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/logging.h"
+#include "kv/span_fingerprints.h"
 #include "store/catalog_rebuild.h"
 #include "store/kv_file.h"
 #include "store/recovery.h"
@@ -325,17 +326,23 @@ std::vector<CatalogRow> FlashTier::Children(const std::string& name_space, kv::C
   return out;
 }
 
-std::vector<kv::ChunkId> FlashTier::SearchText(const std::string& name_space, std::string_view text,
-                                               int max_results) {
-  std::vector<kv::ChunkId> out;
-  if (!catalog_ || text.empty() || max_results <= 0) return out;
+std::vector<std::pair<CatalogRow, int>> FlashTier::SearchSpans(const std::string& name_space,
+                                                               std::span<const int32_t> tokens,
+                                                               int max_results) {
+  // A fingerprint held by more rows than this is boilerplate (a template's markers).
+  constexpr int kMaxRowsPerFingerprint = 256;
+  std::vector<std::pair<CatalogRow, int>> out;
+  if (!catalog_ || max_results <= 0) return out;
+  const std::vector<uint64_t> fingerprints = kv::SpanFingerprints(tokens);
+  if (fingerprints.empty()) return out;
   std::lock_guard<std::mutex> lock(catalog_mutex_);
-  Result<std::vector<int64_t>> rows = catalog_->SearchText(name_space, text, max_results);
-  if (!rows.ok()) return out;
-  for (int64_t row_id : *rows) {
-    Result<std::optional<CatalogRow>> row = catalog_->FindByRowId(row_id);
+  Result<std::vector<SpanMatch>> matches =
+      catalog_->SearchSpans(name_space, fingerprints, kMaxRowsPerFingerprint, max_results);
+  if (!matches.ok()) return out;
+  for (const SpanMatch& match : *matches) {
+    Result<std::optional<CatalogRow>> row = catalog_->FindByRowId(match.row_id);
     if (row.ok() && *row && (*row)->model_fingerprint == options_.model_fingerprint) {
-      out.push_back((*row)->chunk_id);
+      out.emplace_back(std::move(**row), match.num_shared);
     }
   }
   return out;

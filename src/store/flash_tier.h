@@ -80,13 +80,15 @@ class FlashTier {
   bool DisablePersistence(const Status& why);
 
   // Lookups: rows only, no KV, no statistics. Rows of another model are returned (Load
-  // refuses them) except by Children and SearchText, which keep this model's only.
+  // refuses them) except by Children and SearchSpans, which keep this model's only.
   std::optional<CatalogRow> Find(const std::string& name_space, kv::ChunkId id);
   std::optional<CatalogRow> FindByContent(const std::string& name_space, kv::ContentHash content);
   std::vector<CatalogRow> Children(const std::string& name_space, kv::ChunkId parent);
-  // Chunk ids whose text shares words with `text`, best first (Catalog::SearchText).
-  std::vector<kv::ChunkId> SearchText(const std::string& name_space, std::string_view text,
-                                      int max_results);
+  // This model's rows (with tokens) sharing a span with `tokens`, most shared span
+  // fingerprints first (Catalog::SearchSpans), with that count.
+  std::vector<std::pair<CatalogRow, int>> SearchSpans(const std::string& name_space,
+                                                      std::span<const int32_t> tokens,
+                                                      int max_results);
   // Chunks used together with the first chunks of `recent` requests, not deduplicated
   // against the pool.
   std::vector<CoAccessedRow> CoAccessed(std::span<const AccessJob> recent);

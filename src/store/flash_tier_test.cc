@@ -17,9 +17,11 @@ using test_util::TestShape;
 
 constexpr uint64_t kFingerprint = 0x1234;
 
+// Chunks of 40 tokens: long enough to hold span fingerprints.
 WriteJob Job(uint64_t seed, kv::ChunkId parent = 0, std::string text = "") {
   return WriteJob{"app", std::make_shared<const kv::ChunkEntry>(MakeTestChunk(
-                             seed, TestShape{}, kFingerprint, parent, std::move(text)))};
+                             seed, TestShape{.num_tokens = 40}, kFingerprint, parent,
+                             std::move(text)))};
 }
 
 StoreOptions Options(const std::string& dir) {
@@ -48,7 +50,12 @@ TEST(FlashTierTest, WrittenBatchIsFoundByEveryLookupAndLoadsBack) {
   EXPECT_TRUE(SameChunk(*loaded, *b.entry));
   EXPECT_EQ(flash->FindByContent("app", a.entry->content)->chunk_id, a.entry->id);
   ASSERT_EQ(flash->Children("app", a.entry->id).size(), 1u);
-  EXPECT_EQ(flash->SearchText("app", "lighthouse", 4), (std::vector<kv::ChunkId>{a.entry->id}));
+  const auto spans = flash->SearchSpans("app", a.entry->tokens, 4);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].first.chunk_id, a.entry->id);
+  EXPECT_EQ(spans[0].first.tokens, a.entry->tokens);  // for matching without loading KV
+  EXPECT_GT(spans[0].second, 0);
+  EXPECT_TRUE(flash->SearchSpans("other", a.entry->tokens, 4).empty());
   EXPECT_FALSE(flash->Find("other", a.entry->id).has_value());
 
   StoreStats stats;

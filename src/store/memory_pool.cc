@@ -44,18 +44,28 @@ void MemoryPool::SetDirty(PoolSlot& slot, bool dirty) {
 
 void MemoryPool::SetPersisted(const PoolKey& key, PoolSlot& slot, bool persisted) {
   slot.persisted = persisted;
+  auto index = unpersisted_spans_.find(key.name_space);
   if (persisted) {
-    unpersisted_text_.Remove(key);
-  } else if (!unpersisted_text_.Contains(key)) {
-    unpersisted_text_.Add(key, slot.entry->text);
+    if (index != unpersisted_spans_.end()) {
+      index->second.Remove(key.value).IgnoreError();  // NotFound: it was not indexed
+      if (index->second.num_chunks() == 0) unpersisted_spans_.erase(index);
+    }
+    return;
   }
+  if (index == unpersisted_spans_.end()) {
+    index = unpersisted_spans_.emplace(key.name_space, *kv::SpanFingerprintIndex::Create()).first;
+  }
+  if (!index->second.Contains(key.value)) index->second.Add(key.value, slot.entry->tokens).IgnoreError();
 }
 
 void MemoryPool::Unindex(const PoolKey& key, const PoolSlot& slot) {
   const kv::ChunkEntry& e = *slot.entry;
   EraseId(by_content_, PoolKey{key.name_space, e.content}, e.id);
   EraseId(by_parent_, PoolKey{key.name_space, e.parent}, e.id);
-  unpersisted_text_.Remove(key);
+  if (auto index = unpersisted_spans_.find(key.name_space); index != unpersisted_spans_.end()) {
+    index->second.Remove(key.value).IgnoreError();  // NotFound: it was persisted
+    if (index->second.num_chunks() == 0) unpersisted_spans_.erase(index);
+  }
   bytes_ -= slot.bytes;
   PoolUsage& usage = usage_[key.name_space];
   usage.bytes -= slot.bytes;
@@ -150,10 +160,11 @@ std::vector<std::shared_ptr<const kv::ChunkEntry>> MemoryPool::Children(
   return out;
 }
 
-std::vector<kv::ChunkId> MemoryPool::SearchUnpersistedText(const std::string& name_space,
-                                                           std::string_view query,
-                                                           int max_results) const {
-  return unpersisted_text_.Search(name_space, query, max_results);
+std::vector<kv::SpanCandidate> MemoryPool::SearchUnpersistedSpans(
+    const std::string& name_space, std::span<const int32_t> tokens, int max_results) const {
+  const auto index = unpersisted_spans_.find(name_space);
+  if (index == unpersisted_spans_.end()) return {};
+  return index->second.FindCandidates(tokens, max_results);
 }
 
 std::vector<ChunkInfo> MemoryPool::Infos(const std::string& name_space,

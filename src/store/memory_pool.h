@@ -3,14 +3,14 @@
 //
 // Indexes, all hashed: by (namespace, chunk id), by (namespace, content hash) and by
 // (namespace, parent), so that Find, FindByContent and Children cost one hash lookup plus the
-// handful of matching chunks, not a scan of the pool; and a keyword index
-// (pool_text_index.h) over the text of the chunks the catalog does not hold.
+// handful of matching chunks, not a scan of the pool; and a span fingerprint index per
+// namespace (kv/span_fingerprint_index.h) over the chunks the catalog does not hold.
 //
 // Each chunk carries three flags:
 //  - dirty: inserted and waiting for the write-back thread; never evicted (it would be
 //    lost), cleared when written (or skipped, or persistence stops);
-//  - persisted: it has a catalog row and a KV file; a chunk without one is in the keyword
-//    index, so a text search finds it before write-back catches up;
+//  - persisted: it has a catalog row and a KV file; a chunk without one is in the span
+//    index, so a candidate search finds it before write-back catches up;
 //  - pinned: never evicted.
 // Eviction: when the pool exceeds its budget, EvictOverBudget asks the eviction policy
 // (eviction_policy.h; it is told every placement and use through Touch) for victims among
@@ -31,7 +31,7 @@
 #include "store/eviction_policy.h"
 #include "store/locality.h"
 #include "store/pool_key.h"
-#include "store/pool_text_index.h"
+#include "kv/span_fingerprint_index.h"
 
 namespace reprise::store {
 
@@ -77,9 +77,11 @@ class MemoryPool {
   // The chunks whose parent is `parent`.
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(const std::string& name_space,
                                                               kv::ChunkId parent) const;
-  // Chunks not in the catalog whose text shares words with `query`, best first (PoolTextIndex).
-  std::vector<kv::ChunkId> SearchUnpersistedText(const std::string& name_space,
-                                                 std::string_view query, int max_results) const;
+  // Chunks not in the catalog sharing a span with `tokens`, best first
+  // (kv::SpanFingerprintIndex, one per namespace).
+  std::vector<kv::SpanCandidate> SearchUnpersistedSpans(const std::string& name_space,
+                                                        std::span<const int32_t> tokens,
+                                                        int max_results) const;
   // The policies' view of these chunks (those in the pool; others are skipped).
   std::vector<ChunkInfo> Infos(const std::string& name_space,
                                std::span<const kv::ChunkId> ids) const;
@@ -119,7 +121,7 @@ class MemoryPool {
   std::unordered_map<PoolKey, std::vector<kv::ChunkId>, PoolKeyHash> by_content_;
   std::unordered_map<PoolKey, std::vector<kv::ChunkId>, PoolKeyHash> by_parent_;
   std::unordered_map<std::string, PoolUsage> usage_;
-  PoolTextIndex unpersisted_text_;
+  std::unordered_map<std::string, kv::SpanFingerprintIndex> unpersisted_spans_;
   int64_t bytes_ = 0;
   int64_t num_dirty_ = 0;
 };

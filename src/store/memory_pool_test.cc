@@ -122,18 +122,33 @@ TEST(MemoryPoolTest, ReplacingKeepsPinAndDirtyFlag) {
   EXPECT_EQ(pool.num_dirty(), 0);
 }
 
-TEST(MemoryPoolTest, TextOfChunksNotInTheCatalogIsSearchable) {
+std::vector<kv::ChunkId> Ids(const std::vector<kv::SpanCandidate>& found) {
+  std::vector<kv::ChunkId> ids;
+  for (const kv::SpanCandidate& c : found) ids.push_back(c.chunk_id);
+  return ids;
+}
+
+TEST(MemoryPoolTest, SpansOfChunksNotInTheCatalogAreSearchable) {
   MemoryPool pool = Pool();
-  auto a = Chunk(2, 0, "lighthouse keeper"), b = Chunk(4, 0, "lighthouse lamp");
+  // Chunks long enough to hold span fingerprints (kv::kFingerprintNgram tokens).
+  const auto chunk = [](uint64_t seed) {
+    return std::make_shared<const kv::ChunkEntry>(
+        MakeTestChunk(seed, TestShape{.num_tokens = 40}, kFingerprint));
+  };
+  auto a = chunk(2), b = chunk(4);
   pool.Add("app", a, /*dirty=*/true, /*persisted=*/false, 1.0);
   pool.Add("app", b, false, /*persisted=*/true, 1.0);  // loaded from flash: in the catalog
-  EXPECT_EQ(pool.SearchUnpersistedText("app", "lighthouse", 4), (std::vector<kv::ChunkId>{a->id}));
+  EXPECT_EQ(Ids(pool.SearchUnpersistedSpans("app", a->tokens, 4)),
+            (std::vector<kv::ChunkId>{a->id}));
+  EXPECT_TRUE(pool.SearchUnpersistedSpans("app", b->tokens, 4).empty());
+  EXPECT_TRUE(pool.SearchUnpersistedSpans("other", a->tokens, 4).empty());
   pool.MarkWritten("app", a.get());  // now the catalog finds it
-  EXPECT_TRUE(pool.SearchUnpersistedText("app", "lighthouse", 4).empty());
+  EXPECT_TRUE(pool.SearchUnpersistedSpans("app", a->tokens, 4).empty());
   pool.MarkEvictedFromFlash("app", b->id);  // only in memory again
-  EXPECT_EQ(pool.SearchUnpersistedText("app", "lamp", 4), (std::vector<kv::ChunkId>{b->id}));
+  EXPECT_EQ(Ids(pool.SearchUnpersistedSpans("app", b->tokens, 4)),
+            (std::vector<kv::ChunkId>{b->id}));
   pool.Remove("app", b->id);
-  EXPECT_TRUE(pool.SearchUnpersistedText("app", "lamp", 4).empty());
+  EXPECT_TRUE(pool.SearchUnpersistedSpans("app", b->tokens, 4).empty());
 }
 
 TEST(MemoryPoolTest, InfosDescribeThePoolsChunks) {
