@@ -5,7 +5,9 @@
 #include <memory>
 #include <vector>
 
+#include "base/random.h"
 #include "kv/memory_chunk_cache.h"
+#include "reuse/reuse_recall_oracle.h"
 #include "reuse/token_test_util.h"
 
 namespace reprise::reuse {
@@ -272,6 +274,71 @@ TEST(ReusePlannerTest, RejectsChunksThatDoNotTileThePrompt) {
   Prompt q = MakePrompt({kSystem, kDocA});
   q.tokens.push_back(5);  // uncovered tail
   EXPECT_FALSE(PlanReuse(q.tokens, q.chunks, cache, PlannerOptions{}).ok());
+}
+
+// Issue 17's trace in tokens: every request pastes 6 of the same 12 passages, in a new order,
+// into one plain segment after the system prompt, cut into fixed 512-token chunks (as
+// engine::ReuseSession cuts a segment); each request's chunks are cached after it. Passages
+// are seen only inside earlier prompts, cut anywhere. Recall over the run, against the
+// oracle of reuse_recall_oracle.h, must be at least 95%.
+TEST(ReusePlannerTest, ShuffledPlainPassagesAreFoundWithRecallOfAtLeast95Percent) {
+  Random random(2026);
+  const auto random_tokens = [&](size_t n) {
+    Tokens t(n);
+    for (int32_t& x : t) x = static_cast<int32_t>(random.NextBelow(30000));
+    return t;
+  };
+  std::vector<Tokens> passages;
+  for (int i = 0; i < 12; ++i) passages.push_back(random_tokens(150 + random.NextBelow(250)));
+  const Tokens system = random_tokens(40);
+  kv::MemoryChunkCache cache(int64_t{1} << 30);
+  ReuseRecallOracle oracle(32);
+  PlannerOptions options;
+  options.use_inexact_prefix = true;
+  int64_t reusable = 0, found = 0;
+  for (int request = 0; request < 10; ++request) {
+    std::vector<size_t> order(passages.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    Tokens pasted;
+    for (size_t i = 0; i < 6; ++i) {
+      std::swap(order[i], order[i + random.NextBelow(order.size() - i)]);
+      pasted.insert(pasted.end(), passages[order[i]].begin(), passages[order[i]].end());
+    }
+    const Tokens question = random_tokens(20);
+    pasted.insert(pasted.end(), question.begin(), question.end());
+    std::vector<Tokens> parts = {system};
+    for (size_t b = 0; b < pasted.size(); b += 512) {
+      parts.emplace_back(pasted.begin() + static_cast<ptrdiff_t>(b),
+                         pasted.begin() + static_cast<ptrdiff_t>(std::min(pasted.size(), b + 512)));
+    }
+    Prompt p;
+    for (const Tokens& part : parts) {
+      PromptChunk c;
+      c.begin = static_cast<int>(p.tokens.size());
+      p.tokens.insert(p.tokens.end(), part.begin(), part.end());
+      c.end = static_cast<int>(p.tokens.size());
+      c.content = kv::HashTokens(kFingerprint, part);
+      p.chunks.push_back(c);
+    }
+    auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
+    ASSERT_TRUE(plan.ok());
+    if (request > 0) {
+      reusable += oracle.CountReusable(p.tokens);
+      found += plan->num_prefix + plan->num_nonprefix;
+    }
+    oracle.Add(p.tokens);
+    kv::ChunkId parent = kv::kRootChunkId;
+    for (const Tokens& part : parts) {
+      auto e = Entry(parent, part, /*exact=*/true);
+      parent = e->id;
+      if (!cache.Contains(e->id, false)) {
+        ASSERT_TRUE(cache.Insert(e).ok());
+      }
+    }
+  }
+  ASSERT_GT(reusable, 5000);
+  EXPECT_GE(static_cast<double>(found), 0.95 * static_cast<double>(reusable))
+      << found << " of " << reusable << " reusable tokens found";
 }
 
 }  // namespace
