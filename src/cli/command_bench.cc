@@ -223,6 +223,12 @@ class BenchCommand : public Command {
                   "Also recompute the first N tokens of each reused chunk")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
+    s->add_option("--chunking", chunking_,
+                  "Where segments are cut into chunks: content (at paragraph and sentence ends "
+                  "chosen by the text, so a passage is the same chunks wherever it is pasted) "
+                  "or fixed (every --chunk-tokens from the segment's start)")
+        ->default_val(engine::ChunkingModeName(engine::ReuseOptions{}.chunking))
+        ->check(CLI::IsMember({"content", "fixed"}));
     s->add_option("--adaptive", reuse_options_.reuse.recompute_min_deviation,
                   "Adaptive recompute: of the r share, recompute only tokens whose relative "
                   "K deviation at the check layer is at least this (0 = off)")
@@ -299,6 +305,9 @@ class BenchCommand : public Command {
     if (reuse_options_.warm_retrieved_only) command += " --warm-retrieved-only";
     if (!reuse_options_.store_dir.empty()) command += " --store " + reuse_options_.store_dir;
     if (eviction_ != "cost") command += " --eviction " + eviction_;
+    if (reuse_options_.reuse.chunking != engine::ReuseOptions{}.chunking) {
+      command += std::string(" --chunking ") + engine::ChunkingModeName(reuse_options_.reuse.chunking);
+    }
     if (no_prefetch_) command += " --no-prefetch";
     if (no_quality_) command += " --no-quality";
     if (r.guard_deviation > 0) command += " --guard " + std::to_string(r.guard_deviation);
@@ -323,6 +332,7 @@ class BenchCommand : public Command {
       reuse_options_.data_dir = *found;
     }
     reuse_options_.store_cost_aware = eviction_ == "cost";
+    reuse_options_.reuse.chunking = *engine::ParseChunkingMode(chunking_);  // checked above
     reuse_options_.store_prefetch = !no_prefetch_;
     reuse_options_.measure_quality = !no_quality_;
     // Without a cache folder there are no saved calibrations: "" = do not look.
@@ -432,6 +442,7 @@ class BenchCommand : public Command {
   std::string serve_documents_ = "auto";
   bool serve_json_ = false;
   std::string eviction_ = "cost";
+  std::string chunking_;
   bool no_prefetch_ = false;
   bool no_quality_ = false;
   CLI::Option* lp_option_ = nullptr;

@@ -93,6 +93,10 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   s->positions_.resize(static_cast<size_t>(options.context_tokens));
   for (size_t i = 0; i < s->positions_.size(); ++i) s->positions_[i] = static_cast<int32_t>(i);
   s->forced_.resize(static_cast<size_t>(std::max(1, s->backend_->recompute_capacity())));
+  REPRISE_ASSIGN_OR_RETURN(SegmentChunker chunker,
+                           SegmentChunker::Create(model.tokenizer(), options.chunking,
+                                                  options.chunk_tokens));
+  s->chunker_ = std::make_unique<SegmentChunker>(std::move(chunker));
   return s;
 }
 
@@ -124,9 +128,9 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
     last_segment_begin_ = static_cast<int>(prompt_.size());
     last_segment_first_chunk_ = static_cast<int>(chunks_.size());
     std::vector<int32_t> ids = tok.Encode(segments[s].text, SegmentEncodeOptions(segments[s]));
-    for (size_t begin = 0; begin < ids.size();
-         begin += static_cast<size_t>(options_.chunk_tokens)) {
-      const size_t end = std::min(ids.size(), begin + static_cast<size_t>(options_.chunk_tokens));
+    size_t begin = 0;
+    for (const int cut : chunker_->Cuts(ids)) {
+      const size_t end = static_cast<size_t>(cut);
       reuse::PromptChunk chunk;
       chunk.begin = static_cast<int>(prompt_.size() + begin);
       chunk.end = static_cast<int>(prompt_.size() + end);
@@ -134,6 +138,7 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
       chunk.content = kv::HashTokens(fingerprint_, chunk_ids);
       chunk.text = tok.Decode(chunk_ids, tokenizer::DecodeOptions{true, false});
       chunks_.push_back(chunk);
+      begin = end;
     }
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
   }
@@ -405,8 +410,9 @@ Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
   std::vector<kv::ChunkId> stored_ids(chunk_ids_.begin(),
                                       chunk_ids_.begin() + last_segment_first_chunk_);
   int stored = 0;
-  for (size_t b = 0; b < segment.size(); b += static_cast<size_t>(options_.chunk_tokens)) {
-    const size_t e = std::min(segment.size(), b + static_cast<size_t>(options_.chunk_tokens));
+  size_t b = 0;
+  for (const int cut : chunker_->Cuts(segment)) {
+    const size_t e = static_cast<size_t>(cut);
     const std::span<const int32_t> ids(segment.data() + b, e - b);
     const kv::ContentHash content = kv::HashTokens(fingerprint_, ids);
     const kv::ChunkId id = kv::ChainId(parent, content);
@@ -426,6 +432,7 @@ Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
       stored += static_cast<int>(e - b);
     }
     parent = id;
+    b = e;
   }
   cache->RecordUse(stored_ids);
   return stored;

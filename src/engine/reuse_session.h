@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "engine/graph_backend.h"
 #include "engine/loaded_model.h"
+#include "engine/segment_chunker.h"
 #include "kv/chunk_cache.h"
 #include "reuse/reuse_planner.h"
 #include "tokenizer/tokenizer.h"
@@ -33,6 +34,7 @@ struct ReuseOptions {
   int context_tokens = 4096;
   int num_threads = 0;
   int chunk_tokens = 512;         // longest chunk a segment is cut into
+  ChunkingMode chunking = ChunkingMode::kContent;  // where segments are cut (segment_chunker.h)
   int prefill_capacity = 128;     // Lp
   int recompute_capacity = 256;   // Ls
   double recompute_ratio = 0.25;  // r
@@ -173,6 +175,7 @@ class ReuseSession {
   uint64_t fingerprint_ = 0;
   std::unique_ptr<GraphBackend> backend_;
   std::unique_ptr<reuse::ChunkMergeScheduler> scheduler_;
+  std::unique_ptr<SegmentChunker> chunker_;
   std::vector<int32_t> prompt_;
   std::vector<reuse::PromptChunk> chunks_;
   std::vector<kv::ChunkId> chunk_ids_;

@@ -260,6 +260,41 @@ TEST_F(ReuseSessionTest, ADocumentCachedAloneIsFoundWholeLaterInAPrompt) {
   EXPECT_EQ(report.tokens_prefix, 1) << report.plan;  // BOS
 }
 
+// Content-defined chunks (issue 17): paragraphs pasted into one plain segment, then pasted
+// again in another order among others, are found whole by their content hash — no
+// sub-chunk matching needed. Fixed chunks cut them at offsets and find none whole.
+TEST_F(ReuseSessionTest, PastedParagraphsAreFoundWholeInANewOrderWithContentDefinedChunks) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  const std::string p1 = Words(11, 40), p2 = Words(12, 45), p3 = Words(13, 50), p4 = Words(14, 42);
+  // The same opening paragraph in both (a passage at a segment's start tokenizes with the
+  // SPM space prefix, after a line end without: a seam that no chunking can hide).
+  const std::string head = Words(2, 12);
+  const std::vector<PromptSegment> first = {{"system", Words(1, 20)},
+                                            {"user", head + p1 + p2 + p3}};
+  const std::vector<PromptSegment> second = {{"system", Words(1, 20)},
+                                             {"user", head + p3 + p4 + p1 + Words(5, 8)}};
+  const auto tokens_of = [&](const std::string& text) {
+    return static_cast<int>(
+        model->tokenizer().Encode(text, tokenizer::EncodeOptions{false, false}).size());
+  };
+  for (ChunkingMode mode : {ChunkingMode::kContent, ChunkingMode::kFixed}) {
+    kv::MemoryChunkCache cache(64 << 20);
+    ReuseOptions options = Options(ReuseMethod::kFull);
+    options.chunk_tokens = 256;
+    options.chunking = mode;
+    options.min_match_tokens = 1000;  // no sub-chunk matches: whole chunks only
+    PrefillReport report;
+    Run(*model, options, &cache, {first}, second, &report);
+    if (mode == ChunkingMode::kContent) {
+      EXPECT_EQ(report.tokens_nonprefix, tokens_of(p3) + tokens_of(p1)) << report.plan;
+      EXPECT_NE(report.plan.find("(2 whole chunks, 0 substrings)"), std::string::npos)
+          << report.plan;
+    } else {
+      EXPECT_EQ(report.tokens_nonprefix, 0) << report.plan;
+    }
+  }
+}
+
 // The quality guard (DESIGN.md §2): a recompute call whose reused tokens deviate too much
 // from fresh ones at the check layer is prefilled in full. A cached chunk whose KV is wrong
 // (here: every K and V value negated, as a damaged file that passed no checksum would be)
