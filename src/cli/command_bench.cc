@@ -378,7 +378,7 @@ class BenchCommand : public Command {
     s->add_option("--url", serve_options_.url, "Server URL, http://host:port")->required();
     s->add_option("--trace", serve_options_.trace, "Request trace")
         ->required()
-        ->check(CLI::IsMember({"docqa", "chat-session", "agent"}));
+        ->check(CLI::IsMember({"docqa", "chat-session", "agent", "docqa-shuffled"}));
     s->add_option("--requests", serve_options_.num_requests,
                   "Questions / turns / tasks (docqa's index requests come on top)")
         ->default_val(10)

@@ -17,7 +17,8 @@
 namespace reprise::workload {
 namespace {
 
-constexpr std::array<std::string_view, 3> kNames = {"docqa", "chat-session", "agent"};
+constexpr std::array<std::string_view, 4> kNames = {"docqa", "chat-session", "agent",
+                                                    "docqa-shuffled"};
 
 // Skills are kept whole (the agent loads a SKILL.md entire), so the chunker must never cut.
 constexpr int kWholeTextTokens = 1 << 30;
@@ -126,6 +127,35 @@ Result<ServeTrace> BuildDocQaTrace(const ServeTraceOptions& options) {
     }
   }
   for (const Request& request : questions) {
+    TraceRequest query;
+    query.id = request.id;
+    query.phase = kPhaseQuery;
+    for (const Segment& segment : request.segments) {
+      if (segment.role == kRoleSystem) {
+        query.system = segment.text;
+      } else if (segment.role == kRoleDocument) {
+        query.documents.push_back(ToTraceText(segment));
+      } else {
+        query.user = segment.text;
+      }
+    }
+    trace.requests.push_back(std::move(query));
+  }
+  return trace;
+}
+
+// The docqa-shuffled workload's questions as they are, without an index phase: each
+// document reaches the server only inside a question's prompt.
+Result<ServeTrace> BuildDocQaShuffledTrace(const ServeTraceOptions& options) {
+  DocQaOptions docqa;
+  docqa.common = CommonOptions(options);
+  docqa.common.top_chunks = 6;
+  docqa.common.chunk_tokens = 512;
+  docqa.file = std::string(kHotpotDistractorFile);
+  docqa.shuffled_pool = 12;
+  REPRISE_ASSIGN_OR_RETURN(Workload workload, BuildDocQaWorkload(docqa));
+  ServeTrace trace{"docqa-shuffled", {}};
+  for (const Request& request : workload.requests) {
     TraceRequest query;
     query.id = request.id;
     query.phase = kPhaseQuery;
@@ -347,8 +377,9 @@ Result<ServeTraceKind> ParseServeTraceKind(std::string_view name) {
   if (name == kNames[0]) return ServeTraceKind::kDocQa;
   if (name == kNames[1]) return ServeTraceKind::kChatSession;
   if (name == kNames[2]) return ServeTraceKind::kAgent;
+  if (name == kNames[3]) return ServeTraceKind::kDocQaShuffled;
   return InvalidArgumentError("unknown trace '" + std::string(name) +
-                              "' (known: docqa, chat-session, agent)");
+                              "' (known: docqa, chat-session, agent, docqa-shuffled)");
 }
 
 Result<ServeTrace> BuildServeTrace(ServeTraceKind kind, const ServeTraceOptions& options) {
@@ -360,6 +391,8 @@ Result<ServeTrace> BuildServeTrace(ServeTraceKind kind, const ServeTraceOptions&
       return BuildChatSessionTrace(options);
     case ServeTraceKind::kAgent:
       return BuildAgentTrace(options);
+    case ServeTraceKind::kDocQaShuffled:
+      return BuildDocQaShuffledTrace(options);
   }
   return InvalidArgumentError("unknown trace kind");
 }

@@ -23,6 +23,10 @@
 //                 drawn Zipf-like (P(rank r) ~ 1/r^s over a seeded ranking of the catalogue)
 //                 so that popular skills recur, as an agent's would; as many as the task
 //                 ships with, at least 1 and at most max_skills_per_task.
+//   docqa-shuffled  the docqa-shuffled workload (docqa_workload.h): 6 of the same 12 HotpotQA
+//                 paragraphs per question, in a new order each time, and no index phase —
+//                 with `--documents inline` the plain-text trace of issue 17, where documents
+//                 are seen only inside earlier prompts.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +41,9 @@
 
 namespace reprise::workload {
 
-enum class ServeTraceKind { kDocQa, kChatSession, kAgent };
+enum class ServeTraceKind { kDocQa, kChatSession, kAgent, kDocQaShuffled };
 
-// "docqa", "chat-session", "agent", in that order.
+// "docqa", "chat-session", "agent", "docqa-shuffled", in that order.
 std::span<const std::string_view> ServeTraceNames();
 
 // Errors: InvalidArgument for an unknown name (listing the known ones).

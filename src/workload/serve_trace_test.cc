@@ -47,7 +47,7 @@ void ExpectSameTrace(const ServeTrace& a, const ServeTrace& b) {
 }
 
 TEST(ServeTraceTest, ParsesTheTraceNames) {
-  ASSERT_EQ(ServeTraceNames().size(), 3u);
+  ASSERT_EQ(ServeTraceNames().size(), 4u);
   for (std::string_view name : ServeTraceNames()) EXPECT_TRUE(ParseServeTraceKind(name).ok());
   EXPECT_EQ(*ParseServeTraceKind("chat-session"), ServeTraceKind::kChatSession);
   Result<ServeTraceKind> bad = ParseServeTraceKind("chat");
@@ -124,6 +124,29 @@ TEST(ServeTraceTest, DocQaKeepsPromptsWithinTheBudget) {
     for (const TraceText& document : request.documents) total += CountWords(document.text);
     EXPECT_LE(total, 150) << request.id;
   }
+}
+
+TEST(ServeTraceTest, DocQaShuffledSendsTheSameDocumentsInNewOrdersWithoutAnIndexPhase) {
+  REPRISE_REQUIRE_SHARED_FILE(file, std::string(kHotpotDistractorFile));
+  Result<ServeTrace> trace = BuildServeTrace(
+      ServeTraceKind::kDocQaShuffled, Options(DataDirOf(file, kHotpotDistractorFile), 8));
+  ASSERT_TRUE(trace.ok()) << trace.error().ToString();
+  EXPECT_EQ(trace->name, "docqa-shuffled");
+  ASSERT_EQ(trace->requests.size(), 8u);
+  std::set<std::string> documents;
+  std::set<std::vector<std::string>> orders;
+  for (const TraceRequest& request : trace->requests) {
+    EXPECT_EQ(request.phase, kPhaseQuery);
+    ASSERT_EQ(request.documents.size(), 6u);
+    std::vector<std::string> order;
+    for (const TraceText& d : request.documents) {
+      documents.insert(d.id);
+      order.push_back(d.id);
+    }
+    orders.insert(order);
+  }
+  EXPECT_LE(documents.size(), 12u);
+  EXPECT_EQ(orders.size(), 8u);
 }
 
 TEST(ServeTraceTest, ChatSessionReplaysTheTurnsOfBothSpeakersInOrder) {
