@@ -36,8 +36,8 @@ struct SpanCandidate {
   friend bool operator==(const SpanCandidate&, const SpanCandidate&) = default;
 };
 
-// Ranks `counts` (chunk id -> shared fingerprints) best first and keeps at most
-// `max_candidates`. Shared with the store, whose postings are in its catalog.
+// Ranks `counts` (id -> shared fingerprints) best first — most shared, then lowest id — and
+// keeps at most `max_candidates`. Also used by the store's catalog, whose ids are row ids.
 std::vector<SpanCandidate> RankSpanCandidates(
     const std::unordered_map<uint64_t, int>& counts, int max_candidates);
 

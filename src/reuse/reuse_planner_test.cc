@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/random.h"
@@ -24,7 +25,7 @@ struct Prompt {
   std::vector<PromptChunk> chunks;
 };
 
-Prompt MakePrompt(std::initializer_list<Tokens> parts) {
+Prompt MakePrompt(std::span<const Tokens> parts) {
   Prompt p;
   for (const Tokens& part : parts) {
     PromptChunk c;
@@ -35,6 +36,10 @@ Prompt MakePrompt(std::initializer_list<Tokens> parts) {
     p.chunks.push_back(c);
   }
   return p;
+}
+
+Prompt MakePrompt(std::initializer_list<Tokens> parts) {
+  return MakePrompt(std::span<const Tokens>(parts.begin(), parts.size()));
 }
 
 std::shared_ptr<kv::ChunkEntry> Entry(kv::ChunkId parent, const Tokens& tokens, bool exact) {
@@ -311,15 +316,7 @@ TEST(ReusePlannerTest, ShuffledPlainPassagesAreFoundWithRecallOfAtLeast95Percent
       parts.emplace_back(pasted.begin() + static_cast<ptrdiff_t>(b),
                          pasted.begin() + static_cast<ptrdiff_t>(std::min(pasted.size(), b + 512)));
     }
-    Prompt p;
-    for (const Tokens& part : parts) {
-      PromptChunk c;
-      c.begin = static_cast<int>(p.tokens.size());
-      p.tokens.insert(p.tokens.end(), part.begin(), part.end());
-      c.end = static_cast<int>(p.tokens.size());
-      c.content = kv::HashTokens(kFingerprint, part);
-      p.chunks.push_back(c);
-    }
+    const Prompt p = MakePrompt(parts);
     auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
     ASSERT_TRUE(plan.ok());
     if (request > 0) {

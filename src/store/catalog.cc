@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/thread_annotations.h"
+#include "kv/span_fingerprint_index.h"
 #include "kv/span_fingerprints.h"
 #include "store/catalog_schema.h"
 #include "store/keyword_index.h"
@@ -613,7 +614,7 @@ Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
   std::lock_guard lock(connections_->read_mutex);
   // One read transaction (one snapshot) for the whole search.
   REPRISE_RETURN_IF_ERROR(connections_->r.begin.Run());
-  std::unordered_map<int64_t, int> counts;
+  std::unordered_map<uint64_t, int> counts;  // row id -> shared fingerprints
   Status status = Status::Ok();
   SqliteStatement& s = connections_->r.span_rows;
   std::vector<int64_t> rows;
@@ -634,17 +635,14 @@ Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
     }
     if (!status.ok()) break;
     if (rows.size() > static_cast<size_t>(max_rows_per_fingerprint)) continue;  // boilerplate
-    for (const int64_t row : rows) ++counts[row];
+    for (const int64_t row : rows) ++counts[static_cast<uint64_t>(row)];
   }
   const Status ended = connections_->r.commit.Run();
   if (!status.ok()) return status;
   if (!ended.ok()) return ended;
-  out.reserve(counts.size());
-  for (const auto& [row, n] : counts) out.push_back({row, n});
-  std::sort(out.begin(), out.end(), [](const SpanMatch& a, const SpanMatch& b) {
-    return a.num_shared != b.num_shared ? a.num_shared > b.num_shared : a.row_id < b.row_id;
-  });
-  if (out.size() > static_cast<size_t>(limit)) out.resize(static_cast<size_t>(limit));
+  for (const kv::SpanCandidate& c : kv::RankSpanCandidates(counts, limit)) {
+    out.push_back({static_cast<int64_t>(c.chunk_id), c.num_shared});
+  }
   return out;
 }
 

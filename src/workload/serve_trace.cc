@@ -56,6 +56,23 @@ WorkloadOptions CommonOptions(const ServeTraceOptions& options) {
 
 TraceText ToTraceText(const Segment& segment) { return {segment.source_id, segment.text}; }
 
+// A docqa question as a query request: its system segment, documents and question.
+TraceRequest QueryOf(const Request& request) {
+  TraceRequest query;
+  query.id = request.id;
+  query.phase = kPhaseQuery;
+  for (const Segment& segment : request.segments) {
+    if (segment.role == kRoleSystem) {
+      query.system = segment.text;
+    } else if (segment.role == kRoleDocument) {
+      query.documents.push_back(ToTraceText(segment));
+    } else {
+      query.user = segment.text;
+    }
+  }
+  return query;
+}
+
 // The order of the questions: first those that share a retrieved document with another one,
 // each group of connected questions together (in the order of its first member, members in
 // file order), then the rest in file order. HotpotQA's questions rarely retrieve the same
@@ -127,19 +144,7 @@ Result<ServeTrace> BuildDocQaTrace(const ServeTraceOptions& options) {
     }
   }
   for (const Request& request : questions) {
-    TraceRequest query;
-    query.id = request.id;
-    query.phase = kPhaseQuery;
-    for (const Segment& segment : request.segments) {
-      if (segment.role == kRoleSystem) {
-        query.system = segment.text;
-      } else if (segment.role == kRoleDocument) {
-        query.documents.push_back(ToTraceText(segment));
-      } else {
-        query.user = segment.text;
-      }
-    }
-    trace.requests.push_back(std::move(query));
+    trace.requests.push_back(QueryOf(request));
   }
   return trace;
 }
@@ -156,19 +161,7 @@ Result<ServeTrace> BuildDocQaShuffledTrace(const ServeTraceOptions& options) {
   REPRISE_ASSIGN_OR_RETURN(Workload workload, BuildDocQaWorkload(docqa));
   ServeTrace trace{"docqa-shuffled", {}};
   for (const Request& request : workload.requests) {
-    TraceRequest query;
-    query.id = request.id;
-    query.phase = kPhaseQuery;
-    for (const Segment& segment : request.segments) {
-      if (segment.role == kRoleSystem) {
-        query.system = segment.text;
-      } else if (segment.role == kRoleDocument) {
-        query.documents.push_back(ToTraceText(segment));
-      } else {
-        query.user = segment.text;
-      }
-    }
-    trace.requests.push_back(std::move(query));
+    trace.requests.push_back(QueryOf(request));
   }
   return trace;
 }
