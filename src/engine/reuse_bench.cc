@@ -11,6 +11,7 @@
 #include "engine/sampler.h"
 #include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
+#include "reuse/reuse_recall_losses.h"
 #include "reuse/reuse_recall_oracle.h"
 #include "workload/named_workload.h"
 
@@ -167,6 +168,17 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   }
 
   reuse::ReuseRecallOracle recall_oracle(tuned.min_match_tokens);
+  // The same, given each prompt chunk by chunk: which reusable windows a cached chunk could
+  // hold at all (for the breakdown of recall losses).
+  reuse::ReuseRecallOracle chunk_window_oracle(tuned.min_match_tokens);
+  const auto remember = [&](const ReuseSession& session) {
+    const std::vector<int32_t>& tokens = session.prompt_tokens();
+    recall_oracle.Add(tokens);
+    for (const reuse::PromptChunk& c : session.prompt_chunks()) {
+      chunk_window_oracle.Add(std::span<const int32_t>(tokens).subspan(
+          static_cast<size_t>(c.begin), static_cast<size_t>(c.end - c.begin)));
+    }
+  };
   if (options.warm_corpus || options.warm_retrieved_only) {
     std::vector<workload::Segment> warm = work.collection;
     if (options.warm_retrieved_only) {
@@ -197,7 +209,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       const PromptSegment one[] = {{segment.role, segment.text}};
       REPRISE_RETURN_IF_ERROR(first->session->Prefill(one));
       REPRISE_RETURN_IF_ERROR(first->session->StoreChunks());
-      recall_oracle.Add(first->session->prompt_tokens());
+      remember(*first->session);
       for (kv::ChunkId id : first->session->chunk_ids()) {
         std::shared_ptr<const kv::ChunkEntry> entry = first->cache->Find(id);
         if (!entry) continue;
@@ -234,6 +246,9 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   double prompt_tokens = 0;
   result.recall_window = recall_oracle.window();
   std::vector<int32_t> query_tokens;  // this query's prompt, as the first method tokenized it
+  std::vector<uint8_t> reusable_mask;  // and which of its tokens the oracle calls reusable
+  std::vector<uint8_t> within_chunk_mask;
+  const ReuseSession* first_session = nullptr;  // the session that ran it first
   const int64_t num_query_runs = static_cast<int64_t>(work.requests.size() * runs.size());
   int64_t query_runs_done = 0;
   for (size_t q = 0; q < work.requests.size(); ++q) {
@@ -262,6 +277,35 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
             store->Stats().write_ms_on_caller - caller_writes_before;
       }
       const std::vector<float> logits(run.session->logits().begin(), run.session->logits().end());
+      // Every method sees the same prompt: count it once, from the first.
+      if (run_ptr == order.front()) {
+        prompt_tokens += report.prompt_tokens;
+        query_tokens = run.session->prompt_tokens();
+        reusable_mask = recall_oracle.ReusableMask(query_tokens);
+        within_chunk_mask = chunk_window_oracle.ReusableMask(query_tokens);
+        first_session = run.session.get();
+        const int reusable =
+            static_cast<int>(std::count(reusable_mask.begin(), reusable_mask.end(), uint8_t{1}));
+        result.tokens_reusable += reusable;
+        result.tokens_reusable_per_query.push_back(reusable);
+      }
+      // Where this method's recall was lost: against the cache as it was planned against,
+      // before this prompt's chunks go in (methods that reuse beyond the prefix; `prefix`
+      // leaves everything else new by design).
+      if (run.cache && run.method != ReuseMethod::kPrefix) {
+        REPRISE_ASSIGN_OR_RETURN(
+            reuse::RecallLosses losses,
+            reuse::ClassifyRecallLosses(
+                {query_tokens, run.session->planned_kinds(), run.session->prompt_chunks(),
+                 reusable_mask, recall_oracle.window(), run.session->options().max_candidates,
+                 within_chunk_mask},
+                *run.cache));
+        run.stats.recall_losses += losses;
+        if (options.verbose && losses.total() > 0) {
+          say("query " + std::to_string(q) + " " + ReuseMethodName(run.method) +
+              " reusable tokens left new: " + losses.Summary());
+        }
+      }
       REPRISE_ASSIGN_OR_RETURN(double store_ms, run.session->StoreChunks());
       if (run.cache) run.cache->RunIdleWork();
       std::vector<int32_t> continuation;
@@ -271,14 +315,6 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       if (run.method == ReuseMethod::kNone) {
         oracle_logits = logits;
         oracle_continuation = continuation;
-      }
-      // Every method sees the same prompt: count it once, from the first.
-      if (run_ptr == order.front()) {
-        prompt_tokens += report.prompt_tokens;
-        query_tokens = run.session->prompt_tokens();
-        const int reusable = recall_oracle.CountReusable(query_tokens);
-        result.tokens_reusable += reusable;
-        result.tokens_reusable_per_query.push_back(reusable);
       }
       const int reusable = result.tokens_reusable_per_query.back();
       MethodStats& st = run.stats;
@@ -329,7 +365,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         if (!report.schedule.empty()) say(report.schedule);
       }
     }
-    recall_oracle.Add(query_tokens);
+    if (first_session) remember(*first_session);
     ReportProgress(options.progress, "queries", query_runs_done, num_query_runs, "runs");
     char line[160];
     std::snprintf(line, sizeof(line), "query %zu/%zu done (%d prompt tokens)", q + 1,
@@ -436,9 +472,18 @@ std::string ReuseBenchResult::ToJson() const {
                    {"guard_fallbacks", s.guard_fallbacks},
                    {"residual_deviation_mean", s.residual_deviation_mean},
                    {"cache_bytes", s.cache_bytes},
+                   {"cache_evictions", s.cache_evictions},
                    {"tokens_found", s.tokens_found},
                    {"reuse_recall", s.reuse_recall},
-                   {"reuse_recall_per_query", s.reuse_recall_per_query}};
+                   {"reuse_recall_per_query", s.reuse_recall_per_query},
+                   {"reuse_recall_losses",
+                    {{"last_token", s.recall_losses.last_token},
+                     {"matcher", s.recall_losses.matcher},
+                     {"candidates_capped", s.recall_losses.candidates_capped},
+                     {"prompt_chunk_split", s.recall_losses.prompt_chunk_split},
+                     {"seam", s.recall_losses.seam},
+                     {"cached_chunk_split", s.recall_losses.cached_chunk_split},
+                     {"not_cached", s.recall_losses.not_cached}}}};
   }
   j["methods"] = m;
   j["recall_window"] = recall_window;
@@ -483,7 +528,16 @@ std::string ReuseBenchResult::ToText() const {
       std::snprintf(line, sizeof(line), " %s %.1f%%", m.method.c_str(), 100.0 * m.reuse_recall);
       s += line;
     }
-    s += "\n";
+    s += "\nreusable tokens left new, by cause (reuse/reuse_recall_losses.h):\n";
+    for (const MethodStats& m : methods) {
+      if (m.method == "none" || m.method == "prefix") continue;
+      std::snprintf(line, sizeof(line),
+                    "  %-6s %s (cache evictions: %lld); matching %.1f ms = %.2f%% of TTFT\n",
+                    m.method.c_str(), m.recall_losses.Summary().c_str(),
+                    static_cast<long long>(m.cache_evictions), m.match_ms_mean,
+                    m.ttft_ms_mean > 0 ? 100.0 * m.match_ms_mean / m.ttft_ms_mean : 0.0);
+      s += line;
+    }
   }
   for (const MethodStats& m : methods) {
     if (m.method != "blend") continue;

@@ -16,6 +16,7 @@
 #include "base/progress.h"
 #include "base/status.h"
 #include "engine/reuse_session.h"
+#include "reuse/reuse_recall_losses.h"
 
 namespace reprise::engine {
 
@@ -81,6 +82,8 @@ struct MethodStats {
   int64_t tokens_found = 0;
   double reuse_recall = 0;
   std::vector<double> reuse_recall_per_query;
+  // The reusable tokens left NEW, by cause (reuse/reuse_recall_losses.h), over the run.
+  reuse::RecallLosses recall_losses;
 };
 
 struct ReuseBenchResult {

@@ -312,6 +312,8 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
   report.tokens_new = plan.num_new;
   report.plan = plan.Summary();
   chunk_ids_ = plan.chunk_ids;
+  planned_kinds_.resize(plan.tokens.size());
+  for (size_t i = 0; i < plan.tokens.size(); ++i) planned_kinds_[i] = plan.tokens[i].kind;
   first_inexact_token_ = plan.first_inexact_prefix_token >= 0 ? plan.first_inexact_prefix_token : n;
   for (int i = 0; i < first_inexact_token_; ++i) {
     if (plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix) {

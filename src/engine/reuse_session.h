@@ -152,6 +152,10 @@ class ReuseSession {
   const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
   // The prefix-tree ids of the last prompt's chunks.
   const std::vector<kv::ChunkId>& chunk_ids() const { return chunk_ids_; }
+  // The last prompt's chunks, and how its plan labelled each token (for benchmarks' recall
+  // breakdown, reuse/reuse_recall_losses.h).
+  const std::vector<reuse::PromptChunk>& prompt_chunks() const { return chunks_; }
+  const std::vector<reuse::TokenKind>& planned_kinds() const { return planned_kinds_; }
   const ReuseOptions& options() const { return options_; }
   GraphBackend& backend() { return *backend_; }
 
@@ -179,6 +183,7 @@ class ReuseSession {
   std::vector<int32_t> prompt_;
   std::vector<reuse::PromptChunk> chunks_;
   std::vector<kv::ChunkId> chunk_ids_;
+  std::vector<reuse::TokenKind> planned_kinds_;
   int first_inexact_token_ = 0;     // tokens from here on hold approximate KV
   std::vector<int32_t> positions_;  // [context] 0, 1, 2, ...
   std::vector<uint8_t> forced_;     // scratch, [recompute capacity]

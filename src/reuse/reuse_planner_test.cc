@@ -8,67 +8,21 @@
 
 #include "base/random.h"
 #include "kv/memory_chunk_cache.h"
+#include "reuse/planner_test_util.h"
 #include "reuse/reuse_recall_oracle.h"
 #include "reuse/token_test_util.h"
 
 namespace reprise::reuse {
 namespace {
 
-constexpr uint64_t kFingerprint = 11;
+using testing_plans::CachePath;
+using testing_plans::Entry;
+using testing_plans::kFingerprint;
+using testing_plans::MakePrompt;
+using testing_plans::Prompt;
 using testing_tokens::Concat;
 using testing_tokens::Range;
 using testing_tokens::Tokens;
-
-// Chunks of a prompt made of `parts`, one chunk per part.
-struct Prompt {
-  Tokens tokens;
-  std::vector<PromptChunk> chunks;
-};
-
-Prompt MakePrompt(std::span<const Tokens> parts) {
-  Prompt p;
-  for (const Tokens& part : parts) {
-    PromptChunk c;
-    c.begin = static_cast<int>(p.tokens.size());
-    p.tokens.insert(p.tokens.end(), part.begin(), part.end());
-    c.end = static_cast<int>(p.tokens.size());
-    c.content = kv::HashTokens(kFingerprint, part);
-    p.chunks.push_back(c);
-  }
-  return p;
-}
-
-Prompt MakePrompt(std::initializer_list<Tokens> parts) {
-  return MakePrompt(std::span<const Tokens>(parts.begin(), parts.size()));
-}
-
-std::shared_ptr<kv::ChunkEntry> Entry(kv::ChunkId parent, const Tokens& tokens, bool exact) {
-  auto e = std::make_shared<kv::ChunkEntry>();
-  e->parent = parent;
-  e->content = kv::HashTokens(kFingerprint, tokens);
-  e->id = kv::ChainId(parent, e->content);
-  e->exact = exact;
-  e->tokens = tokens;
-  auto kv = std::make_shared<kv::ChunkKv>();
-  kv->num_layers = 1;
-  kv->num_kv_heads = 1;
-  kv->head_dim = 2;
-  kv->num_tokens = static_cast<int>(tokens.size());
-  kv->Allocate();
-  e->kv = std::move(kv);
-  return e;
-}
-
-// Caches a prompt as a previous request would have: every chunk on its prefix-tree path,
-// exact (each computed after the ones before it).
-void CachePath(kv::ChunkCache& cache, std::initializer_list<Tokens> parts) {
-  kv::ChunkId parent = kv::kRootChunkId;
-  for (const Tokens& part : parts) {
-    auto e = Entry(parent, part, /*exact=*/true);
-    parent = e->id;
-    ASSERT_TRUE(cache.Insert(e).ok());
-  }
-}
 
 int Count(const ReusePlan& plan, TokenKind kind, int begin, int end) {
   int n = 0;
@@ -235,6 +189,144 @@ TEST(ReusePlannerTest, SubChunkSpansAreFoundAboveTheMinimumLength) {
   auto none = PlanReuse(p.tokens, p.chunks, cache, options);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->num_nonprefix, 0);
+}
+
+// Text that an earlier prompt's chunk boundary cut (a short paragraph ending one chunk, the
+// long one after it starting the next) is found whole: the long span from one chunk continues
+// into the chunk that preceded or followed it, however short that piece is.
+TEST(ReusePlannerTest, SpansContinueAcrossTheChunkBoundariesOfTheirSourcePrompt) {
+  const Tokens short_before = Range(60000, 12), long_part = Range(61000, 80),
+               short_after = Range(62000, 10);
+  const Tokens other = Range(63000, 40);
+  for (bool extend : {true, false}) {
+    kv::MemoryChunkCache cache(1 << 22);
+    // The earlier prompt: [.. short_before] [long_part] [short_after ..], three chunks.
+    CachePath(cache, {Concat({other, short_before}), long_part, Concat({short_after, other})});
+    // Now all three pieces sit inside one chunk of a plain prompt, between new text.
+    const Prompt p = MakePrompt(
+        {kSystem, Concat({Range(50000, 8), short_before, long_part, short_after, Range(51000, 8)}),
+         kQuestion});
+    PlannerOptions options;
+    options.extend_across_source_chunks = extend;
+    auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
+    ASSERT_TRUE(plan.ok());
+    const int begin = p.chunks[1].begin + 8;
+    if (extend) {
+      EXPECT_EQ(plan->num_nonprefix, 12 + 80 + 10) << plan->Summary();
+      EXPECT_EQ(Count(*plan, TokenKind::kNonPrefix, begin, begin + 102), 102);
+      // Each piece comes from its own chunk, at its place there.
+      EXPECT_EQ(plan->tokens[static_cast<size_t>(begin)].source_token, 40);
+      EXPECT_EQ(plan->tokens[static_cast<size_t>(begin + 12)].source_token, 0);
+      EXPECT_EQ(plan->tokens[static_cast<size_t>(begin + 92)].source_token, 0);
+      EXPECT_EQ(plan->sources.size(), 3u);
+    } else {
+      EXPECT_EQ(plan->num_nonprefix, 80) << plan->Summary();  // the short pieces are lost
+    }
+  }
+}
+
+// A continuation must hold the very next tokens: a cached chunk that followed the source but
+// differs from the prompt is not taken.
+TEST(ReusePlannerTest, SpansDoNotContinueIntoChunksThatHoldOtherTokens) {
+  kv::MemoryChunkCache cache(1 << 22);
+  const Tokens long_part = Range(61000, 80);
+  CachePath(cache, {long_part, Range(70000, 20)});
+  const Prompt p =
+      MakePrompt({kSystem, Concat({Range(50000, 8), long_part, Range(71000, 20)}), kQuestion});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_nonprefix, 80) << plan->Summary();
+}
+
+// The same across the prompt's own chunks, after a whole-chunk match: a paragraph cached as a
+// chunk of its own was followed by a header ("Document:") and another paragraph; now the same
+// paragraph is followed by the same header and a new paragraph, in the next prompt chunk.
+TEST(ReusePlannerTest, AWholeChunkMatchContinuesIntoTheNextPromptChunk) {
+  kv::MemoryChunkCache cache(1 << 22);
+  const Tokens paragraph = Range(61000, 80), header = Range(100, 5);
+  CachePath(cache, {Range(63000, 40), paragraph, Concat({header, Range(64000, 60)})});
+  const Prompt p = MakePrompt({kSystem, paragraph, Concat({header, Range(65000, 60)}), kQuestion});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_whole_chunk_matches, 1);
+  EXPECT_EQ(plan->num_nonprefix, 80 + 5) << plan->Summary();
+  EXPECT_EQ(Count(*plan, TokenKind::kNonPrefix, p.chunks[2].begin, p.chunks[2].begin + 5), 5);
+}
+
+// A cache that lists chunks without their KV, as a store does for chunks on flash, and counts
+// the chunks it loads.
+class FlashLikeCache : public kv::ChunkCache {
+ public:
+  Status Insert(std::shared_ptr<const kv::ChunkEntry> entry) override {
+    return inner_.Insert(std::move(entry));
+  }
+  std::shared_ptr<const kv::ChunkEntry> Find(kv::ChunkId id) override {
+    std::shared_ptr<const kv::ChunkEntry> e = inner_.Find(id);
+    loads_ += e != nullptr;
+    return e;
+  }
+  bool Contains(kv::ChunkId id, bool require_exact) override {
+    return inner_.Contains(id, require_exact);
+  }
+  std::shared_ptr<const kv::ChunkEntry> Peek(kv::ChunkId id) override {
+    return Skeleton(inner_.Peek(id));
+  }
+  std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(kv::ChunkId parent) override {
+    std::vector<std::shared_ptr<const kv::ChunkEntry>> out;
+    for (const auto& e : inner_.Children(parent)) out.push_back(Skeleton(e));
+    return out;
+  }
+  std::shared_ptr<const kv::ChunkEntry> FindByContent(kv::ContentHash content) override {
+    std::shared_ptr<const kv::ChunkEntry> e = inner_.FindByContent(content);
+    loads_ += e != nullptr;
+    return e;
+  }
+  std::vector<kv::ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
+                                                 std::string_view text,
+                                                 int max_candidates) override {
+    std::vector<kv::ChunkCandidate> out = inner_.FindCandidates(tokens, text, max_candidates);
+    for (kv::ChunkCandidate& c : out) c.entry = Skeleton(c.entry);
+    return out;
+  }
+  kv::ChunkCacheStats stats() override { return inner_.stats(); }
+  int loads() const { return loads_; }
+
+ private:
+  static std::shared_ptr<const kv::ChunkEntry> Skeleton(std::shared_ptr<const kv::ChunkEntry> e) {
+    if (!e) return nullptr;
+    auto copy = std::make_shared<kv::ChunkEntry>(*e);
+    copy->kv = nullptr;
+    return copy;
+  }
+  kv::MemoryChunkCache inner_{1 << 22};
+  int loads_ = 0;
+};
+
+// From flash, a chunk is read only for a continuation the matcher would have taken on its own
+// (min_match_tokens): reading 12 tokens' worth of chunk costs more than computing them.
+TEST(ReusePlannerTest, ShortContinuationsAreNotLoadedFromFlash) {
+  const Tokens short_before = Range(60000, 12), long_part = Range(61000, 80),
+               short_after = Range(62000, 10), other = Range(63000, 40);
+  const Prompt p = MakePrompt(
+      {kSystem, Concat({Range(50000, 8), short_before, long_part, short_after, Range(51000, 8)}),
+       kQuestion});
+  for (int min_match : {32, 8}) {
+    FlashLikeCache cache;
+    CachePath(cache, {Concat({other, short_before}), long_part, Concat({short_after, other})});
+    PlannerOptions options;
+    options.min_match_tokens = min_match;
+    const int loads_before = cache.loads();
+    auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
+    ASSERT_TRUE(plan.ok());
+    if (min_match == 32) {
+      EXPECT_EQ(plan->num_nonprefix, 80) << plan->Summary();
+    } else {
+      EXPECT_EQ(plan->num_nonprefix, 12 + 80 + 10) << plan->Summary();
+    }
+    // The long part is loaded, and each continuation taken; nothing else.
+    EXPECT_EQ(cache.loads() - loads_before, static_cast<int>(plan->sources.size()))
+        << plan->Summary();
+  }
 }
 
 TEST(ReusePlannerTest, TheLastTokenIsAlwaysNew) {

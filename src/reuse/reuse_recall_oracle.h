@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_set>
+#include <vector>
 
 namespace reprise::reuse {
 
@@ -22,6 +23,8 @@ class ReuseRecallOracle {
   // Tokens of `prompt` covered by a window seen in an earlier Add. A prompt shorter than the
   // window has none.
   int CountReusable(std::span<const int32_t> prompt) const;
+  // The same, token by token: 1 where a token is reusable ([prompt length]).
+  std::vector<uint8_t> ReusableMask(std::span<const int32_t> prompt) const;
   // Remembers every window of `tokens`.
   void Add(std::span<const int32_t> tokens);
 

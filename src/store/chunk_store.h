@@ -115,13 +115,14 @@ class ChunkStore : private WriteBackSink {
   Status Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry);
   std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
   bool Contains(const std::string& ns, kv::ChunkId id, bool require_exact);
+  std::shared_ptr<const kv::ChunkEntry> Peek(const std::string& ns, kv::ChunkId id);
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(const std::string& ns,
                                                               kv::ChunkId parent);
   std::shared_ptr<const kv::ChunkEntry> FindByContent(const std::string& ns,
                                                       kv::ContentHash content);
-  // Text candidates: first the pool's chunks that the catalog does not hold yet (so a chunk
-  // is a candidate from the moment it is inserted, whatever the write-back's progress), then
-  // the catalog's keyword search; each chunk once, best first.
+  // Span candidates: the pool's chunks that the catalog does not hold yet (so a chunk is a
+  // candidate from the moment it is inserted, whatever the write-back's progress) and the
+  // catalog's rows, ranked together by shared span fingerprints; each chunk once, best first.
   std::vector<kv::ChunkCandidate> FindCandidates(const std::string& ns,
                                                  std::span<const int32_t> tokens,
                                                  std::string_view text, int max_candidates);

@@ -381,6 +381,15 @@ TEST_F(CliTest, BenchReuseReportsEveryMethod) {
                   m["tokens_recomputed"].get<int64_t>());
     ASSERT_EQ(m["reuse_recall_per_query"].size(), 4u) << method;
     EXPECT_EQ(m["reuse_recall_per_query"][0].get<double>(), -1.0);
+    // Every reusable token left new has one cause; the others were found.
+    int64_t lost = 0;
+    for (const char* cause : {"last_token", "matcher", "candidates_capped", "prompt_chunk_split",
+                              "seam", "cached_chunk_split", "not_cached"}) {
+      ASSERT_TRUE(m["reuse_recall_losses"].contains(cause)) << method << " " << cause;
+      lost += m["reuse_recall_losses"][cause].get<int64_t>();
+    }
+    EXPECT_LE(lost, reusable) << method;
+    EXPECT_LE(reusable - lost, m["tokens_found"].get<int64_t>()) << method;
   }
   EXPECT_LE(j["methods"]["prefix"]["reuse_recall"].get<double>(),
             j["methods"]["full"]["reuse_recall"].get<double>());
