@@ -521,6 +521,14 @@ std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasureme
       add(u.tokens_new, &phase.tokens_new);
       add(u.chunks_from_memory, &phase.chunks_from_memory);
       add(u.chunks_from_flash, &phase.chunks_from_flash);
+      if (r.tokens_reusable >= 0 && r.tokens_found >= 0) {
+        add(r.tokens_reusable, &phase.tokens_reusable);
+        add(r.tokens_found, &phase.tokens_found);
+      }
+    }
+    if (phase.tokens_reusable > 0) {
+      phase.reuse_recall =
+          static_cast<double>(phase.tokens_found) / static_cast<double>(phase.tokens_reusable);
     }
     phase.ttft_ms = SummarizeTimes(std::move(ttft));
     phase.latency_ms = SummarizeTimes(std::move(latency));
@@ -596,6 +604,14 @@ std::string ServeBenchText(const ServeBenchRun& run) {
                   Count(p.tokens_new).c_str(), Count(p.chunks_from_memory).c_str(),
                   Count(p.chunks_from_flash).c_str());
     out += line;
+    if (p.tokens_reusable >= 0) {
+      std::snprintf(line, sizeof(line),
+                    "  reuse recall %s%% (%s tokens served from the cache of %s reusable: covered "
+                    "by a window of an earlier prompt)\n",
+                    p.reuse_recall >= 0 ? Fixed(100.0 * p.reuse_recall).c_str() : "-",
+                    Count(p.tokens_found).c_str(), Count(p.tokens_reusable).c_str());
+      out += line;
+    }
   }
   if (run.num_dropped_history_messages > 0) {
     out += "chat history: " + std::to_string(run.num_dropped_history_messages) +
@@ -617,7 +633,9 @@ json ServeBenchJson(const ServeBenchRun& run) {
                   {"malformed_events", r.num_malformed_events},
                   {"prompt_tokens", Nullable(u.prompt_tokens)},
                   {"completion_tokens", Nullable(u.completion_tokens)},
-                  {"cached_tokens", Nullable(u.cached_tokens)}};
+                  {"cached_tokens", Nullable(u.cached_tokens)},
+                  {"tokens_reusable", Nullable(r.tokens_reusable)},
+                  {"tokens_found", Nullable(r.tokens_found)}};
     if (u.has_reprise) {
       entry["reprise"] = {{"ttft_ms", Nullable(u.server_ttft_ms)},
                           {"tokens_prefix", Nullable(u.tokens_prefix)},
@@ -655,7 +673,10 @@ json ServeBenchJson(const ServeBenchRun& run) {
                        {"tokens_recomputed", Nullable(p.tokens_recomputed)},
                        {"tokens_new", Nullable(p.tokens_new)},
                        {"chunks_from_memory", Nullable(p.chunks_from_memory)},
-                       {"chunks_from_flash", Nullable(p.chunks_from_flash)}});
+                       {"chunks_from_flash", Nullable(p.chunks_from_flash)},
+                       {"tokens_reusable", Nullable(p.tokens_reusable)},
+                       {"tokens_found", Nullable(p.tokens_found)},
+                       {"reuse_recall", Nullable(p.reuse_recall)}});
   }
   return {{"trace", run.trace},
           {"url", run.url},
@@ -728,6 +749,15 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   for (int i = 0; i < total; ++i) {
     const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
     const json body = BuildChatBody(request, window.Messages(request), body_options);
+    int64_t reusable = -1;
+    if (options.count_reusable) {
+      Result<int64_t> counted = options.count_reusable(body);
+      if (!counted.ok()) {
+        return counted.error().WithContext("request " + std::to_string(i + 1) + " (" + request.id +
+                                           "): counting its reusable tokens");
+      }
+      reusable = *counted;
+    }
     Result<RequestMeasurement> measured = client->Send(body);
     if (!measured.ok()) {
       return Status(measured.error().code(), "request " + std::to_string(i + 1) + " of " +
@@ -736,6 +766,16 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
     }
     measured->id = request.id;
     measured->phase = request.phase;
+    if (reusable >= 0) {
+      measured->tokens_reusable = reusable;
+      const ServeUsage& u = measured->usage;
+      if (u.has_reprise && u.tokens_prefix >= 0 && u.tokens_reused >= 0 &&
+          u.tokens_recomputed >= 0) {
+        measured->tokens_found = u.tokens_prefix + u.tokens_reused + u.tokens_recomputed;
+      } else if (u.cached_tokens >= 0) {
+        measured->tokens_found = u.cached_tokens;
+      }
+    }
     window.AddReply(request, measured->reply);
     if (on_request) on_request(*measured, i, total);
     run.requests.push_back(std::move(measured).value());

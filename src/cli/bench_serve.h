@@ -178,6 +178,12 @@ struct RequestMeasurement {
   int num_malformed_events = 0;
   std::string reply;
   ServeUsage usage;
+  // Reuse recall (with ServeBenchOptions::count_reusable): the prompt's tokens that a window
+  // seen in an earlier request's prompt covers, and those the server says it served from its
+  // cache — Reprise: prefix + reused + recomputed; others:
+  // usage.prompt_tokens_details.cached_tokens. -1: not measured.
+  int64_t tokens_reusable = -1;
+  int64_t tokens_found = -1;
 };
 
 // Derives ttft, latency and decode speed from a finished stream.
@@ -253,6 +259,10 @@ struct PhaseSummary {
   int64_t tokens_new = -1;
   int64_t chunks_from_memory = -1;
   int64_t chunks_from_flash = -1;
+  // Sums over the requests where both were measured; recall = found / reusable (-1: none).
+  int64_t tokens_reusable = -1;
+  int64_t tokens_found = -1;
+  double reuse_recall = -1;
 };
 
 // One summary per phase, in order of first appearance.
@@ -289,6 +299,12 @@ struct ServeBenchOptions {
   int max_catalog_skills = 0;  // agent: skills in the catalogue and drawn from (0 = all)
   uint64_t seed = 0;
   std::function<double()> now_ms;  // empty = steady_clock
+  // Reuse recall: called with each request body, in order, before it is sent; returns the
+  // tokens of its prompt (as the server's tokenizer and chat template make them) that a
+  // window of the planner's min_match_tokens seen in an earlier request's prompt covers, and
+  // remembers the prompt (engine::RequestRecallOracle; the command wires it to the model
+  // file given with --tokenizer). Empty = recall is not measured.
+  std::function<Result<int64_t>(const nlohmann::json& body)> count_reusable;
 };
 
 inline constexpr int kDefaultContextTokens = 2048;

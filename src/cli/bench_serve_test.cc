@@ -302,15 +302,16 @@ TEST(ServeClientTest, RejectsBadUrls) {
 // then usage and `reprise`. Records the request bodies.
 class FakeServer {
  public:
-  explicit FakeServer(std::string owned_by = "reprise") {
+  // `send_reprise` false: the final chunk has OpenAI's usage only, no `reprise` object.
+  explicit FakeServer(std::string owned_by = "reprise", bool send_reprise = true) {
     server_.Get("/v1/models", [owned_by](const httplib::Request&, httplib::Response& res) {
       res.set_content(json({{"object", "list"},
                             {"data", {{{"id", "tiny"}, {"owned_by", owned_by}}}}})
                           .dump(),
                       "application/json");
     });
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
-                                                httplib::Response& res) {
+    server_.Post("/v1/chat/completions", [this, send_reprise](const httplib::Request& req,
+                                                              httplib::Response& res) {
       json body = json::parse(req.body, nullptr, false);
       int turn = 0;  // this request's number, 1-based
       {
@@ -336,7 +337,7 @@ class FakeServer {
         return;
       }
       res.set_chunked_content_provider(
-          "text/event-stream", [turn](size_t, httplib::DataSink& sink) {
+          "text/event-stream", [turn, send_reprise](size_t, httplib::DataSink& sink) {
             auto write = [&](const std::string& s) { sink.write(s.data(), s.size()); };
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
             const std::string first = "data: " + Chunk("reply") + "\r\n\r\n";
@@ -347,7 +348,9 @@ class FakeServer {
               std::this_thread::sleep_for(std::chrono::milliseconds(10));
               write("data: " + Chunk(piece) + "\n\n");
             }
-            write("data: " + std::string(kFinalChunk) + "\n\ndata: [DONE]\n\n");
+            json final_chunk = json::parse(kFinalChunk);
+            if (!send_reprise) final_chunk.erase("reprise");
+            write("data: " + final_chunk.dump() + "\n\ndata: [DONE]\n\n");
             sink.done();
             return true;
           });
@@ -463,6 +466,61 @@ TEST(RunServeBenchTest, ChatSessionFeedsRepliesBackAndAutoPicksTheDocumentsField
   EXPECT_EQ(run->requests.front().phase, "index");
   EXPECT_EQ(run->requests.back().phase, "query");
   EXPECT_NE(ServeBenchText(*run).find("index: "), std::string::npos);
+}
+
+// Reuse recall: the reusable count comes from the oracle (here a stand-in that says 0 for
+// the first request and 200 after), what was found from the server's `reprise` object
+// (prefix + reused + recomputed = 105) or, from servers without one, `cached_tokens` (96).
+TEST(RunServeBenchTest, RecallSetsFoundAgainstReusableTokens) {
+  auto data = testing_support::SharedDataDir();
+  if (!data)
+    GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
+  for (bool reprise : {true, false}) {
+    FakeServer server(reprise ? "reprise" : "llamacpp", reprise);
+    std::vector<json> counted;
+    ServeBenchOptions options{
+        .url = server.url(), .trace = "chat-session", .data_dir = *data, .num_requests = 3};
+    options.count_reusable = [&counted](const json& body) -> Result<int64_t> {
+      counted.push_back(body);
+      return counted.size() == 1 ? 0 : 200;
+    };
+    Result<ServeBenchRun> run = RunServeBench(options, nullptr);
+    ASSERT_TRUE(run.ok()) << run.error().ToString();
+    ASSERT_EQ(counted.size(), 3u);
+    EXPECT_EQ(counted, server.bodies());  // each body exactly as sent, in order
+    const int64_t found = reprise ? 10 + 86 + 9 : 96;
+    EXPECT_EQ(run->requests[0].tokens_reusable, 0);
+    EXPECT_EQ(run->requests[2].tokens_reusable, 200);
+    EXPECT_EQ(run->requests[2].tokens_found, found);
+    const std::vector<PhaseSummary> phases = SummarizeServeBench(run->requests);
+    ASSERT_EQ(phases.size(), 1u);
+    EXPECT_EQ(phases[0].tokens_reusable, 400);
+    EXPECT_EQ(phases[0].tokens_found, 3 * found);
+    EXPECT_DOUBLE_EQ(phases[0].reuse_recall, 3.0 * static_cast<double>(found) / 400.0);
+    EXPECT_NE(ServeBenchText(*run).find("reuse recall"), std::string::npos);
+    EXPECT_EQ(ServeBenchJson(*run)["summary"][0]["tokens_reusable"], 400);
+  }
+  // Without an oracle, nothing is claimed.
+  FakeServer server;
+  Result<ServeBenchRun> run = RunServeBench(
+      {.url = server.url(), .trace = "chat-session", .data_dir = *data, .num_requests = 1},
+      nullptr);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->requests[0].tokens_reusable, -1);
+  EXPECT_EQ(SummarizeServeBench(run->requests)[0].reuse_recall, -1);
+  EXPECT_EQ(ServeBenchText(*run).find("reuse recall"), std::string::npos);
+  // An oracle that fails stops the run before the request is sent, naming it.
+  ServeBenchOptions failing{
+      .url = server.url(), .trace = "chat-session", .data_dir = *data, .num_requests = 2};
+  failing.count_reusable = [](const json&) -> Result<int64_t> {
+    return InvalidArgumentError("bad body");
+  };
+  const size_t sent = server.bodies().size();
+  run = RunServeBench(failing, nullptr);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.error().message().find("request 1 (chat"), std::string::npos)
+      << run.error().message();
+  EXPECT_EQ(server.bodies().size(), sent);
 }
 
 TEST(RunServeBenchTest, InlineForOtherServersAndErrorsNameTheRequest) {

@@ -1,23 +1,26 @@
 // `reprise bench prefill|decode`: tokens/s of the inference backends, optionally side by side
 // with llama.cpp's llama-bench on the same file and threads (ratios from the same run).
 #include <cstdio>
-#include <thread>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "base/file_util.h"
 #include "cli/bench_report.h"
 #include "cli/bench_serve.h"
 #include "cli/bench_sessions.h"
 #include "cli/command.h"
-#include "cli/html_report.h"
 #include "cli/commands.h"
+#include "cli/html_report.h"
 #include "cli/json_output.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
+#include "engine/request_recall_oracle.h"
 #include "engine/reuse_bench.h"
 #include "engine/speed_bench.h"
+#include "server/openai_request.h"
 
 namespace reprise::cli {
 namespace {
@@ -405,6 +408,10 @@ class BenchCommand : public Command {
     s->add_option("--data", serve_options_.data_dir, "Shared data folder (holds workloads/)");
     s->add_option("--seed", serve_options_.seed, "Seed of the requests and the agent draws")
         ->default_val(0);
+    s->add_option("--tokenizer", serve_tokenizer_,
+                  "The GGUF file the server runs: its tokenizer and chat template count each "
+                  "prompt's tokens, for reuse recall against an oracle over earlier prompts")
+        ->check(CLI::ExistingFile);
     s->add_flag("--json", serve_json_, "Print JSON");
   }
 
@@ -420,6 +427,22 @@ class BenchCommand : public Command {
     Result<DocumentsMode> documents = ParseDocumentsMode(serve_documents_);
     if (!documents.ok()) return PrintError("bench serve", documents.error());
     serve_options_.documents = *documents;
+    std::unique_ptr<engine::RequestRecallOracle> recall;
+    if (!serve_tokenizer_.empty()) {
+      Result<std::unique_ptr<engine::RequestRecallOracle>> opened =
+          engine::RequestRecallOracle::Open(serve_tokenizer_,
+                                            engine::ReuseOptions{}.min_match_tokens);
+      if (!opened.ok()) return PrintError("bench serve", opened.error());
+      recall = std::move(opened).value();
+      serve_options_.count_reusable = [&recall](const nlohmann::json& body) -> Result<int64_t> {
+        // The server's own parser: the prompt is built from exactly what the server reads.
+        server::RequestLimits limits;
+        limits.max_documents = 1 << 20;
+        REPRISE_ASSIGN_OR_RETURN(server::ServeRequest request,
+                                 server::ParseChatCompletionRequest(body.dump(), limits));
+        return recall->CountThenAdd(request.generate);
+      };
+    }
     Result<ServeBenchRun> run = RunServeBench(
         serve_options_, [](const RequestMeasurement& m, int index, int total) {
           std::fprintf(stderr, "\r[%d/%d] %s TTFT %.1f ms   ", index + 1, total,
@@ -440,6 +463,7 @@ class BenchCommand : public Command {
   CLI::App* serve_ = nullptr;
   ServeBenchOptions serve_options_;
   std::string serve_documents_ = "auto";
+  std::string serve_tokenizer_;
   bool serve_json_ = false;
   std::string eviction_ = "cost";
   std::string chunking_;

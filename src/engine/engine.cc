@@ -16,6 +16,7 @@
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
+#include "engine/request_segments.h"
 #include "engine/reuse_session.h"
 #include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
@@ -208,79 +209,6 @@ std::vector<TokenPiece> Engine::Tokenize(std::string_view text, bool add_special
   return out;
 }
 
-namespace {
-
-bool IsChat(const GenerateRequest& request) {
-  return request.segments.empty() && (request.chat || !request.messages.empty());
-}
-
-// `messages` rendered as one segment: the template's markers become special tokens, the
-// messages' own text stays text.
-engine::PromptSegment ChatSegment(std::string role, tokenizer::ChatFormat format,
-                                  std::span<const tokenizer::ChatMessage> messages,
-                                  bool add_generation_prompt) {
-  tokenizer::FormattedChat chat =
-      tokenizer::FormatChatText(format, messages, add_generation_prompt);
-  return {std::move(role), std::move(chat.text), true, std::move(chat.message_ranges)};
-}
-
-// "Document <id>:\n<text>", or "Document:\n<text>" without an id.
-std::string TitledText(std::string_view kind, const Document& document) {
-  std::string out(kind);
-  if (!document.id.empty()) out += " " + document.id;
-  out += ":\n";
-  out += document.text;
-  return out;
-}
-
-// The skills, then the documents, each a segment of its own whose text depends on nothing
-// else, so that an identical one gives identical tokens (and reuses its KV) anywhere.
-void AppendContext(const GenerateRequest& request, bool is_chat, tokenizer::ChatFormat format,
-                   std::vector<engine::PromptSegment>& segments) {
-  const auto append = [&](std::string_view kind, std::string_view role, const Document& d) {
-    if (is_chat) {
-      const tokenizer::ChatMessage message{"system", TitledText(kind, d)};
-      segments.push_back(ChatSegment(std::string(role), format, std::span(&message, 1), false));
-    } else {
-      segments.push_back({std::string(role), d.text + "\n\n", false, {}});
-    }
-  };
-  for (const Document& skill : request.skills) append("Skill", "skill", skill);
-  for (const Document& document : request.documents) append("Document", "document", document);
-}
-
-// The prompt as segments: given ones, or one per chat message (after the leading system
-// messages, the skills and documents) plus the assistant header, or the plain prompt after
-// the skills and documents.
-std::vector<engine::PromptSegment> BuildSegments(const GenerateRequest& request,
-                                                 tokenizer::ChatFormat format) {
-  std::vector<engine::PromptSegment> segments;
-  if (!IsChat(request)) {
-    AppendContext(request, false, format, segments);
-    if (!request.segments.empty()) {
-      for (const Segment& s : request.segments) segments.push_back({s.role, s.text, false, {}});
-    } else {
-      segments.push_back({"prompt", request.prompt, false, {}});
-    }
-    return segments;
-  }
-  std::vector<tokenizer::ChatMessage> messages;
-  for (const ChatTurn& turn : request.messages) messages.push_back({turn.role, turn.content});
-  if (messages.empty()) messages.push_back({"user", request.prompt});
-  size_t m = 0;
-  for (; m < messages.size() && messages[m].role == "system"; ++m) {
-    segments.push_back(ChatSegment(messages[m].role, format, std::span(&messages[m], 1), false));
-  }
-  AppendContext(request, true, format, segments);
-  for (; m < messages.size(); ++m) {
-    segments.push_back(ChatSegment(messages[m].role, format, std::span(&messages[m], 1), false));
-  }
-  segments.push_back(ChatSegment("assistant", format, {}, true));
-  return segments;
-}
-
-}  // namespace
-
 Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
                                         const TextCallback& on_text) {
   // Take a free slot, making one when fewer than `sessions` exist, else wait for one.
@@ -330,7 +258,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   options.cancel = request.cancel;
   // A completion continues the prompt's text, so the first token keeps its leading space; a
   // chat reply is a message of its own (sent back as such in the next turn), so it does not.
-  options.strip_leading_space = IsChat(request);
+  options.strip_leading_space = engine::IsChatRequest(request);
   REPRISE_RETURN_IF_ERROR(engine::Sampler::Create(options.sampling));
   if (request.max_prompt_tokens < 0) {
     return InvalidArgumentError("max_prompt_tokens must be >= 0 (0 = the context's limit), not " +
@@ -344,7 +272,8 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     return on_text ? on_text(text) : true;
   };
   engine::GenerationStats stats;
-  const std::vector<engine::PromptSegment> segments = BuildSegments(request, model_->chat_format());
+  const std::vector<engine::PromptSegment> segments =
+      engine::BuildRequestSegments(request, model_->chat_format());
   if (std::all_of(segments.begin(), segments.end(),
                   [](const engine::PromptSegment& s) { return s.text.empty(); })) {
     return InvalidArgumentError("the prompt is empty");
@@ -401,12 +330,12 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     // After the reply: storing chunks is never on the time-to-first-token path (a store
     // only queues them for its write-back thread), then idle work (prefetch).
     REPRISE_RETURN_IF_ERROR(reuse.StoreChunks());
-    if (IsChat(request) && stats.stop_reason != "cancelled") {
+    if (engine::IsChatRequest(request) && stats.stop_reason != "cancelled") {
       // The reply as the next turn will hold it: its KV is kept too, so that the next turn
       // reuses the whole conversation. A failure here loses only that reuse.
       const tokenizer::ChatMessage reply{"assistant", result.text};
-      const engine::PromptSegment segment =
-          ChatSegment("assistant", model_->chat_format(), std::span(&reply, 1), false);
+      const engine::PromptSegment segment = engine::ChatMessagesSegment(
+          "assistant", model_->chat_format(), std::span(&reply, 1), false);
       Result<int> stored = reuse.StoreReply(segment, result.generated_tokens);
       if (!stored.ok()) {
         REPRISE_LOG(kWarning) << "the reply's KV was not kept: " << stored.error().ToString();

@@ -1,0 +1,37 @@
+// RequestRecallOracle: reuse recall for benchmarks that drive a server from outside (`bench
+// serve`). Request after request, counts the prompt tokens that a window of `window` tokens
+// seen in an earlier request's prompt covers (reuse/reuse_recall_oracle.h), the prompts built
+// and tokenized as the engine builds and tokenizes them (request_segments.h) with the model
+// file's own tokenizer and chat format. Loads no weights into memory (the file is mapped).
+//
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "engine/loaded_model.h"
+#include "reprise/engine.h"
+#include "reuse/reuse_recall_oracle.h"
+
+namespace reprise::engine {
+
+class RequestRecallOracle {
+ public:
+  // Errors: those of LoadedModel::Load; InvalidArgument for window < 1.
+  static Result<std::unique_ptr<RequestRecallOracle>> Open(const std::string& model_path,
+                                                           int window);
+
+  // The reusable tokens of `request`'s prompt; then remembers the prompt.
+  int64_t CountThenAdd(const GenerateRequest& request);
+
+ private:
+  RequestRecallOracle(std::unique_ptr<LoadedModel> model, int window)
+      : model_(std::move(model)), oracle_(window) {}
+  std::unique_ptr<LoadedModel> model_;
+  reuse::ReuseRecallOracle oracle_;
+};
+
+}  // namespace reprise::engine
