@@ -53,11 +53,6 @@ class ChunkCache {
   // store after a request, which is not a use of the chunk.
   virtual bool Contains(ChunkId id, bool require_exact) = 0;
 
-  // The entry with this id as the index holds it — its `kv` may be null (not loaded: Find()
-  // it when it is used) — or null. Like Contains: no KV is loaded, no hit counted, no
-  // recency changed. For reading a chunk's tokens before deciding to use it.
-  virtual std::shared_ptr<const ChunkEntry> Peek(ChunkId id) = 0;
-
   // The entries whose parent is `parent` (for the longest common token prefix inside the
   // first chunk that misses the tree). Their `kv` may be null (not loaded): Find() the one
   // that is used.

@@ -76,12 +76,6 @@ bool MemoryChunkCache::Contains(ChunkId id, bool require_exact) {
   return it != slots_.end() && (!require_exact || it->second.entry->exact);
 }
 
-std::shared_ptr<const ChunkEntry> MemoryChunkCache::Peek(ChunkId id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = slots_.find(id);
-  return it != slots_.end() ? it->second.entry : nullptr;
-}
-
 std::vector<std::shared_ptr<const ChunkEntry>> MemoryChunkCache::Children(ChunkId parent) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::shared_ptr<const ChunkEntry>> out;

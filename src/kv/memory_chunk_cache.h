@@ -22,7 +22,6 @@ class MemoryChunkCache : public ChunkCache {
   Status Insert(std::shared_ptr<const ChunkEntry> entry) override;
   std::shared_ptr<const ChunkEntry> Find(ChunkId id) override;
   bool Contains(ChunkId id, bool require_exact) override;
-  std::shared_ptr<const ChunkEntry> Peek(ChunkId id) override;
   std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) override;
   std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) override;
   // Every chunk sharing a span with `tokens` (span_fingerprint_index.h); `text` is not used.

@@ -27,100 +27,6 @@ void Label(ReusePlan& plan, int begin, int count, TokenKind kind, int source, in
   }
 }
 
-// `entry` with its KV: as it is, or loaded from the cache (a candidate listed without KV).
-// Null when it cannot be (evicted meanwhile, a bad file, other tokens).
-std::shared_ptr<const kv::ChunkEntry> WithKv(const std::shared_ptr<const kv::ChunkEntry>& entry,
-                                             kv::ChunkCache& cache) {
-  if (entry->kv) return entry;
-  std::shared_ptr<const kv::ChunkEntry> loaded = cache.Find(entry->id);
-  if (loaded && loaded->kv && loaded->tokens == entry->tokens &&
-      loaded->kv->num_tokens == static_cast<int>(loaded->tokens.size())) {
-    return loaded;
-  }
-  return nullptr;
-}
-
-// Every NEW run of the plan whose neighbour was reused from a cached chunk's last (first)
-// token continues into the chunk that followed (preceded) that one where it was cached: its
-// child (parent) in the prefix tree, whose KV was computed with it. Continuations are taken
-// whatever their length — they extend a match, they are not found by chance — so text that
-// an earlier prompt's chunk boundary cut (a paragraph's tail, the header of the next) is
-// reused too, also across the prompt's own chunk boundaries and after whole-chunk matches.
-// A chunk whose KV is not in memory (a store's flash) is loaded only for a continuation of at
-// least `min_load_tokens`: reading a chunk costs more than computing a few tokens.
-void ExtendAcrossSourceChunks(std::span<const int32_t> prompt, int min_load_tokens,
-                              kv::ChunkCache& cache, ReusePlan& plan) {
-  const int n = static_cast<int>(prompt.size());
-  int i = 0;
-  while (i < n) {
-    if (plan.tokens[static_cast<size_t>(i)].kind != TokenKind::kNew) {
-      ++i;
-      continue;
-    }
-    int run_begin = i, run_end = i;
-    while (run_end < n && plan.tokens[static_cast<size_t>(run_end)].kind == TokenKind::kNew) {
-      ++run_end;
-    }
-    i = run_end;
-    // Forward, from a non-prefix token that is its source's last.
-    if (run_begin > 0) {
-      const TokenSource before = plan.tokens[static_cast<size_t>(run_begin - 1)];
-      std::shared_ptr<const kv::ChunkEntry> from;
-      if (before.kind == TokenKind::kNonPrefix) {
-        const auto& source = plan.sources[static_cast<size_t>(before.source)];
-        if (before.source_token + 1 == static_cast<int>(source->tokens.size())) from = source;
-      }
-      while (from && run_begin < run_end) {
-        int best = 0;
-        std::shared_ptr<const kv::ChunkEntry> next;
-        for (const auto& child : cache.Children(from->id)) {
-          const size_t limit =
-              std::min(child->tokens.size(), static_cast<size_t>(run_end - run_begin));
-          size_t k = 0;
-          while (k < limit && child->tokens[k] == prompt[static_cast<size_t>(run_begin) + k]) ++k;
-          if (static_cast<int>(k) > best && (child->kv || static_cast<int>(k) >= min_load_tokens)) {
-            best = static_cast<int>(k);
-            next = child;
-          }
-        }
-        if (best == 0 || !(next = WithKv(next, cache))) break;
-        Label(plan, run_begin, best, TokenKind::kNonPrefix, AddSource(plan, next), 0);
-        run_begin += best;
-        // Whole: the run may go on into that chunk's own successor.
-        from = best == static_cast<int>(next->tokens.size()) ? std::move(next) : nullptr;
-      }
-    }
-    // Backward, from a non-prefix token that is its source's first.
-    if (run_end < n && run_begin < run_end) {
-      const TokenSource after = plan.tokens[static_cast<size_t>(run_end)];
-      std::shared_ptr<const kv::ChunkEntry> from =
-          after.kind == TokenKind::kNonPrefix && after.source_token == 0
-              ? plan.sources[static_cast<size_t>(after.source)]
-              : nullptr;
-      while (from && run_begin < run_end && from->parent != kv::kRootChunkId) {
-        std::shared_ptr<const kv::ChunkEntry> previous = cache.Peek(from->parent);
-        if (!previous) break;
-        const size_t limit =
-            std::min(previous->tokens.size(), static_cast<size_t>(run_end - run_begin));
-        size_t k = 0;
-        while (k < limit && previous->tokens[previous->tokens.size() - 1 - k] ==
-                                prompt[static_cast<size_t>(run_end) - 1 - k]) {
-          ++k;
-        }
-        if (k == 0 || (!previous->kv && static_cast<int>(k) < min_load_tokens) ||
-            !(previous = WithKv(previous, cache))) {
-          break;
-        }
-        const int taken = static_cast<int>(k);
-        run_end -= taken;
-        Label(plan, run_end, taken, TokenKind::kNonPrefix, AddSource(plan, previous),
-              static_cast<int>(previous->tokens.size()) - taken);
-        from = k == previous->tokens.size() ? std::move(previous) : nullptr;
-      }
-    }
-  }
-}
-
 // Greedily reuses the longest common substrings between the unmatched tokens
 // [begin, end) of the prompt and candidate chunks, recursing into what is left on each side.
 // A candidate without KV is loaded when a span is taken from it; one that cannot be (evicted
@@ -145,23 +51,23 @@ void MatchSubstrings(std::span<const int32_t> prompt, int begin, int end,
     }
     if (best_candidate < 0 || best.length < options.min_match_tokens) return;
     std::shared_ptr<const kv::ChunkEntry>& chosen = candidates[static_cast<size_t>(best_candidate)];
-    if (std::shared_ptr<const kv::ChunkEntry> loaded = WithKv(chosen, cache)) {
+    if (chosen->kv) break;
+    std::shared_ptr<const kv::ChunkEntry> loaded = cache.Find(chosen->id);
+    if (loaded && loaded->kv && loaded->tokens == chosen->tokens &&
+        loaded->kv->num_tokens == static_cast<int>(loaded->tokens.size())) {
       chosen = std::move(loaded);
       break;
     }
     candidates.erase(candidates.begin() + best_candidate);
   }
   // In the automaton's terms the prompt span is `a`, the candidate `b`.
-  const std::shared_ptr<const kv::ChunkEntry> source =
-      candidates[static_cast<size_t>(best_candidate)];
-  const int span_begin = begin + best.a_begin;
-  const int span_end = span_begin + best.length;
-  Label(plan, span_begin, best.length, TokenKind::kNonPrefix, AddSource(plan, source),
-        best.b_begin);
+  const int start = begin + best.a_begin;
+  const int source = AddSource(plan, candidates[static_cast<size_t>(best_candidate)]);
+  Label(plan, start, best.length, TokenKind::kNonPrefix, source, best.b_begin);
   ++plan.num_substring_matches;
-  MatchSubstrings(prompt, begin, span_begin, candidates, cache, automaton, options, plan,
+  MatchSubstrings(prompt, begin, start, candidates, cache, automaton, options, plan, depth + 1);
+  MatchSubstrings(prompt, start + best.length, end, candidates, cache, automaton, options, plan,
                   depth + 1);
-  MatchSubstrings(prompt, span_end, end, candidates, cache, automaton, options, plan, depth + 1);
 }
 
 }  // namespace
@@ -290,9 +196,6 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
     }
   }
 
-  if (options.use_nonprefix && options.extend_across_source_chunks) {
-    ExtendAcrossSourceChunks(prompt, options.min_match_tokens, cache, plan);
-  }
   if (options.force_last_token_new && !plan.tokens.empty()) {
     plan.tokens.back() = TokenSource{};
   }

@@ -12,10 +12,7 @@
 //     `max_candidates`), and the longest common token substring with each (a suffix
 //     automaton); spans of at least `min_match_tokens` are reused, greedily, best first, in
 //     the parts of the chunk still unmatched. Candidates may come without KV (a store lists
-//     them from its catalog): only those a span is taken from are loaded;
-//  4. every reused span that ends at a cached chunk's last token (starts at its first)
-//     continues into the chunk that followed (preceded) it where it was cached — its child
-//     (parent) in the prefix tree — as far as the tokens agree, across the prompt's chunks.
+//     them from its catalog): only those a span is taken from are loaded.
 // The planner only reads the cache; it does no I/O of its own and changes nothing.
 #pragma once
 
@@ -80,10 +77,6 @@ struct PlannerOptions {
   // chance (spans found in a candidate found otherwise are always taken).
   int min_match_tokens = 32;
   int max_candidates = 32;
-  // A reused span that ends at a cached chunk's last token (starts at its first) continues
-  // into the chunk that followed (preceded) it where it was cached, at any length: text an
-  // earlier prompt's chunk boundary cut is reused whole.
-  bool extend_across_source_chunks = true;
   // The last prompt token must run through the model (its logits start generation).
   bool force_last_token_new = true;
 };

@@ -28,9 +28,6 @@ class NamespaceCache : public kv::ChunkCache {
   bool Contains(kv::ChunkId id, bool require_exact) override {
     return store_->Contains(ns_, id, require_exact);
   }
-  std::shared_ptr<const kv::ChunkEntry> Peek(kv::ChunkId id) override {
-    return store_->Peek(ns_, id);
-  }
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(kv::ChunkId parent) override {
     return store_->Children(ns_, parent);
   }
@@ -156,15 +153,6 @@ bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_ex
   }
   const std::optional<CatalogRow> row = flash_->Find(ns, id);
   return row.has_value() && (!require_exact || row->exact);
-}
-
-std::shared_ptr<const kv::ChunkEntry> ChunkStore::Peek(const std::string& ns, kv::ChunkId id) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (const PoolSlot* slot = pool_->Find(ns, id)) return slot->entry;
-  }
-  const std::optional<CatalogRow> row = flash_->Find(ns, id);
-  return row ? Skeleton(*row) : nullptr;  // KV on Find()
 }
 
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadIntoPool(

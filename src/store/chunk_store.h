@@ -115,7 +115,6 @@ class ChunkStore : private WriteBackSink {
   Status Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry);
   std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
   bool Contains(const std::string& ns, kv::ChunkId id, bool require_exact);
-  std::shared_ptr<const kv::ChunkEntry> Peek(const std::string& ns, kv::ChunkId id);
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(const std::string& ns,
                                                               kv::ChunkId parent);
   std::shared_ptr<const kv::ChunkEntry> FindByContent(const std::string& ns,

@@ -92,7 +92,7 @@ TEST(ChunkStoreTest, ChunksSurviveReopenAndComeFromFlash) {
 // Review finding (issue 9): storing the chunks of a reply asked Find whether each was cached,
 // which counted a hit, bumped recency and loaded flash-only chunks into the pool. Contains
 // answers from the pool's index and the catalog alone.
-TEST(ChunkStoreTest, ContainsAndPeekLoadNothingAndCountNoHit) {
+TEST(ChunkStoreTest, ContainsLoadsNothingAndCountsNoHit) {
   testing_support::TempDir dir;
   auto exact = Chunk(2), blended = Chunk(3);  // even seeds are exact
   ASSERT_TRUE(exact->exact);
@@ -113,13 +113,6 @@ TEST(ChunkStoreTest, ContainsAndPeekLoadNothingAndCountNoHit) {
   EXPECT_FALSE(ns->Contains(blended->id, true));
   EXPECT_FALSE(ns->Contains(Chunk(8)->id, false));
   EXPECT_FALSE(store->OpenNamespace("other")->Contains(exact->id, false));
-  // Peek gives a flash chunk's tokens without its KV.
-  std::shared_ptr<const kv::ChunkEntry> peeked = ns->Peek(exact->id);
-  ASSERT_NE(peeked, nullptr);
-  EXPECT_EQ(peeked->tokens, exact->tokens);
-  EXPECT_EQ(peeked->parent, exact->parent);
-  EXPECT_EQ(peeked->kv, nullptr);
-  EXPECT_EQ(ns->Peek(Chunk(8)->id), nullptr);
   const StoreStats stats = store->Stats();
   EXPECT_EQ(stats.hits_pool + stats.hits_flash, 0);
   EXPECT_EQ(stats.misses, 0);
