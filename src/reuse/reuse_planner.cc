@@ -175,6 +175,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       if (begin >= c.end) continue;
       const auto tokens = prompt.subspan(static_cast<size_t>(c.begin),
                                          static_cast<size_t>(c.end - c.begin));
+      if (c.end - c.begin < options.min_whole_chunk_tokens) continue;
       std::shared_ptr<const kv::ChunkEntry> same = cache.FindByContent(c.content);
       if (same && SameTokens(*same, tokens)) {
         Label(plan, begin, c.end - begin, TokenKind::kNonPrefix, AddSource(plan, same),

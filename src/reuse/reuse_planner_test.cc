@@ -191,6 +191,28 @@ TEST(ReusePlannerTest, SubChunkSpansAreFoundAboveTheMinimumLength) {
   EXPECT_EQ(none->num_nonprefix, 0);
 }
 
+// A chunk shorter than min_whole_chunk_tokens (a question's closing line and turn marker,
+// the same in every prompt) is not reused at a new position: its KV was computed after
+// another prompt's text, right where the next token is decided. A long one is.
+TEST(ReusePlannerTest, ShortChunksAreNotReusedAtANewPosition) {
+  kv::MemoryChunkCache cache(1 << 22);
+  const Tokens marker = Range(7000, 6), long_doc = Range(8000, 40);
+  CachePath(cache, {kSystem, kDocA, marker});
+  CachePath(cache, {kSystem, long_doc});
+  const Prompt p = MakePrompt({kSystem, long_doc, kDocB, marker, kQuestion});
+  PlannerOptions options;
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->num_prefix, 40 + 40);  // the system prompt and long_doc, on their path
+  EXPECT_EQ(Count(*plan, TokenKind::kNew, p.chunks[3].begin, p.chunks[3].end), 6);
+  EXPECT_EQ(plan->num_nonprefix, 0) << plan->Summary();
+
+  options.min_whole_chunk_tokens = 1;
+  plan = PlanReuse(p.tokens, p.chunks, cache, options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(Count(*plan, TokenKind::kNonPrefix, p.chunks[3].begin, p.chunks[3].end), 6);
+}
+
 TEST(ReusePlannerTest, TheLastTokenIsAlwaysNew) {
   kv::MemoryChunkCache cache(1 << 20);
   CachePath(cache, {kSystem, kDocA});
