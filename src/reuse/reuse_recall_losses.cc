@@ -189,7 +189,9 @@ Result<RecallLosses> ClassifyRecallLosses(const RecallLossInputs& in, kv::ChunkC
 
   // 2. Across prompt chunk boundaries, then together with reused neighbours.
   const int num = static_cast<int>(n);
-  for (const auto& [rb, re] : NewRuns(in.kinds, 0, num)) {
+  for (const std::pair<int, int>& run : NewRuns(in.kinds, 0, num)) {
+    // (Not a structured binding: the lambda below captures these.)
+    const int rb = run.first, re = run.second;
     if (!needs_any(rb, re)) continue;
     const auto classify = [&](int begin, int end, int64_t& cause) {
       const auto windows = CandidateWindows(cache, sub(begin, end), {}, kAllCandidates, hasher);
