@@ -13,7 +13,6 @@
 #include "kv/span_fingerprint_index.h"
 #include "kv/span_fingerprints.h"
 #include "store/catalog_schema.h"
-#include "store/keyword_index.h"
 #include "store/sqlite_db.h"
 
 namespace reprise::store {
@@ -210,16 +209,14 @@ struct Catalog::Connections {
     SqliteStatement find_row_id, insert, replace, delete_row, record_access, co_access_add, pin_one,
         pin_namespace, add_counter, span_insert, span_clear;
   } w REPRISE_GUARDED_BY(write_mutex);
-  std::optional<KeywordIndexWriter> keywords_writer REPRISE_GUARDED_BY(write_mutex);
 
   std::mutex read_mutex;
   SqliteDb reader REPRISE_GUARDED_BY(read_mutex);
   struct {
-    SqliteStatement find, find_row, find_content, children, co_count, co_partners, row_namespace,
+    SqliteStatement find, find_row, find_content, children, co_count, co_partners,
         list_all, list_namespace, namespaces, stats, begin, commit, counter, invalid_rows,
         span_rows;
   } r REPRISE_GUARDED_BY(read_mutex);
-  std::optional<KeywordIndexReader> keywords_reader REPRISE_GUARDED_BY(read_mutex);
 };
 
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
@@ -265,7 +262,6 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
         db.Prepare("INSERT OR IGNORE INTO chunk_spans (fingerprint, row_id) VALUES (?1, ?2)"));
     REPRISE_ASSIGN_OR_RETURN(w.span_clear,
                              db.Prepare("DELETE FROM chunk_spans WHERE row_id = ?1"));
-    REPRISE_ASSIGN_OR_RETURN(c->keywords_writer, KeywordIndexWriter::Create(db));
   }
 
   std::lock_guard lock(c->read_mutex);
@@ -330,9 +326,6 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
                  "UNION ALL "
                  "SELECT chunk_a, count FROM co_access WHERE namespace = ?1 AND chunk_b = ?2 "
                  "ORDER BY 2 DESC LIMIT ?3"));
-  REPRISE_ASSIGN_OR_RETURN(r.row_namespace,
-                           db.Prepare("SELECT namespace FROM chunks WHERE row_id = ?1"));
-  REPRISE_ASSIGN_OR_RETURN(c->keywords_reader, KeywordIndexReader::Create(db));
   REPRISE_ASSIGN_OR_RETURN(r.begin, db.Prepare("BEGIN"));
   REPRISE_ASSIGN_OR_RETURN(r.commit, db.Prepare("COMMIT"));
   const std::string no_tokens(kRowColumnsNoTokens);
@@ -419,7 +412,6 @@ Result<int64_t> Catalog::InsertLocked(const CatalogRow& row, OnConflict on_confl
     REPRISE_RETURN_IF_ERROR(BindRow(w.replace, row));
     REPRISE_RETURN_IF_ERROR(w.replace.Run());
     row_id = *existing;
-    REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Remove(row_id));
     REPRISE_RETURN_IF_ERROR(IndexSpansLocked(row_id, row.tokens, /*replace=*/true));
   } else {
     REPRISE_RETURN_IF_ERROR(BindRow(w.insert, row));
@@ -427,7 +419,6 @@ Result<int64_t> Catalog::InsertLocked(const CatalogRow& row, OnConflict on_confl
     row_id = db.last_insert_rowid();
     REPRISE_RETURN_IF_ERROR(IndexSpansLocked(row_id, row.tokens, /*replace=*/false));
   }
-  REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Add(row_id, row.text));
   return row_id;
 }
 
@@ -495,8 +486,6 @@ Status Catalog::Delete(std::span<const int64_t> row_ids) {
                            SqliteTransaction::Begin(connections_->writer));
   SqliteStatement& s = connections_->w.delete_row;
   for (const int64_t row_id : row_ids) {
-    // Before the row: the word counts need the indexed text, which the delete trigger drops.
-    REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Remove(row_id));
     REPRISE_RETURN_IF_ERROR(s.BindInt64(1, row_id));
     REPRISE_RETURN_IF_ERROR(s.Run());
   }
@@ -593,19 +582,6 @@ Status Catalog::SetPinned(std::string_view name_space, std::optional<kv::ChunkId
   return w.pin_namespace.Run();
 }
 
-Result<std::vector<int64_t>> Catalog::SearchText(std::string_view name_space,
-                                                 std::string_view query_text, int limit) {
-  if (limit <= 0) return std::vector<int64_t>{};
-  std::lock_guard lock(connections_->read_mutex);
-  // One read transaction for the whole search: its ~60 statements share one snapshot and one
-  // WAL read lock instead of taking one each.
-  REPRISE_RETURN_IF_ERROR(connections_->r.begin.Run());
-  Result<std::vector<int64_t>> ids = SearchTextLocked(name_space, query_text, limit);
-  const Status ended = connections_->r.commit.Run();
-  if (ids.ok() && !ended.ok()) return ended;
-  return ids;
-}
-
 Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
                                                      std::span<const uint64_t> fingerprints,
                                                      int max_rows_per_fingerprint, int limit) {
@@ -646,32 +622,9 @@ Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
   return out;
 }
 
-Result<std::vector<int64_t>> Catalog::SearchTextLocked(std::string_view name_space,
-                                                       std::string_view query_text, int limit) {
-  std::vector<int64_t> ids;
-  REPRISE_ASSIGN_OR_RETURN(const std::vector<KeywordMatch> matches,
-                           connections_->keywords_reader->Search(
-                               query_text, options_.max_search_terms, options_.max_term_postings));
-  // The index spans namespaces; keep the best rows of this one.
-  SqliteStatement& s = connections_->r.row_namespace;
-  for (const KeywordMatch& match : matches) {
-    ScopedReset reset(s);
-    REPRISE_RETURN_IF_ERROR(s.BindInt64(1, match.row_id));
-    REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
-    if (!has_row || s.ColumnText(0) != name_space) continue;
-    ids.push_back(match.row_id);
-    if (ids.size() == static_cast<size_t>(limit)) break;
-  }
-  return ids;
-}
-
 Status Catalog::Optimize() {
   if (options_.read_only) return ReadOnlyError();
   std::lock_guard lock(connections_->write_mutex);
-  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
-                           SqliteTransaction::Begin(connections_->writer));
-  REPRISE_RETURN_IF_ERROR(connections_->keywords_writer->Optimize());
-  REPRISE_RETURN_IF_ERROR(transaction.Commit());
   return connections_->writer.Exec("PRAGMA optimize");
 }
 

@@ -1,6 +1,7 @@
 // Catalog: the flash tier's metadata index in SQLite (DESIGN.md §6) — which chunks are on
 // flash, where their KV files are, how they hang in the prefix tree, their access statistics,
-// co-access counts and a keyword index over their text. KV tensors are not here (kv_file.h).
+// co-access counts and the span fingerprints of their tokens (the sub-chunk candidate index).
+// KV tensors and chunk text are not here (kv_file.h).
 //
 // Storage: one database file (the store uses `<dir>/catalog.db`, kCatalogFileName) in WAL
 // mode with synchronous=NORMAL. NORMAL syncs the WAL at checkpoints rather than at every
@@ -10,7 +11,7 @@
 // a row without a file, and recovery turns both into plain cache misses (recovery.h). Never
 // wrong KV: a file's checksums are verified when it is read.
 //
-// Lookups (Find, FindByContent, Children, SearchText, ...) use a reader connection and
+// Lookups (Find, FindByContent, Children, SearchSpans, ...) use a reader connection and
 // mutations a writer connection, so that WAL lets lookups proceed while the write-back thread
 // commits a batch. Statements are prepared once at Open.
 //
@@ -43,7 +44,7 @@ enum class OnConflict : uint8_t {
   kFail,     // InvalidArgument; in a batch, nothing of the batch is inserted
   kKeep,     // keep the existing row and return its row id (the caller drops its new file
              // unless it has the row's name, as KvFileName gives)
-  kReplace,  // overwrite every column (and the text) of the existing row, keeping its row id
+  kReplace,  // overwrite every column of the existing row, keeping its row id
 };
 
 struct CatalogRow {
@@ -55,8 +56,6 @@ struct CatalogRow {
   bool exact = false;
   int32_t num_tokens = 0;       // set by lookups; Insert stores tokens.size()
   std::vector<int32_t> tokens;  // empty in ListRows results
-  // Indexed for SearchText by Insert; never returned by lookups (the KV file has it).
-  std::string text;
   uint64_t model_fingerprint = 0;
   KvCodec codec = KvCodec::kF16;
   std::string file_name;  // relative to the store folder
@@ -99,10 +98,6 @@ struct CatalogOptions {
   int busy_timeout_ms = 5000;
   // SQLite page cache of the lookup connection.
   int reader_cache_bytes = 64 << 20;
-  // SearchText uses at most this many query words, the rarest, and reads at most
-  // max_term_postings rows per word (keyword_index.h).
-  int max_search_terms = 8;
-  int max_term_postings = 1024;
   // AddCoAccess counts pairs among at most this many chunks of one prompt.
   int max_co_access_chunks = 64;
 };
@@ -118,7 +113,7 @@ class Catalog {
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
 
-  // Inserts one row and indexes its text; returns the row id.
+  // Inserts one row and indexes its span fingerprints; returns the row id.
   // Errors: InvalidArgument (conflict under kFail), Unavailable (read-only or busy),
   // ResourceExhausted (disk full), IoError.
   Result<int64_t> Insert(const CatalogRow& row, OnConflict on_conflict = OnConflict::kFail);
@@ -136,7 +131,7 @@ class Catalog {
   Result<std::vector<CatalogRow>> Children(std::string_view name_space, kv::ChunkId parent,
                                            int max_rows = 256);
 
-  // Removes rows (and their text and co-access pairs) in one transaction; unknown ids are
+  // Removes rows (and their span fingerprints and co-access pairs) in one transaction; unknown ids are
   // skipped. The caller removes the files afterwards.
   Status Delete(std::span<const int64_t> row_ids);
 
@@ -154,13 +149,6 @@ class Catalog {
   // Pins or unpins one chunk, or every chunk of the namespace when `chunk_id` is nullopt.
   // Errors: NotFound when the given chunk has no row.
   Status SetPinned(std::string_view name_space, std::optional<kv::ChunkId> chunk_id, bool pinned);
-
-  // Row ids of the namespace's chunks whose text shares words with `query_text`, best first,
-  // at most `limit`: each of the options.max_search_terms rarest distinct words of the query
-  // runs a quoted FTS5 MATCH (no FTS5 syntax reaches the parser) and rows are ranked by the
-  // summed BM25 IDF of the words they hold (BM25 with k1 = 0; keyword_index.h says why).
-  Result<std::vector<int64_t>> SearchText(std::string_view name_space, std::string_view query_text,
-                                          int limit);
 
   // The rows of the namespace sharing any of `fingerprints` (kv::SpanFingerprints of a query
   // span), most shared first, then by row id; at most `limit`. A fingerprint held by more
@@ -187,8 +175,7 @@ class Catalog {
   Result<std::vector<std::string>> ListNamespaces();
   Result<CatalogStats> Stats();
 
-  // Merges the keyword index's segments and refreshes SQLite's statistics: for idle time
-  // (seconds at 100,000 chunks); lookups work without it.
+  // Refreshes SQLite's statistics (PRAGMA optimize): for idle time; lookups work without it.
   Status Optimize();
 
  private:
@@ -200,8 +187,6 @@ class Catalog {
   Status IndexSpansLocked(int64_t row_id, std::span<const int32_t> tokens, bool replace);
   // Indexes the rows a migration to schema version 3 found, once.
   Status BackfillSpansLocked();
-  Result<std::vector<int64_t>> SearchTextLocked(std::string_view name_space,
-                                                std::string_view query_text, int limit);
 
   std::unique_ptr<Connections> connections_;
   const CatalogOptions options_;

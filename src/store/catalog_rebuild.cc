@@ -69,7 +69,6 @@ Result<CatalogRebuildReport> RebuildCatalog(FileSystem& fs, Catalog& catalog,
     row.content_hash = meta->header.content_hash;
     row.exact = meta->header.exact;
     row.tokens = std::move(meta->tokens);
-    row.text = std::move(meta->text);
     row.model_fingerprint = meta->header.model_fingerprint;
     row.codec = meta->header.codec;
     row.file_name = name;

@@ -76,10 +76,22 @@ INSERT INTO meta (key, value) VALUES ('spans_backfill_pending', 1)
   ON CONFLICT (key) DO UPDATE SET value = 1;
 )sql";
 
+constexpr std::string_view kVersion4 = R"sql(
+DROP TRIGGER chunks_after_delete;
+CREATE TRIGGER chunks_after_delete AFTER DELETE ON chunks BEGIN
+  DELETE FROM co_access WHERE namespace = old.namespace AND chunk_a = old.chunk_id;
+  DELETE FROM co_access WHERE namespace = old.namespace AND chunk_b = old.chunk_id;
+END;
+DROP TABLE chunk_text;
+DROP TABLE chunk_terms;
+DELETE FROM meta WHERE key = 'num_texts';
+)sql";
+
 constexpr CatalogMigration kMigrations[] = {
     {1, "chunks, co_access, FTS5 keyword index", kVersion1},
     {2, "prefix-tree children index; hit counts per tier", kVersion2},
     {3, "span fingerprint index for sub-chunk candidates", kVersion3},
+    {4, "keyword index dropped", kVersion4},
 };
 static_assert(std::size(kMigrations) == kCatalogSchemaVersion);
 

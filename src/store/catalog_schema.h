@@ -8,11 +8,16 @@
 //
 // Version 1: tables meta, chunks (unique (namespace, chunk_id), index (namespace,
 //            content_hash)), co_access (+ index by chunk_b), the keyword index (FTS5 table
-//            chunk_text with rowid = chunks.row_id, chunk_terms, meta 'num_texts';
-//            keyword_index.h), and a trigger that removes a chunk's text and co-access pairs
-//            with its row.
+//            chunk_text with rowid = chunks.row_id, chunk_terms, meta 'num_texts'), and a
+//            trigger that removes a chunk's text and co-access pairs with its row.
 // Version 2: index (namespace, parent_id, last_access_us) for prefix-tree children, most
 //            recent first; hit counts per tier (pool_hits, flash_hits).
+// Version 3: chunk_spans (span fingerprint -> row id; kv/span_fingerprints.h), the sub-chunk
+//            candidate index, with its own delete trigger; rows of older catalogs are indexed
+//            at Open (meta 'spans_backfill_pending').
+// Version 4: the keyword index is dropped (chunk_text, chunk_terms, meta 'num_texts'): span
+//            fingerprints replaced it as the planner's candidate index. The version-1
+//            trigger is replaced by one that removes co-access pairs only.
 #pragma once
 
 #include <span>
@@ -23,7 +28,7 @@
 
 namespace reprise::store {
 
-inline constexpr int kCatalogSchemaVersion = 3;
+inline constexpr int kCatalogSchemaVersion = 4;
 
 struct CatalogMigration {
   int to_version = 0;

@@ -1,6 +1,6 @@
-// Catalog: lookups by id, content and parent; conflicts and batches; access statistics,
-// co-access and pins; keyword search (including FTS5 syntax in queries); persistence across
-// reopen; migration from a version-1 database; read-only use.
+// Catalog: lookups by id, content and parent; span search; conflicts and batches; access
+// statistics, co-access and pins; persistence across reopen; migrations from older versions
+// (the keyword index of versions 1-3 dropped); read-only use.
 #include "store/catalog.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@ namespace reprise::store {
 namespace {
 
 CatalogRow MakeRow(std::string name_space, kv::ChunkId id, kv::ChunkId parent,
-                   kv::ContentHash content, std::string text = "") {
+                   kv::ContentHash content) {
   CatalogRow row;
   row.name_space = std::move(name_space);
   row.chunk_id = id;
@@ -25,7 +25,6 @@ CatalogRow MakeRow(std::string name_space, kv::ChunkId id, kv::ChunkId parent,
   row.content_hash = content;
   row.exact = true;
   row.tokens = {static_cast<int32_t>(id), -1, 7};
-  row.text = std::move(text);
   row.model_fingerprint = 42;
   row.codec = KvCodec::kInt8Hadamard;
   row.file_name = "f" + std::to_string(id) + ".rpkv";
@@ -75,7 +74,6 @@ TEST_F(CatalogTest, FindsByIdContentAndParent) {
   EXPECT_EQ(row.payload_checksum, a.payload_checksum);
   EXPECT_EQ(row.file_name, a.file_name);
   EXPECT_TRUE(row.exact);
-  EXPECT_TRUE(row.text.empty());  // text is indexed, not returned
 
   auto big = catalog_->Find("ns", UINT64_MAX - 3);
   ASSERT_TRUE(big.ok() && big->has_value());
@@ -154,7 +152,7 @@ TEST_F(CatalogTest, FindByContentPrefersExactThenRecent) {
 }
 
 TEST_F(CatalogTest, ConflictsFailKeepOrReplace) {
-  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 100, "first words"));
+  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 100));
   EXPECT_EQ(catalog_->Insert(MakeRow("ns", 1, 0, 100)).status().code(),
             StatusCode::kInvalidArgument);
   auto kept = catalog_->Insert(MakeRow("ns", 1, 0, 777), OnConflict::kKeep);
@@ -162,15 +160,15 @@ TEST_F(CatalogTest, ConflictsFailKeepOrReplace) {
   EXPECT_EQ(*kept, id);
   EXPECT_EQ((*catalog_->Find("ns", 1))->content_hash, 100u);
 
-  CatalogRow replacement = MakeRow("ns", 1, 0, 888, "second words");
+  CatalogRow replacement = MakeRow("ns", 1, 0, 888);
   replacement.file_bytes = 5;
+  replacement.tokens = {9, 9, 9};
   auto replaced = catalog_->Insert(replacement, OnConflict::kReplace);
   ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
   EXPECT_EQ(*replaced, id);
   EXPECT_EQ((*catalog_->Find("ns", 1))->content_hash, 888u);
   EXPECT_EQ((*catalog_->Find("ns", 1))->file_bytes, 5u);
-  EXPECT_TRUE(catalog_->SearchText("ns", "first", 10)->empty());
-  EXPECT_EQ(*catalog_->SearchText("ns", "second", 10), std::vector<int64_t>{id});
+  EXPECT_EQ((*catalog_->Find("ns", 1))->tokens, (std::vector<int32_t>{9, 9, 9}));
   EXPECT_EQ(catalog_->Stats()->num_chunks, 1);
 }
 
@@ -193,16 +191,16 @@ TEST_F(CatalogTest, BatchIsAllOrNothing) {
   EXPECT_EQ(catalog_->Stats()->num_chunks, 7);
 }
 
-TEST_F(CatalogTest, DeleteRemovesRowsTextAndCoAccess) {
-  const int64_t a = InsertOrDie(MakeRow("ns", 1, 0, 10, "zebra"));
-  const int64_t b = InsertOrDie(MakeRow("ns", 2, 0, 20, "zebra giraffe"));
+TEST_F(CatalogTest, DeleteRemovesRowsAndCoAccess) {
+  const int64_t a = InsertOrDie(MakeRow("ns", 1, 0, 10));
+  const int64_t b = InsertOrDie(MakeRow("ns", 2, 0, 20));
   const kv::ChunkId pair[] = {1, 2};
   ASSERT_TRUE(catalog_->AddCoAccess("ns", pair).ok());
   EXPECT_EQ(*catalog_->CoAccessCount("ns", 1, 2), 1);
   const int64_t to_delete[] = {a, 12345};
   ASSERT_TRUE(catalog_->Delete(to_delete).ok());
   EXPECT_FALSE(catalog_->Find("ns", 1)->has_value());
-  EXPECT_EQ(*catalog_->SearchText("ns", "zebra", 10), std::vector<int64_t>{b});
+  EXPECT_EQ((*catalog_->Find("ns", 2))->row_id, b);
   EXPECT_EQ(*catalog_->CoAccessCount("ns", 1, 2), 0);
   ASSERT_TRUE(catalog_->Delete({}).ok());
 }
@@ -258,105 +256,6 @@ TEST_F(CatalogTest, PinsOneChunkOrANamespace) {
   EXPECT_EQ(catalog_->Stats()->num_pinned, 0);
 }
 
-TEST_F(CatalogTest, SearchFindsARareWordAndRanksIt) {
-  const int64_t rare = InsertOrDie(MakeRow("ns", 1, 0, 10, "The quokka lives on Rottnest Island."));
-  for (kv::ChunkId id = 2; id < 30; ++id) {
-    InsertOrDie(
-        MakeRow("ns", id, 0, id * 10, "the island has the sea and the sun " + std::to_string(id)));
-  }
-  InsertOrDie(MakeRow("other", 1, 0, 10, "another quokka elsewhere"));
-  auto hits = catalog_->SearchText("ns", "Where does the QUOKKA live, on which island?", 5);
-  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
-  ASSERT_FALSE(hits->empty());
-  EXPECT_EQ(hits->front(), rare);
-  EXPECT_LE(hits->size(), 5u);
-  EXPECT_TRUE(catalog_->SearchText("ns", "", 5)->empty());
-  EXPECT_TRUE(catalog_->SearchText("ns", "platypus", 5)->empty());
-  EXPECT_TRUE(catalog_->SearchText("ns", "quokka", 0)->empty());
-  EXPECT_TRUE(catalog_->SearchText("none", "quokka", 5)->empty());
-  // Non-ASCII words are searched too (the tokenizer folds the diacritic).
-  const int64_t cafe = InsertOrDie(MakeRow("ns", 99, 0, 990, "un café crème"));
-  EXPECT_EQ(catalog_->SearchText("ns", "Café", 5)->front(), cafe);
-}
-
-TEST_F(CatalogTest, SearchIgnoresFtsSyntaxInTheQuery) {
-  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 10, "alpha beta gamma and or not"));
-  for (const char* query : {"AND",
-                            "OR alpha",
-                            "NOT",
-                            "alpha AND",
-                            "\"alpha",
-                            "alpha\"",
-                            "al*",
-                            "alpha*",
-                            "text:alpha",
-                            "^alpha",
-                            "(alpha",
-                            "alpha)",
-                            "NEAR(alpha beta)",
-                            "alpha + beta",
-                            "{text}: alpha",
-                            "\"\"\"",
-                            "'",
-                            "-alpha",
-                            "*",
-                            ":",
-                            "alpha:beta"}) {
-    auto hits = catalog_->SearchText("ns", query, 5);
-    ASSERT_TRUE(hits.ok()) << query << ": " << hits.status().ToString();
-    const bool has_alpha = std::string_view(query).find("alpha") != std::string_view::npos;
-    if (has_alpha) {
-      EXPECT_EQ(*hits, std::vector<int64_t>{id}) << query;
-    }
-  }
-  // The words "and", "or", "not" are ordinary words here.
-  EXPECT_EQ(*catalog_->SearchText("ns", "AND", 5), std::vector<int64_t>{id});
-}
-
-TEST_F(CatalogTest, SearchUsesTheRarestTerms) {
-  CatalogOptions options;
-  options.max_search_terms = 1;
-  catalog_.reset();
-  auto catalog = Catalog::Open(path_, options);
-  ASSERT_TRUE(catalog.ok());
-  catalog_ = std::move(catalog).value();
-  for (kv::ChunkId id = 1; id < 10; ++id) {
-    InsertOrDie(MakeRow("ns", id, 0, id, "common commonplace words everywhere"));
-  }
-  const int64_t rare = InsertOrDie(MakeRow("ns", 10, 0, 10, "common rare"));
-  // With one term allowed, the rarest ("rare", 1 document) wins over the longer common ones.
-  EXPECT_EQ(*catalog_->SearchText("ns", "commonplace everywhere rare", 10),
-            std::vector<int64_t>{rare});
-}
-
-TEST_F(CatalogTest, WordCountsFollowDeletesReplacesAndOptimize) {
-  CatalogOptions options;
-  options.max_search_terms = 1;
-  catalog_.reset();
-  auto catalog = Catalog::Open(path_, options);
-  ASSERT_TRUE(catalog.ok());
-  catalog_ = std::move(catalog).value();
-  std::vector<int64_t> zebras;
-  for (kv::ChunkId id = 1; id <= 3; ++id) {
-    zebras.push_back(InsertOrDie(MakeRow("ns", id, 0, id, "zebra stripes")));
-  }
-  const int64_t okapi = InsertOrDie(MakeRow("ns", 4, 0, 4, "zebra okapi"));
-  EXPECT_EQ(*catalog_->SearchText("ns", "zebra okapi", 10), std::vector<int64_t>{okapi});
-  // Once the okapi text is gone its word is known absent, so the one term left is "zebra".
-  const int64_t gone[] = {okapi};
-  ASSERT_TRUE(catalog_->Delete(gone).ok());
-  auto hits = catalog_->SearchText("ns", "zebra okapi", 10);
-  ASSERT_TRUE(hits.ok());
-  std::sort(hits->begin(), hits->end());
-  EXPECT_EQ(*hits, zebras);
-  // Replacing a text moves its counts: "stripes" leaves row 1, "quagga" arrives.
-  ASSERT_TRUE(catalog_->Insert(MakeRow("ns", 1, 0, 1, "quagga"), OnConflict::kReplace).ok());
-  EXPECT_EQ(*catalog_->SearchText("ns", "quagga stripes", 10), std::vector<int64_t>{zebras[0]});
-  ASSERT_TRUE(catalog_->Optimize().ok());
-  EXPECT_EQ(*catalog_->SearchText("ns", "quagga stripes", 10), std::vector<int64_t>{zebras[0]});
-  EXPECT_EQ(catalog_->SearchText("ns", "stripes", 10)->size(), 2u);
-}
-
 TEST_F(CatalogTest, ListsAndCounts) {
   InsertOrDie(MakeRow("b", 1, 0, 10));
   InsertOrDie(MakeRow("a", 2, 0, 20));
@@ -375,20 +274,19 @@ TEST_F(CatalogTest, ListsAndCounts) {
 }
 
 TEST_F(CatalogTest, SurvivesCloseAndReopen) {
-  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 10, "persistent wombat"));
+  const int64_t id = InsertOrDie(MakeRow("ns", 1, 0, 10));
   const kv::ChunkId pair[] = {1, 2};
   ASSERT_TRUE(catalog_->AddCoAccess("ns", pair).ok());
   catalog_.reset();
   auto reopened = Catalog::Open(path_);
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   EXPECT_EQ((*reopened)->Find("ns", 1)->value().row_id, id);
-  EXPECT_EQ(*(*reopened)->SearchText("ns", "wombat", 5), std::vector<int64_t>{id});
   EXPECT_EQ(*(*reopened)->CoAccessCount("ns", 1, 2), 1);
   EXPECT_EQ((*reopened)->InsertBatch(std::vector<CatalogRow>{MakeRow("ns", 2, 0, 20)})->size(), 1u);
 }
 
 TEST_F(CatalogTest, ReadOnlyCatalogRefusesWritesAndChangesNothing) {
-  InsertOrDie(MakeRow("ns", 1, 0, 10, "kept"));
+  InsertOrDie(MakeRow("ns", 1, 0, 10));
   CatalogOptions read_only;
   read_only.read_only = true;
   auto reader = Catalog::Open(path_, read_only);
@@ -403,14 +301,13 @@ TEST_F(CatalogTest, ReadOnlyCatalogRefusesWritesAndChangesNothing) {
   EXPECT_EQ(catalog.SetPinned("ns", 1, true).code(), StatusCode::kUnavailable);
   EXPECT_EQ(catalog.Stats()->num_chunks, 1);
   EXPECT_EQ(catalog.Find("ns", 1)->value().access_count, 0);
-  EXPECT_EQ(*catalog.SearchText("ns", "kept", 5), std::vector<int64_t>{1});
   CatalogOptions missing_options = read_only;
   EXPECT_EQ(Catalog::Open(temp_.path() + "/none.db", missing_options).status().code(),
             StatusCode::kNotFound);
 }
 
 TEST_F(CatalogTest, OneBadRowNeitherHidesTheOthersNorSurvivesDropInvalidRows) {
-  for (kv::ChunkId id = 1; id <= 4; ++id) InsertOrDie(MakeRow("ns", id, 0, id * 10, "word"));
+  for (kv::ChunkId id = 1; id <= 4; ++id) InsertOrDie(MakeRow("ns", id, 0, id * 10));
   {
     // Damage written behind the catalog's back: an unknown codec, a negative token count, a
     // token blob of the wrong size.
@@ -436,7 +333,7 @@ TEST_F(CatalogTest, OneBadRowNeitherHidesTheOthersNorSurvivesDropInvalidRows) {
   EXPECT_EQ(*dropped, (std::vector<std::string>{"f2.rpkv", "f3.rpkv", "f4.rpkv"}));
   EXPECT_EQ(catalog_->Stats()->num_chunks, 1);
   EXPECT_EQ(catalog_->Find("ns", 2)->has_value(), false);
-  EXPECT_EQ(*catalog_->SearchText("ns", "word", 10), std::vector<int64_t>{1});
+  EXPECT_EQ(catalog_->ListRows("ns")->size(), 1u);
   EXPECT_TRUE(catalog_->DropInvalidRows()->empty());
 }
 
@@ -453,7 +350,7 @@ TEST_F(CatalogTest, CountersPersistAcrossReopen) {
 }
 
 TEST_F(CatalogTest, ReadOnlyCatalogInAnUnwritableFolderIsStillRead) {
-  InsertOrDie(MakeRow("ns", 1, 0, 10, "kept words"));
+  InsertOrDie(MakeRow("ns", 1, 0, 10));
   catalog_.reset();  // checkpoints; SQLite removes -wal and -shm
   test_util::ImmutableDirForTest immutable(temp_.path());
   if (!immutable.is_active()) GTEST_SKIP() << "chattr +i is not available here";
@@ -463,7 +360,6 @@ TEST_F(CatalogTest, ReadOnlyCatalogInAnUnwritableFolderIsStillRead) {
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   EXPECT_EQ((*reader)->Stats()->num_chunks, 1);
   EXPECT_EQ((*reader)->Find("ns", 1)->value().chunk_id, 1u);
-  EXPECT_EQ(*(*reader)->SearchText("ns", "kept", 5), std::vector<int64_t>{1});
   EXPECT_EQ((*reader)->Insert(MakeRow("ns", 2, 0, 20)).status().code(), StatusCode::kUnavailable);
 }
 
@@ -497,12 +393,20 @@ TEST(CatalogMigrationTest, Version1DatabaseIsMigratedAndKeepsItsRows) {
   EXPECT_EQ((*row)->pool_hits, 0);  // new column, default
   EXPECT_TRUE((*row)->pinned);
   EXPECT_EQ((*catalog)->Children("ns", 5)->size(), 1u);
-  EXPECT_EQ(*(*catalog)->SearchText("ns", "echidna", 5), std::vector<int64_t>{7});
+  // Deleting the row (the version-4 trigger) leaves nothing behind.
+  const int64_t seven[] = {7};
+  ASSERT_TRUE((*catalog)->Delete(seven).ok());
+  EXPECT_FALSE((*catalog)->Find("ns", 11)->has_value());
   catalog->reset();
 
   auto db = SqliteDb::Open(path, {});
   ASSERT_TRUE(db.ok());
   EXPECT_EQ(*ReadCatalogSchemaVersion(*db), kCatalogSchemaVersion);
+  // The keyword index of versions 1-3 is gone, its texts with it.
+  EXPECT_EQ(*db->QueryInt64("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('chunk_text', "
+                            "'chunk_terms')"),
+            0);
+  EXPECT_EQ(*db->QueryInt64("SELECT COUNT(*) FROM meta WHERE key = 'num_texts'"), 0);
   EXPECT_EQ(*db->QueryInt64("SELECT COUNT(*) FROM sqlite_master WHERE name = 'chunks_by_parent'"),
             1);
   // The plan for Children uses the new index.

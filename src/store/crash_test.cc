@@ -51,7 +51,6 @@ Status PutChunk(FileSystem& fs, Catalog& catalog, const std::string& dir,
   row.parent_id = entry.parent;
   row.content_hash = entry.content;
   row.tokens = entry.tokens;
-  row.text = entry.text;
   row.model_fingerprint = kFingerprint;
   row.codec = info.codec;
   row.file_name = name;

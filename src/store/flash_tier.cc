@@ -430,7 +430,6 @@ FlashBatchResult FlashTier::WriteBatch(std::span<const WriteJob> batch) {
     row.content_hash = e.content;
     row.exact = e.exact;
     row.tokens = e.tokens;
-    row.text = e.text;
     row.model_fingerprint = options_.model_fingerprint;
     row.codec = info->codec;
     row.file_name = name;
