@@ -136,7 +136,6 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
       chunk.end = static_cast<int>(prompt_.size() + end);
       const std::span<const int32_t> chunk_ids(ids.data() + begin, end - begin);
       chunk.content = kv::HashTokens(fingerprint_, chunk_ids);
-      chunk.text = tok.Decode(chunk_ids, tokenizer::DecodeOptions{true, false});
       chunks_.push_back(chunk);
       begin = end;
     }
@@ -362,7 +361,8 @@ Result<double> ReuseSession::StoreChunks() {
     entry->content = c.content;
     entry->exact = exact;
     entry->tokens.assign(prompt_.begin() + c.begin, prompt_.begin() + c.end);
-    entry->text = c.text;
+    // Kept in the KV file for inspection; decoded here, off the time-to-first-token path.
+    entry->text = model_->tokenizer().Decode(entry->tokens, tokenizer::DecodeOptions{true, false});
     entry->kv = std::make_shared<kv::ChunkKv>(
         ExtractChunkKv(backend_->kv_cache(), c.begin, c.end - c.begin));
     Status status = cache->Insert(std::move(entry));

@@ -52,8 +52,8 @@ struct ChunkEntry {
   ContentHash content = 0;
   bool exact = false;      // KV equals a full prefill of the path from the root
   std::vector<int32_t> tokens;
-  // The chunk's text (detokenized), for the keyword index of the persistent store; may be
-  // empty.
+  // The chunk's text (detokenized), kept in the store's KV file for inspection; may be
+  // empty. Nothing looks chunks up by it.
   std::string text;
   // Shared so that a request that found the chunk keeps its KV alive while the cache may
   // evict the entry concurrently.

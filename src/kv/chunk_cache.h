@@ -64,7 +64,8 @@ class ChunkCache {
   // The entries that share a span of kGuaranteedSpanTokens tokens or more with `tokens`
   // (span_fingerprints.h), and some sharing shorter ones, best first, at most
   // `max_candidates`; no KV is loaded and no hit counted. `text` is the span's text, for an
-  // implementation that indexes words; it may be empty.
+  // implementation that indexes words; may be empty, and the planner passes none (neither
+  // implementation here reads it).
   virtual std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
                                                      std::string_view text,
                                                      int max_candidates) = 0;

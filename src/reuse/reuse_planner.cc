@@ -188,7 +188,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       const auto unmatched = prompt.subspan(static_cast<size_t>(begin),
                                             static_cast<size_t>(c.end - begin));
       for (kv::ChunkCandidate& candidate :
-           cache.FindCandidates(unmatched, c.text, options.max_candidates)) {
+           cache.FindCandidates(unmatched, {}, options.max_candidates)) {
         std::shared_ptr<const kv::ChunkEntry> entry = std::move(candidate.entry);
         if (!entry) entry = cache.Find(candidate.id);
         if (entry) candidates.push_back(std::move(entry));

@@ -32,7 +32,6 @@ struct PromptChunk {
   int begin = 0;
   int end = 0;
   kv::ContentHash content = 0;
-  std::string text;  // the chunk's text, for keyword candidates; may be empty
 };
 
 enum class TokenKind : uint8_t { kPrefix, kNonPrefix, kNew };

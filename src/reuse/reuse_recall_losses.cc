@@ -166,8 +166,8 @@ Result<RecallLosses> ClassifyRecallLosses(const RecallLossInputs& in, kv::ChunkC
     while (begin < c.end && in.kinds[static_cast<size_t>(begin)] == TokenKind::kPrefix) ++begin;
     if (c.end - begin < in.window) continue;
     const auto given =
-        CandidateWindows(cache, sub(begin, c.end), c.text, in.max_candidates, hasher);
-    const auto all = CandidateWindows(cache, sub(begin, c.end), c.text, kAllCandidates, hasher);
+        CandidateWindows(cache, sub(begin, c.end), {}, in.max_candidates, hasher);
+    const auto all = CandidateWindows(cache, sub(begin, c.end), {}, kAllCandidates, hasher);
     for (const auto& [rb, re] : NewRuns(in.kinds, begin, c.end)) {
       if (!needs_any(rb, re)) continue;
       const std::vector<uint8_t> in_given = Covered(sub(rb, re), given, in.window, hasher);

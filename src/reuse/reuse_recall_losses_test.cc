@@ -167,7 +167,7 @@ TEST(RecallLossesTest, MismatchedInputsAreRejected) {
   EXPECT_FALSE(ClassifyRecallLosses({p.tokens, kinds, p.chunks, short_mask, 32, 32}, cache).ok());
   const std::vector<uint8_t> mask(64, 1);
   EXPECT_FALSE(ClassifyRecallLosses({p.tokens, kinds, p.chunks, mask, 0, 32}, cache).ok());
-  const std::vector<PromptChunk> gap = {PromptChunk{0, 30, 0, {}}};
+  const std::vector<PromptChunk> gap = {PromptChunk{0, 30, 0}};
   EXPECT_FALSE(ClassifyRecallLosses({p.tokens, kinds, gap, mask, 32, 32}, cache).ok());
   EXPECT_FALSE(
       ClassifyRecallLosses({p.tokens, kinds, p.chunks, mask, 32, 32, short_mask}, cache).ok());
