@@ -65,6 +65,11 @@ struct EngineOptions {
   int context_tokens = 0;
   // Slots of Engine::Generate: how many requests run at once (each holds one KV cache).
   int sessions = 1;
+  // With several sessions (slots or OpenSession's), run the decode steps of those generating
+  // at the same moment as one graph call: the weights are read once per step for all of them
+  // (more tokens/s in all; a reply's tokens may differ in the last bits of their logits from
+  // an unbatched run's). Off = each session decodes on its own.
+  bool batch_decode = true;
   // Use the plain float reference forward pass (slow; the oracle for tests). No reuse, one
   // slot.
   bool use_reference = false;
@@ -199,6 +204,10 @@ struct EngineStats {
   int64_t hits_memory = 0;    // chunk lookups served from memory, since the engine started
   int64_t hits_flash = 0;     // ... loaded from flash
   int64_t evictions = 0;
+  // Batched decoding (EngineOptions::batch_decode): graph calls run, and the session steps
+  // they carried (steps / calls = the mean batch size). 0 without batching.
+  int64_t decode_batch_calls = 0;
+  int64_t decode_batch_steps = 0;
 };
 
 class Engine;

@@ -220,6 +220,7 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->cache_mb = d.cache_mb;
   options->store_disk_mb = d.store_disk_mb;
   options->store_codec = REPRISE_CODEC_F16;
+  options->batch_decode = d.batch_decode ? 1 : 0;
 }
 
 reprise_status reprise_engine_create(const reprise_engine_options* options,
@@ -256,6 +257,7 @@ reprise_status reprise_engine_create(const reprise_engine_options* options,
     if (options->name_space != nullptr) o.name_space = options->name_space;
     o.store_disk_mb = options->store_disk_mb;
     o.store_codec = codec == REPRISE_CODEC_INT8 ? reprise::KvCodec::kInt8 : reprise::KvCodec::kF16;
+    o.batch_decode = options->batch_decode != 0;
     reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
     if (!made.ok()) return Fail(made.error(), error);
     auto handle = std::make_unique<reprise_engine>();

@@ -44,6 +44,9 @@ class ServeCommand : public Command {
                     "Requests generating at once (each holds a KV cache of --context tokens)")
         ->default_val(2)
         ->check(IntegerIn(1, 256));
+    sub->add_flag("!--no-batch-decode", engine_.batch_decode,
+                  "Decode each session on its own instead of batching the decode steps of "
+                  "concurrent sessions into one graph call");
     sub->add_option("--queue", server_.max_waiting,
                     "Requests that may wait for a session; one more is answered 429")
         ->default_val(64)

@@ -54,6 +54,13 @@ Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::DecodeGraph()
       graph::GraphKind::kDecode, 1, model::CompileOptions{});
 }
 
+Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::DecodeBatchGraph(
+    int capacity) const {
+  return GetOrCompile(
+      GraphKey{static_cast<int>(graph::GraphKind::kDecodeBatch), capacity, 0.0, 0, false, false},
+      graph::GraphKind::kDecodeBatch, capacity, model::CompileOptions{});
+}
+
 Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::RecomputeGraph(
     const RecomputeGraphSpec& spec) const {
   model::CompileOptions options;

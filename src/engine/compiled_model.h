@@ -70,6 +70,8 @@ class CompiledModel {
   // those of model::Compile.
   Result<std::shared_ptr<const graph::CompiledGraph>> PrefillGraph(int capacity) const;
   Result<std::shared_ptr<const graph::CompiledGraph>> DecodeGraph() const;
+  // The graph that runs one decode step of up to `capacity` sessions at once (DecodeBatcher).
+  Result<std::shared_ptr<const graph::CompiledGraph>> DecodeBatchGraph(int capacity) const;
   Result<std::shared_ptr<const graph::CompiledGraph>> RecomputeGraph(
       const RecomputeGraphSpec& spec) const;
 

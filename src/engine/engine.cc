@@ -12,6 +12,7 @@
 #include "base/logging.h"
 #include "engine/calibration.h"
 #include "engine/compiled_model.h"
+#include "engine/decode_batcher.h"
 #include "engine/generator.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
@@ -60,6 +61,8 @@ struct Engine::Shared {
   std::vector<std::unique_ptr<Session>> idle_slots;  // slots not running a request
   int slots = 0;                                     // slots made so far
   int waiting = 0;                                   // Generate calls waiting for a slot
+  // Batches the decode steps of the sessions generating at once; null = not batched.
+  std::unique_ptr<engine::DecodeBatcher> decode_batcher;
 };
 
 Session::Session(Engine& engine, std::string name_space)
@@ -121,6 +124,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     REPRISE_ASSIGN_OR_RETURN(engine->compiled_,
                              engine::CompiledModel::Create(*engine->model_, compiled));
     reuse.compiled = engine->compiled_;
+    if (options.batch_decode && options.sessions > 1) {
+      REPRISE_ASSIGN_OR_RETURN(
+          engine->shared_->decode_batcher,
+          engine::DecodeBatcher::Create(
+              engine->compiled_, std::min(options.sessions, engine::DecodeBatcher::kMaxBatch)));
+      reuse.decode_batcher = engine->shared_->decode_batcher.get();
+    }
     if (options.reuse != ReuseMethod::kNone) {
       if (options.cache_mb <= 0) return InvalidArgumentError("cache size must be positive");
       REPRISE_RETURN_IF_ERROR(engine::BudgetMibToBytes(options.cache_mb, "cache size"));
@@ -325,8 +335,12 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     result.reuse.kv_prep_ms = report->kv_prep_ms;
     result.reuse.compute_ms = report->compute_ms;
     result.reuse.guard_fallbacks = report->guard_fallbacks;
-    REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(reuse.backend(), tok, reuse.logits(), options,
-                                                 collect, &result.generated_tokens, stats));
+    {
+      // While it generates, the session's decode steps are batched with the others'.
+      const engine::DecodeBatcher::Participant decoding(shared_->decode_batcher.get());
+      REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(reuse.backend(), tok, reuse.logits(), options,
+                                                   collect, &result.generated_tokens, stats));
+    }
     // After the reply: storing chunks is never on the time-to-first-token path (a store
     // only queues them for its write-back thread), then idle work (prefetch).
     REPRISE_RETURN_IF_ERROR(reuse.StoreChunks());
@@ -359,6 +373,11 @@ EngineStats Engine::Stats() const {
   stats.sessions = shared_->slots;
   stats.sessions_busy = shared_->slots - static_cast<int>(shared_->idle_slots.size());
   stats.waiting = shared_->waiting;
+  if (shared_->decode_batcher) {
+    const engine::DecodeBatcherStats batches = shared_->decode_batcher->stats();
+    stats.decode_batch_calls = batches.steps;
+    stats.decode_batch_steps = batches.rows;
+  }
   if (store_) {
     const store::StoreStats s = store_->Stats();
     stats.chunks = s.chunks;

@@ -139,26 +139,43 @@ TEST_P(EngineApiTest, CancellationStopsAGeneration) {
                                  next->generated_tokens.begin() + 3));
 }
 
+// Requests running at once (their decode steps batched into one graph call: the default)
+// answer as requests run one after the other on an engine of one session.
 TEST_P(EngineApiTest, ConcurrentRequestsGiveTheAnswersOfSequentialOnes) {
+  constexpr int kRequests = 3;
   EngineOptions options = OptionsHere(ReuseMethod::kPrefix);
-  options.sessions = 2;
+  options.sessions = kRequests;
   Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
   ASSERT_TRUE(engine.ok()) << engine.error().ToString();
-  GenerateRequest a = DocumentRequest("one", 12), b = DocumentRequest("two", 12);
-  b.segments[0].text = Document(7);
-  Result<GenerateResult> ra = Status::Ok(), rb = Status::Ok();
-  std::thread other([&] { rb = (*engine)->Generate(b); });
-  ra = (*engine)->Generate(a);
-  other.join();
-  ASSERT_TRUE(ra.ok() && rb.ok());
+  std::vector<GenerateRequest> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    requests.push_back(DocumentRequest(i == 1 ? "one" : "two", 16 + 4 * i));
+    requests.back().segments[0].text = Document(7 + i);
+  }
+  std::vector<Result<GenerateResult>> results(kRequests, Status::Ok());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] { results[i] = (*engine)->Generate(requests[i]); });
+  }
+  for (std::thread& t : threads) t.join();
 
   Result<std::unique_ptr<Engine>> alone = Engine::Create(Options(ReuseMethod::kNone));
   ASSERT_TRUE(alone.ok());
-  Result<GenerateResult> sa = (*alone)->Generate(a), sb = (*alone)->Generate(b);
-  ASSERT_TRUE(sa.ok() && sb.ok());
-  EXPECT_EQ(ra->generated_tokens, sa->generated_tokens);
-  EXPECT_EQ(rb->generated_tokens, sb->generated_tokens);
-  EXPECT_EQ(ra->text, sa->text);
+  int64_t decode_steps = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].error().ToString();
+    Result<GenerateResult> sequential = (*alone)->Generate(requests[i]);
+    ASSERT_TRUE(sequential.ok());
+    EXPECT_EQ(results[i]->generated_tokens, sequential->generated_tokens) << "request " << i;
+    EXPECT_EQ(results[i]->text, sequential->text) << "request " << i;
+    decode_steps += static_cast<int64_t>(results[i]->generated_tokens.size()) - 1;
+  }
+  // Every decode step (each token after the first) went through the batcher.
+  const EngineStats stats = (*engine)->Stats();
+  EXPECT_EQ(stats.decode_batch_steps, decode_steps);
+  EXPECT_GE(stats.decode_batch_calls, 1);
+  EXPECT_LE(stats.decode_batch_calls, decode_steps);
+  EXPECT_EQ((*alone)->Stats().decode_batch_calls, 0);  // one session: nothing to batch
 }
 
 TEST_P(EngineApiTest, BadNamespaceNamesAreRefused) {

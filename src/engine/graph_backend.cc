@@ -59,11 +59,15 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
   for (int l = 0; l < c.num_layers; ++l) {
     b->kv_layers_.push_back(graph::KvLayerView{b->kv_->k(l), b->kv_->v(l)});
   }
-  const graph::KvBinding binding{b->kv_layers_, options.context_tokens,
-                                 b->kv_->slot_positions().data(), c.num_kv_heads, c.head_dim};
-  b->prefill_context_->BindKv(binding);
-  b->decode_context_->BindKv(binding);
-  if (b->recompute_context_) b->recompute_context_->BindKv(binding);
+  b->kv_binding_ = graph::KvBinding{b->kv_layers_, options.context_tokens,
+                                    b->kv_->slot_positions().data(), c.num_kv_heads, c.head_dim};
+  b->prefill_context_->BindKv(b->kv_binding_);
+  b->decode_context_->BindKv(b->kv_binding_);
+  if (b->recompute_context_) b->recompute_context_->BindKv(b->kv_binding_);
+  if (options.decode_batcher != nullptr) {
+    b->decode_batcher_ = options.decode_batcher;
+    b->batch_logits_.resize(static_cast<size_t>(c.vocab_size));
+  }
   b->executor_ = std::make_unique<graph::Executor>(m.pool(), m.kernels());
   b->positions_scratch_.resize(static_cast<size_t>(options.context_tokens));
   b->slots_scratch_.resize(static_cast<size_t>(options.context_tokens));
@@ -153,6 +157,19 @@ Result<std::span<const float>> GraphBackend::Append(std::span<const int32_t> tok
     return InvalidArgumentError(std::to_string(tokens.size()) + " more tokens do not fit in the " +
                                 std::to_string(capacity_tokens()) + "-token context (" +
                                 std::to_string(num_tokens_) + " used)");
+  }
+  if (tokens.size() == 1 && decode_batcher_ != nullptr) {
+    // A decode step, batched with the other sessions' (the checks first: a row the batch
+    // graph refused would fail the whole batch).
+    REPRISE_RETURN_IF_ERROR(CheckTokens(tokens));
+    if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+      return CancelledError("the request was cancelled");
+    }
+    const graph::BatchRow row{tokens[0], num_tokens_, num_tokens_, &kv_binding_, num_tokens_ + 1};
+    REPRISE_RETURN_IF_ERROR(decode_batcher_->Step(row, batch_logits_));
+    num_tokens_ += 1;
+    last_logits_ = batch_logits_;
+    return last_logits_;
   }
   const size_t n = tokens.size();
   for (size_t i = 0; i < n; ++i) {

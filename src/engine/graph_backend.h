@@ -14,6 +14,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/compiled_model.h"
+#include "engine/decode_batcher.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
 #include "graph/compiled_graph.h"
@@ -50,6 +51,10 @@ struct GraphBackendOptions {
   // Ignored when the backend is created on a CompiledModel (which holds its own).
   std::shared_ptr<const model::PackedWeights> shared_weights;
   std::shared_ptr<ThreadPool> shared_pool;
+  // Decode steps (Append of one token) run through this batcher, batched with those of other
+  // sessions of the same CompiledModel; null = through the session's own decode graph. Must
+  // outlive the backend.
+  DecodeBatcher* decode_batcher = nullptr;
 };
 
 class GraphBackend : public InferenceBackend {
@@ -138,6 +143,9 @@ class GraphBackend : public InferenceBackend {
   std::unique_ptr<graph::Executor> executor_;
   std::unique_ptr<kv::KvCache> kv_;
   std::vector<graph::KvLayerView> kv_layers_;
+  graph::KvBinding kv_binding_;
+  DecodeBatcher* decode_batcher_ = nullptr;
+  std::vector<float> batch_logits_;  // [vocab] a batched decode step's logits
   std::vector<int32_t> positions_scratch_, slots_scratch_;  // [prefill capacity]
   int num_tokens_ = 0;
   std::span<const float> last_logits_;

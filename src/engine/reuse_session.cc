@@ -61,6 +61,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   graph_options.prefill_capacity = options.prefill_capacity;
   graph_options.shared_weights = options.shared_weights;
   graph_options.shared_pool = options.shared_pool;
+  graph_options.decode_batcher = options.decode_batcher;
   if (options.method == ReuseMethod::kBlend) {
     graph_options.recompute_capacity = options.recompute_capacity;
     graph_options.recompute_ratio = options.recompute_ratio;

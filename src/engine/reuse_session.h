@@ -66,6 +66,9 @@ struct ReuseOptions {
   std::shared_ptr<const CompiledModel> compiled;
   std::shared_ptr<const model::PackedWeights> shared_weights;
   std::shared_ptr<ThreadPool> shared_pool;
+  // Decode steps batched with other sessions' (GraphBackendOptions::decode_batcher); null =
+  // not batched.
+  DecodeBatcher* decode_batcher = nullptr;
 };
 
 struct PromptSegment {

@@ -14,6 +14,8 @@ const char* GraphKindName(GraphKind kind) {
       return "decode";
     case GraphKind::kRecompute:
       return "recompute";
+    case GraphKind::kDecodeBatch:
+      return "decode-batch";
   }
   return "?";
 }

@@ -20,6 +20,9 @@ enum class GraphKind : uint8_t {
   kPrefill,    // full forward of up to `capacity` tokens
   kDecode,     // one token
   kRecompute,  // selective recompute (reuse of cached chunks)
+  // One token of each of up to `capacity` sequences (concurrent sessions' decode steps): each
+  // row reads and writes its own KV cache (ExecutionContext::SetBatchInputs) and gets logits.
+  kDecodeBatch,
 };
 
 const char* GraphKindName(GraphKind kind);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace reprise::graph {
 
@@ -31,6 +32,10 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(const Compile
   context->selected_positions_.assign(capacity, 0);
   context->selected_slots_.assign(capacity, 0);
   context->relative_deviation_.assign(capacity, 0.0f);
+  if (graph.kind() == GraphKind::kDecodeBatch) {
+    context->row_kv_.assign(capacity, nullptr);
+    context->row_visible_slots_.assign(capacity, 0);
+  }
   return context;
 }
 
@@ -74,6 +79,67 @@ Status ExecutionContext::SetInputs(std::span<const int32_t> tokens,
     slots_[i] = -1;
   }
   num_visible_slots_ = num_visible_slots;
+  per_row_kv_ = false;
+  std::fill(forced_.begin(), forced_.end(), 0);
+  num_selected_ = 0;
+  residual_deviation_ = 0.0;
+  aborted_ = false;
+  return Status::Ok();
+}
+
+Status ExecutionContext::SetBatchInputs(std::span<const BatchRow> rows) {
+  const size_t capacity = static_cast<size_t>(graph_->capacity());
+  if (graph_->kind() != GraphKind::kDecodeBatch) {
+    return InvalidArgumentError(std::string("batch inputs for a ") + GraphKindName(graph_->kind()) +
+                                " graph");
+  }
+  if (rows.empty() || rows.size() > capacity) {
+    return InvalidArgumentError(std::to_string(rows.size()) + " rows for a decode batch of " +
+                                std::to_string(capacity));
+  }
+  const int64_t vocab = graph_->vocab_size();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BatchRow& r = rows[i];
+    if (r.kv == nullptr || static_cast<int>(r.kv->layers.size()) != graph_->num_layers()) {
+      return InvalidArgumentError("batch row " + std::to_string(i) + " has no KV cache bound");
+    }
+    if (r.token < 0 || (vocab > 0 && r.token >= vocab)) {
+      return InvalidArgumentError("token id " + std::to_string(r.token) +
+                                  " outside the vocabulary of " + std::to_string(vocab));
+    }
+    if (r.position < 0) return InvalidArgumentError("negative position");
+    if (r.num_visible_slots < 0 || r.num_visible_slots > r.kv->capacity || r.slot < 0 ||
+        r.slot >= r.num_visible_slots) {
+      return InvalidArgumentError("slot " + std::to_string(r.slot) +
+                                  " outside the visible cache (" +
+                                  std::to_string(r.num_visible_slots) + " slots)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (rows[j].kv->slot_positions == r.kv->slot_positions && rows[j].slot == r.slot) {
+        return InvalidArgumentError("two batch rows write slot " + std::to_string(r.slot) +
+                                    " of one cache");
+      }
+    }
+  }
+  num_valid_ = static_cast<int>(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    tokens_[i] = rows[i].token;
+    positions_[i] = rows[i].position;
+    query_positions_[i] = rows[i].position;
+    slots_[i] = rows[i].slot;
+    row_kv_[i] = rows[i].kv;
+    row_visible_slots_[i] = rows[i].num_visible_slots;
+  }
+  for (size_t i = rows.size(); i < capacity; ++i) {
+    tokens_[i] = tokens_[0];
+    positions_[i] = positions_[0];
+    query_positions_[i] = -1;
+    slots_[i] = -1;
+    row_kv_[i] = rows[0].kv;
+    row_visible_slots_[i] = 0;
+  }
+  per_row_kv_ = true;
+  num_visible_slots_ = 0;
   std::fill(forced_.begin(), forced_.end(), 0);
   num_selected_ = 0;
   residual_deviation_ = 0.0;

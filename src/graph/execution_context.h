@@ -32,6 +32,16 @@ struct KvBinding {
   int64_t head_dim = 0;
 };
 
+// One row of a decode-batch run: the next token of one sequence, at `position` in that
+// sequence, written to `slot` of its own KV cache, attending to its first `num_visible_slots`.
+struct BatchRow {
+  int32_t token = 0;
+  int32_t position = 0;
+  int32_t slot = 0;
+  const KvBinding* kv = nullptr;  // must outlive the run
+  int64_t num_visible_slots = 0;
+};
+
 // The rows an op runs on and where each lives: the input rows, or after a SelectRowsOp the
 // selected ones (compacted).
 struct RowSet {
@@ -57,6 +67,12 @@ class ExecutionContext {
   // position out of range); nothing is changed then.
   Status SetInputs(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                    std::span<const int32_t> slots, int64_t num_visible_slots);
+
+  // Sets the next run's inputs for a decode-batch graph: row m is `rows[m]`, each reading and
+  // writing its own KV cache (BindKv is not used). Errors: InvalidArgument (no rows, more than
+  // the capacity, not a decode-batch graph, a token, position or slot out of range, two rows
+  // writing the same slot of one cache); nothing is changed then.
+  Status SetBatchInputs(std::span<const BatchRow> rows);
 
   // Rows that a recompute graph must select whatever their deviation (new tokens, the
   // prompt's last token): flags for the rows of the last SetInputs, 1 = forced. Rows not
@@ -109,6 +125,15 @@ class ExecutionContext {
   const uint8_t* forced() const { return forced_.data(); }
   int64_t num_visible_slots() const { return num_visible_slots_; }
   const KvBinding& kv() const { return kv_; }
+  // Whether each row has a KV cache of its own (a decode-batch run), and row m's cache and
+  // visible slots (kv() and num_visible_slots() otherwise).
+  bool per_row_kv() const { return per_row_kv_; }
+  const KvBinding& kv_of_row(int64_t m) const {
+    return per_row_kv_ ? *row_kv_[static_cast<size_t>(m)] : kv_;
+  }
+  int64_t visible_slots_of_row(int64_t m) const {
+    return per_row_kv_ ? row_visible_slots_[static_cast<size_t>(m)] : num_visible_slots_;
+  }
   // The input rows (phase 0) or the selected rows (phase 1).
   RowSet rows(int phase) const;
   // Makes `rows` (input row indices, ascending) the selected set. Requires: size <= capacity.
@@ -145,6 +170,9 @@ class ExecutionContext {
   int64_t num_visible_slots_ = 0;
   bool strict_shapes_ = false;
   KvBinding kv_;
+  bool per_row_kv_ = false;
+  std::vector<const KvBinding*> row_kv_;    // [capacity] with per_row_kv_
+  std::vector<int64_t> row_visible_slots_;  // [capacity] with per_row_kv_
 };
 
 }  // namespace reprise::graph

@@ -40,7 +40,8 @@ void Executor::Run(ExecutionContext& context, int shard_begin, int shard_end) {
   REPRISE_CHECK(shard_begin >= 0 && shard_begin <= shard_end &&
                 shard_end <= static_cast<int>(graph.shards().size()));
   REPRISE_CHECK(context.num_valid() > 0) << "inputs not set";
-  REPRISE_CHECK(static_cast<int>(context.kv().layers.size()) == graph.num_layers())
+  REPRISE_CHECK(context.per_row_kv() ||
+                static_cast<int>(context.kv().layers.size()) == graph.num_layers())
       << "KV cache not bound";
   const int first_op = graph.shards()[static_cast<size_t>(shard_begin)].first_op;
   const int end_op = shard_end == shard_begin
@@ -108,8 +109,6 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     const int64_t kv_dim = op->num_kv_heads * op->head_dim;
     const int64_t stride = q_dim + 2 * kv_dim;
     float* qkv = As<float>(ctx.buffer(op->qkv));
-    const KvBinding& kv = ctx.kv();
-    const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
     pool.ParallelFor(rows, 4, [&](int64_t m0, int64_t m1) {
       float cos[kernels::kMaxAttentionHeadDim / 2];
       float sin[kernels::kMaxAttentionHeadDim / 2];
@@ -136,8 +135,9 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
         k.rope(q, op->num_heads, op->head_dim, op->rope_dims, cos, sin, op->rope_style);
         k.rope(key, op->num_kv_heads, op->head_dim, op->rope_dims, cos, sin, op->rope_style);
         if (!op->store_kv || m >= set.num_valid) continue;  // padding writes nothing
-        StoreRow(k, kv, layer, key, value, op->num_kv_heads, op->head_dim, set.slots[m],
-                 set.positions[m]);
+        const KvBinding& kv = ctx.kv_of_row(set.input_rows[m]);
+        StoreRow(k, kv, kv.layers[static_cast<size_t>(op->layer)], key, value, op->num_kv_heads,
+                 op->head_dim, set.slots[m], set.positions[m]);
       }
     });
     return;
@@ -146,17 +146,16 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     const int64_t q_dim = op->num_heads * op->head_dim;
     const int64_t kv_dim = op->num_kv_heads * op->head_dim;
     const float* qkv = As<float>(ctx.buffer(op->qkv));
-    const KvBinding& kv = ctx.kv();
-    const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
     for (int64_t m = 0; m < std::min(rows, set.num_valid); ++m) {
       const float* key = qkv + m * (q_dim + 2 * kv_dim) + q_dim;
-      StoreRow(k, kv, layer, key, key + kv_dim, op->num_kv_heads, op->head_dim, set.slots[m],
-               set.positions[m]);
+      const KvBinding& kv = ctx.kv_of_row(set.input_rows[m]);
+      StoreRow(k, kv, kv.layers[static_cast<size_t>(op->layer)], key, key + kv_dim,
+               op->num_kv_heads, op->head_dim, set.slots[m], set.positions[m]);
     }
     return;
   }
   if (const auto* op = std::get_if<AttentionOp>(&any_op)) {
-    const KvBinding& kv = ctx.kv();
+    const KvBinding& kv = ctx.kv_of_row(set.input_rows[0]);
     const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
     kernels::AttentionArgs args;
     args.q = As<float>(ctx.buffer(op->qkv));
@@ -174,6 +173,27 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     args.head_dim = op->head_dim;
     args.scale = op->scale;
     const int64_t group = op->num_heads / op->num_kv_heads;
+    if (ctx.per_row_kv()) {
+      // A decode batch: each row is one sequence's query over its own cache; work items are
+      // (row, kv head).
+      const int64_t items = static_cast<int64_t>(std::min(rows, set.num_valid)) * op->num_kv_heads;
+      pool.ParallelFor(items, 1, [&](int64_t i0, int64_t i1) {
+        kernels::AttentionArgs row_args = args;
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t m = i / op->num_kv_heads;
+          const int64_t kv_head = i % op->num_kv_heads;
+          const KvBinding& row_kv = ctx.kv_of_row(set.input_rows[m]);
+          const KvLayerView& row_layer = row_kv.layers[static_cast<size_t>(op->layer)];
+          row_args.k_cache = row_layer.k;
+          row_args.v_cache = row_layer.v;
+          row_args.capacity = row_kv.capacity;
+          row_args.slot_positions = row_kv.slot_positions;
+          row_args.num_slots = ctx.visible_slots_of_row(set.input_rows[m]);
+          k.attention(row_args, m, m + 1, kv_head * group, (kv_head + 1) * group);
+        }
+      });
+      return;
+    }
     const int64_t blocks = (rows + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
     // Work items (query block, kv head); a kv head's query heads stay together so that its
     // K/V rows are read once per block.
@@ -232,8 +252,6 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     const int64_t kv_dim = op->num_kv_heads * op->head_dim;
     const float* qkv = As<float>(ctx.buffer(op->qkv));
     float* out = As<float>(ctx.buffer(op->out));
-    const KvBinding& kv = ctx.kv();
-    const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
     const uint8_t* forced = ctx.forced();
     float* relative = ctx.relative_deviation();
     pool.ParallelFor(rows, 4, [&](int64_t m0, int64_t m1) {
@@ -250,6 +268,8 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
         }
         const float* key = qkv + m * (q_dim + 2 * kv_dim) + q_dim;
         const int64_t slot = set.slots[m];
+        const KvBinding& kv = ctx.kv_of_row(set.input_rows[m]);
+        const KvLayerView& layer = kv.layers[static_cast<size_t>(op->layer)];
         double sum = 0.0;
         double energy = 0.0;
         for (int part = 0; part < (op->include_v ? 2 : 1); ++part) {

@@ -225,7 +225,7 @@ Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphK
       emit.Layer(l, residual);
     }
   }
-  emit.Head(residual, options.all_logits);
+  emit.Head(residual, options.all_logits || kind == graph::GraphKind::kDecodeBatch);
   return std::move(b).Build();
 }
 

@@ -3,7 +3,8 @@
 // The graph for `capacity` tokens runs: embedding; per layer RMSNorm -> fused QKV multiply ->
 // bias / Q-K norm / RoPE / KV store -> attention over the cache -> output projection added to
 // the residual -> RMSNorm -> fused gate|up multiply -> SwiGLU -> down projection added to the
-// residual; then the final norm and the logits of the last valid token (or of every row).
+// residual; then the final norm and the logits of the last valid token (or of every row; a
+// decode-batch graph always gives every row's, one per sequence).
 // A recompute graph runs the same layers but, from its check layer on, only on the tokens
 // whose cached KV deviates most (see CompileOptions).
 // Norms feed int8 matmuls directly (fused RMSNorm + quantize). Layers are cut into shards.

@@ -125,6 +125,12 @@ std::string Metrics::Render(const EngineStats& engine, int queue_length, int run
   Line(out, "reprise_store_bytes", "tier=\"disk\"", static_cast<double>(engine.bytes_on_disk));
   Help(out, "reprise_evictions_total", "counter", "Chunks evicted from memory or flash.");
   Line(out, "reprise_evictions_total", "", static_cast<double>(engine.evictions));
+  Help(out, "reprise_decode_batch_calls_total", "counter",
+       "Graph calls that ran the decode steps of concurrent sessions together.");
+  Line(out, "reprise_decode_batch_calls_total", "", static_cast<double>(engine.decode_batch_calls));
+  Help(out, "reprise_decode_batch_steps_total", "counter",
+       "Session decode steps run in those calls (steps / calls = mean batch size).");
+  Line(out, "reprise_decode_batch_steps_total", "", static_cast<double>(engine.decode_batch_steps));
   return out;
 }
 

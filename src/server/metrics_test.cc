@@ -30,6 +30,8 @@ TEST(MetricsTest, RendersCountersHistogramsAndGauges) {
   engine.sessions_busy = 1;
   engine.chunks = 9;
   engine.bytes_on_disk = 4096;
+  engine.decode_batch_calls = 10;
+  engine.decode_batch_steps = 35;
   const std::string text = metrics.Render(engine, 3, 1);
   EXPECT_TRUE(Has(text, "reprise_requests_total{endpoint=\"chat\",code=\"200\"} 2"));
   EXPECT_TRUE(Has(text, "reprise_requests_total{endpoint=\"chat\",code=\"400\"} 1"));
@@ -48,6 +50,8 @@ TEST(MetricsTest, RendersCountersHistogramsAndGauges) {
   EXPECT_TRUE(Has(text, "reprise_queue_length 3"));
   EXPECT_TRUE(Has(text, "reprise_sessions_busy 1"));
   EXPECT_TRUE(Has(text, "reprise_store_bytes{tier=\"disk\"} 4096"));
+  EXPECT_TRUE(Has(text, "reprise_decode_batch_calls_total 10"));
+  EXPECT_TRUE(Has(text, "reprise_decode_batch_steps_total 35"));
   EXPECT_TRUE(Has(text, "# TYPE reprise_ttft_seconds histogram"));
 }
 
