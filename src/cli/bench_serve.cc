@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <thread>
 
 namespace reprise::cli {
 namespace {
@@ -613,11 +614,28 @@ std::string ServeBenchText(const ServeBenchRun& run) {
       out += line;
     }
   }
+  const int64_t completion_tokens = AggregateCompletionTokens(run);
+  if (run.wall_ms > 0) {
+    std::snprintf(line, sizeof(line),
+                  "aggregate: %lld completion tokens in %.1f s with %d client%s at once: %.1f "
+                  "tokens/s\n",
+                  static_cast<long long>(completion_tokens), run.wall_ms / 1000.0, run.clients,
+                  run.clients == 1 ? "" : "s", completion_tokens * 1000.0 / run.wall_ms);
+    out += line;
+  }
   if (run.num_dropped_history_messages > 0) {
     out += "chat history: " + std::to_string(run.num_dropped_history_messages) +
            " oldest messages dropped to fit the context\n";
   }
   return out;
+}
+
+int64_t AggregateCompletionTokens(const ServeBenchRun& run) {
+  int64_t tokens = 0;
+  for (const RequestMeasurement& r : run.requests) {
+    tokens += std::max<int64_t>(r.usage.completion_tokens, 0);
+  }
+  return tokens;
 }
 
 json ServeBenchJson(const ServeBenchRun& run) {
@@ -684,6 +702,10 @@ json ServeBenchJson(const ServeBenchRun& run) {
           {"documents", DocumentsModeName(run.documents)},
           {"context_tokens", run.context_tokens},
           {"dropped_history_messages", run.num_dropped_history_messages},
+          {"clients", run.clients},
+          {"wall_ms", run.wall_ms},
+          {"aggregate_completion_tokens_per_second",
+           run.wall_ms > 0 ? AggregateCompletionTokens(run) * 1000.0 / run.wall_ms : 0.0},
           {"requests", std::move(requests)},
           {"summary", std::move(summary)}};
 }
@@ -746,40 +768,83 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
                                      .seed = options.seed,
                                      .documents = run.documents};
   const int total = static_cast<int>(trace.requests.size());
-  for (int i = 0; i < total; ++i) {
-    const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
-    const json body = BuildChatBody(request, window.Messages(request), body_options);
-    int64_t reusable = -1;
-    if (options.count_reusable) {
-      Result<int64_t> counted = options.count_reusable(body);
-      if (!counted.ok()) {
-        return counted.error().WithContext("request " + std::to_string(i + 1) + " (" + request.id +
-                                           "): counting its reusable tokens");
-      }
-      reusable = *counted;
-    }
-    Result<RequestMeasurement> measured = client->Send(body);
-    if (!measured.ok()) {
-      return Status(measured.error().code(), "request " + std::to_string(i + 1) + " of " +
-                                                 std::to_string(total) + " (" + request.id +
-                                                 "): " + measured.error().message());
-    }
-    measured->id = request.id;
-    measured->phase = request.phase;
-    if (reusable >= 0) {
-      measured->tokens_reusable = reusable;
-      const ServeUsage& u = measured->usage;
-      if (u.has_reprise && u.tokens_prefix >= 0 && u.tokens_reused >= 0 &&
-          u.tokens_recomputed >= 0) {
-        measured->tokens_found = u.tokens_prefix + u.tokens_reused + u.tokens_recomputed;
-      } else if (u.cached_tokens >= 0) {
-        measured->tokens_found = u.cached_tokens;
-      }
-    }
-    window.AddReply(request, measured->reply);
-    if (on_request) on_request(*measured, i, total);
-    run.requests.push_back(std::move(measured).value());
+  if (options.clients < 1) return InvalidArgumentError("clients must be >= 1");
+  if (options.clients > 1 && kind == workload::ServeTraceKind::kChatSession) {
+    return InvalidArgumentError(
+        "the chat-session trace is one conversation (each turn follows the last reply): it "
+        "takes one client");
   }
+  run.clients = options.clients;
+  // One client per concurrent request (a ServeClient sends one request at a time).
+  std::vector<std::unique_ptr<ServeClient>> clients;
+  clients.push_back(std::move(client));
+  while (static_cast<int>(clients.size()) < options.clients) {
+    REPRISE_ASSIGN_OR_RETURN(
+        std::unique_ptr<ServeClient> another,
+        ServeClient::Create(
+            {.url = options.url, .api_key = options.api_key, .now_ms = options.now_ms}));
+    clients.push_back(std::move(another));
+  }
+  const auto replay_start = std::chrono::steady_clock::now();
+  for (int wave = 0; wave < total; wave += options.clients) {
+    const int n = std::min(options.clients, total - wave);
+    std::vector<json> bodies;
+    std::vector<int64_t> reusable(static_cast<size_t>(n), -1);
+    for (int j = 0; j < n; ++j) {
+      const int i = wave + j;
+      const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
+      bodies.push_back(BuildChatBody(request, window.Messages(request), body_options));
+      if (options.count_reusable) {
+        Result<int64_t> counted = options.count_reusable(bodies.back());
+        if (!counted.ok()) {
+          return counted.error().WithContext("request " + std::to_string(i + 1) + " (" +
+                                             request.id + "): counting its reusable tokens");
+        }
+        reusable[static_cast<size_t>(j)] = *counted;
+      }
+    }
+    std::vector<Result<RequestMeasurement>> measured(static_cast<size_t>(n), Status::Ok());
+    if (n == 1) {
+      measured[0] = clients[0]->Send(bodies[0]);
+    } else {
+      std::vector<std::thread> senders;
+      for (int j = 0; j < n; ++j) {
+        senders.emplace_back([&, j] {
+          measured[static_cast<size_t>(j)] =
+              clients[static_cast<size_t>(j)]->Send(bodies[static_cast<size_t>(j)]);
+        });
+      }
+      for (std::thread& t : senders) t.join();
+    }
+    for (int j = 0; j < n; ++j) {
+      const int i = wave + j;
+      const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
+      Result<RequestMeasurement>& m = measured[static_cast<size_t>(j)];
+      if (!m.ok()) {
+        return Status(m.error().code(), "request " + std::to_string(i + 1) + " of " +
+                                            std::to_string(total) + " (" + request.id +
+                                            "): " + m.error().message());
+      }
+      m->id = request.id;
+      m->phase = request.phase;
+      if (reusable[static_cast<size_t>(j)] >= 0) {
+        m->tokens_reusable = reusable[static_cast<size_t>(j)];
+        const ServeUsage& u = m->usage;
+        if (u.has_reprise && u.tokens_prefix >= 0 && u.tokens_reused >= 0 &&
+            u.tokens_recomputed >= 0) {
+          m->tokens_found = u.tokens_prefix + u.tokens_reused + u.tokens_recomputed;
+        } else if (u.cached_tokens >= 0) {
+          m->tokens_found = u.cached_tokens;
+        }
+      }
+      window.AddReply(request, m->reply);
+      if (on_request) on_request(*m, i, total);
+      run.requests.push_back(std::move(m).value());
+    }
+  }
+  run.wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - replay_start)
+          .count();
   run.num_dropped_history_messages = window.num_dropped_messages();
   return run;
 }

@@ -276,8 +276,14 @@ struct ServeBenchRun {
   int context_tokens = 0;
   int num_dropped_history_messages = 0;  // chat-session
   std::vector<RequestMeasurement> requests;
+  // Requests sent at once (ServeBenchOptions::clients), and the wall time of the whole
+  // replay: completion tokens / wall time is the server's aggregate generation rate.
+  int clients = 1;
+  double wall_ms = 0.0;
 };
 
+// The completion tokens of every request that reported them.
+int64_t AggregateCompletionTokens(const ServeBenchRun& run);
 std::string ServeBenchText(const ServeBenchRun& run);
 nlohmann::json ServeBenchJson(const ServeBenchRun& run);
 
@@ -297,6 +303,9 @@ struct ServeBenchOptions {
   int context_tokens = 0;
   DocumentsMode documents = DocumentsMode::kAuto;
   int max_catalog_skills = 0;  // agent: skills in the catalogue and drawn from (0 = all)
+  // Clients sending at once: the trace is replayed in waves of this many requests, each wave
+  // sent together and awaited (chat-session needs 1: each turn follows the last reply).
+  int clients = 1;
   uint64_t seed = 0;
   std::function<double()> now_ms;  // empty = steady_clock
   // Reuse recall: called with each request body, in order, before it is sent; returns the

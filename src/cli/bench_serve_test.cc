@@ -317,6 +317,7 @@ class FakeServer {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         bodies_.push_back(body);
+        arrivals_.push_back(std::chrono::steady_clock::now());
         turn = static_cast<int>(bodies_.size());
       }
       if (body.is_object() && body.contains("max_tokens") && body["max_tokens"] == 999) {
@@ -369,6 +370,10 @@ class FakeServer {
     std::lock_guard<std::mutex> lock(mutex_);
     return bodies_;
   }
+  std::vector<std::chrono::steady_clock::time_point> arrivals() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return arrivals_;
+  }
 
  private:
   httplib::Server server_;
@@ -376,6 +381,7 @@ class FakeServer {
   std::thread thread_;
   std::mutex mutex_;
   std::vector<json> bodies_;
+  std::vector<std::chrono::steady_clock::time_point> arrivals_;
 };
 
 TEST(ServeClientTest, StreamsAChatCompletionAndMeasuresIt) {
@@ -521,6 +527,50 @@ TEST(RunServeBenchTest, RecallSetsFoundAgainstReusableTokens) {
   EXPECT_NE(run.error().message().find("request 1 (chat"), std::string::npos)
       << run.error().message();
   EXPECT_EQ(server.bodies().size(), sent);
+}
+
+// --clients N sends the trace in waves of N requests at once (each answer takes >= 40 ms
+// here, so three requests sent one after the other would arrive >= 80 ms apart), keeps the trace's
+// order in the results and reports the aggregate completion rate.
+TEST(RunServeBenchTest, ClientsSendRequestsAtOnceInWaves) {
+  auto data = testing_support::SharedDataDir();
+  if (!data)
+    GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
+  FakeServer server;
+  Result<ServeBenchRun> run = RunServeBench({.url = server.url(),
+                                             .trace = "agent",
+                                             .data_dir = *data,
+                                             .num_requests = 6,
+                                             .context_tokens = 100000,
+                                             .clients = 3},
+                                            nullptr);
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  ASSERT_EQ(run->requests.size(), 6u);
+  EXPECT_EQ(run->clients, 3);
+  EXPECT_GT(run->wall_ms, 0.0);
+  EXPECT_EQ(AggregateCompletionTokens(*run), 6 * 3);  // the fake reports 3 tokens each
+  for (size_t i = 0; i < run->requests.size(); ++i) {
+    EXPECT_EQ(run->requests[i].id.rfind("agent:", 0), 0u) << run->requests[i].id;
+  }
+  const std::vector<std::chrono::steady_clock::time_point> arrivals = server.arrivals();
+  ASSERT_EQ(arrivals.size(), 6u);
+  for (size_t wave = 0; wave < 6; wave += 3) {
+    const auto [first, last] = std::minmax_element(arrivals.begin() + static_cast<long>(wave),
+                                                   arrivals.begin() + static_cast<long>(wave) + 3);
+    EXPECT_LT(*last - *first, std::chrono::milliseconds(60)) << "wave " << wave / 3;
+  }
+  EXPECT_NE(ServeBenchText(*run).find("with 3 clients at once"), std::string::npos);
+  EXPECT_EQ(ServeBenchJson(*run)["clients"], 3);
+
+  // One conversation cannot be sent by several clients.
+  run = RunServeBench({.url = server.url(),
+                       .trace = "chat-session",
+                       .data_dir = *data,
+                       .num_requests = 2,
+                       .clients = 2},
+                      nullptr);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.error().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(RunServeBenchTest, InlineForOtherServersAndErrorsNameTheRequest) {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "cli/bench_concurrent.h"
 #include "cli/bench_report.h"
 #include "cli/bench_serve.h"
 #include "cli/bench_sessions.h"
@@ -74,6 +75,7 @@ class BenchCommand : public Command {
     sub->require_subcommand(1);
     RegisterReuse(*sub);
     sessions_.Register(*sub);
+    concurrent_.Register(*sub);
     RegisterServe(*sub);
     prefill_ = sub->add_subcommand("prefill", "Prompt-processing tokens/s per prompt length");
     decode_ = sub->add_subcommand("decode", "Generation tokens/s");
@@ -111,6 +113,7 @@ class BenchCommand : public Command {
   int Run() override {
     if (reuse_->parsed()) return RunReuse();
     if (sessions_.parsed()) return sessions_.Run();
+    if (concurrent_.parsed()) return concurrent_.Run();
     if (serve_->parsed()) return RunServe();
     options_.run_prefill = prefill_->parsed();
     options_.run_decode = decode_->parsed();
@@ -405,6 +408,10 @@ class BenchCommand : public Command {
                   "agent: skills in the catalogue and drawn from (0 = all)")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
+    s->add_option("--clients", serve_options_.clients,
+                  "Requests sent at once (the trace in waves of this many; chat-session: 1)")
+        ->default_val(1)
+        ->check(IntegerIn(1, 256));
     s->add_option("--data", serve_options_.data_dir, "Shared data folder (holds workloads/)");
     s->add_option("--seed", serve_options_.seed, "Seed of the requests and the agent draws")
         ->default_val(0);
@@ -460,6 +467,7 @@ class BenchCommand : public Command {
 
   CLI::App* reuse_ = nullptr;
   BenchSessions sessions_;
+  BenchConcurrent concurrent_;
   CLI::App* serve_ = nullptr;
   ServeBenchOptions serve_options_;
   std::string serve_documents_ = "auto";
