@@ -46,6 +46,12 @@ struct ChunkKv {
   }
 };
 
+// Where an entry sits in the prefix tree, without its tokens or KV.
+struct ChunkLink {
+  ChunkId parent = kRootChunkId;
+  ContentHash content = 0;
+};
+
 struct ChunkEntry {
   ChunkId id = 0;          // prefix-tree node
   ChunkId parent = kRootChunkId;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,10 @@ class ChunkCache {
   // index alone: no KV is loaded, no hit counted, no recency changed. For deciding what to
   // store after a request, which is not a use of the chunk.
   virtual bool Contains(ChunkId id, bool require_exact) = 0;
+
+  // The parent and content of the entry with this id, from the index alone (no KV loaded,
+  // no hit counted), or nullopt when no such entry is cached.
+  virtual std::optional<ChunkLink> LinkOf(ChunkId id) = 0;
 
   // The entries whose parent is `parent` (for the longest common token prefix inside the
   // first chunk that misses the tree). Their `kv` may be null (not loaded): Find() the one

@@ -70,6 +70,13 @@ std::shared_ptr<const ChunkEntry> MemoryChunkCache::Find(ChunkId id) {
   return it->second.entry;
 }
 
+std::optional<ChunkLink> MemoryChunkCache::LinkOf(ChunkId id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return std::nullopt;
+  return ChunkLink{it->second.entry->parent, it->second.entry->content};
+}
+
 bool MemoryChunkCache::Contains(ChunkId id, bool require_exact) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = slots_.find(id);

@@ -21,6 +21,7 @@ class MemoryChunkCache : public ChunkCache {
 
   Status Insert(std::shared_ptr<const ChunkEntry> entry) override;
   std::shared_ptr<const ChunkEntry> Find(ChunkId id) override;
+  std::optional<ChunkLink> LinkOf(ChunkId id) override;
   bool Contains(ChunkId id, bool require_exact) override;
   std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) override;
   std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) override;

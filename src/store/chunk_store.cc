@@ -28,6 +28,7 @@ class NamespaceCache : public kv::ChunkCache {
   bool Contains(kv::ChunkId id, bool require_exact) override {
     return store_->Contains(ns_, id, require_exact);
   }
+  std::optional<kv::ChunkLink> LinkOf(kv::ChunkId id) override { return store_->LinkOf(ns_, id); }
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(kv::ChunkId parent) override {
     return store_->Children(ns_, parent);
   }
@@ -153,6 +154,18 @@ bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_ex
   }
   const std::optional<CatalogRow> row = flash_->Find(ns, id);
   return row.has_value() && (!require_exact || row->exact);
+}
+
+std::optional<kv::ChunkLink> ChunkStore::LinkOf(const std::string& ns, kv::ChunkId id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const PoolSlot* slot = pool_->Find(ns, id)) {
+      return kv::ChunkLink{slot->entry->parent, slot->entry->content};
+    }
+  }
+  const std::optional<CatalogRow> row = flash_->Find(ns, id);
+  if (!row) return std::nullopt;
+  return kv::ChunkLink{row->parent_id, row->content_hash};
 }
 
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadIntoPool(

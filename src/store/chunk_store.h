@@ -115,6 +115,9 @@ class ChunkStore : private WriteBackSink {
   Status Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry);
   std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
   bool Contains(const std::string& ns, kv::ChunkId id, bool require_exact);
+  // A chunk's parent and content from the pool's index or the catalog (no KV loaded), or
+  // nullopt.
+  std::optional<kv::ChunkLink> LinkOf(const std::string& ns, kv::ChunkId id);
   std::vector<std::shared_ptr<const kv::ChunkEntry>> Children(const std::string& ns,
                                                               kv::ChunkId parent);
   std::shared_ptr<const kv::ChunkEntry> FindByContent(const std::string& ns,
