@@ -59,6 +59,10 @@ enum class KvCodec : uint8_t {
 const char* KvCodecName(KvCodec codec);  // "f16", "int8"
 Result<KvCodec> ParseKvCodec(std::string_view name);  // Errors: InvalidArgument
 
+// EngineOptions::stable_recompute_min_deviation's default (docs/benchmarks.md, "Adaptive
+// recompute").
+inline constexpr double kDefaultStableRecomputeMinDeviation = 0.01;
+
 struct EngineOptions {
   std::string model_path;
   // KV cache size of each session, in tokens; 0 = the model's trained context, at most 4096.
@@ -88,6 +92,12 @@ struct EngineOptions {
   // layer (relative squared error of K below this) keep their cached KV, so a history that
   // only moved costs little. 0 = off (always the r share). In [0, 1].
   double recompute_min_deviation = 0.0;
+  // blend's adaptive recompute for reused tokens whose nearest context is as it was when they
+  // were cached (their 128 preceding tokens are the ones they followed then: a chat history
+  // that only moved): they keep their cached KV unless their relative K deviation reaches
+  // this. Tokens that lost their near context (documents in a new order) are recomputed by
+  // the r share as always. 0 = off. In [0, 1].
+  double stable_recompute_min_deviation = kDefaultStableRecomputeMinDeviation;
   // Memory for cached chunks, in MiB: the store's memory pool when `store_dir` is set, else
   // the memory cache of each namespace.
   int64_t cache_mb = 1024;

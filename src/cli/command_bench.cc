@@ -240,6 +240,18 @@ class BenchCommand : public Command {
                   "K deviation at the check layer is at least this (0 = off)")
         ->default_val(0.0)
         ->check(FiniteIn(0.0, 1.0));
+    s->add_option("--adaptive-stable", reuse_options_.reuse.stable_min_deviation,
+                  "Adaptive recompute for reused tokens of stable context only (their nearest "
+                  "tokens are the ones they followed when cached, e.g. a chat history that "
+                  "moved): recompute them only when their relative K deviation is at least "
+                  "this (0 = off)")
+        ->default_val(engine::ReuseOptions{}.stable_min_deviation)
+        ->check(FiniteIn(0.0, 1.0));
+    s->add_option("--stable-context", reuse_options_.reuse.stable_context_tokens,
+                  "Tokens of unchanged near context that make a reused token one of stable "
+                  "context (--adaptive-stable)")
+        ->default_val(engine::ReuseOptions{}.stable_context_tokens)
+        ->check(IntegerIn(1, 1 << 20));
     s->add_option("--guard", reuse_options_.reuse.guard_deviation,
                   "Quality guard: prefill a recompute call in full when the reused tokens it "
                   "leaves deviate more than this (relative, at the check layer); 0 = off")
@@ -320,6 +332,7 @@ class BenchCommand : public Command {
     if (reuse_options_.reuse.recompute_min_deviation > 0) {
       command += " --adaptive " + std::to_string(reuse_options_.reuse.recompute_min_deviation);
     }
+    command += " --adaptive-stable " + std::to_string(reuse_options_.reuse.stable_min_deviation);
     return command;
   }
 

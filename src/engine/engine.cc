@@ -50,6 +50,8 @@ static_assert(static_cast<int>(ReuseMethod::kNone) == static_cast<int>(engine::R
               static_cast<int>(ReuseMethod::kBlend) ==
                   static_cast<int>(engine::ReuseMethod::kBlend));
 
+static_assert(kDefaultStableRecomputeMinDeviation == engine::kDefaultStableMinDeviation);
+
 // What the sessions share besides the compiled model and the store: the options every session
 // is made with, the namespaces' caches and the slots of Engine::Generate.
 struct Engine::Shared {
@@ -105,6 +107,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.recompute_ratio = options.recompute_ratio;
     reuse.guard_deviation = options.quality_guard;
     reuse.recompute_min_deviation = options.recompute_min_deviation;
+    reuse.stable_min_deviation = options.stable_recompute_min_deviation;
     if (!options.calibration_dir.empty()) {
       const int threads =
           options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;

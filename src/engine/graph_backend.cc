@@ -51,6 +51,7 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
     b->recompute_context_->set_strict_shapes(options.strict_shapes);
     b->recompute_context_->set_abort_above(options.guard_deviation);
     b->recompute_context_->set_min_relative_deviation(options.recompute_min_deviation);
+    b->recompute_context_->set_stable_min_relative_deviation(options.stable_min_deviation);
   }
   const model::ModelConfig& c = m.config();
   REPRISE_ASSIGN_OR_RETURN(

@@ -41,6 +41,8 @@ struct GraphBackendOptions {
   // Adaptive recompute: selected rows whose relative deviation is below this are not
   // recomputed (graph::ExecutionContext::set_min_relative_deviation). 0 = off.
   double recompute_min_deviation = 0.0;
+  // The same for rows of stable context only (graph::kRowStableContext). 0 = off.
+  double stable_min_deviation = 0.0;
   int num_threads = 0;          // 0 = every usable core
   bool scalar_kernels = false;  // force the portable kernels (tests)
   bool strict_shapes = false;   // compute padding rows too, like a static NPU graph

@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "engine/kv_transfer.h"
+#include "reuse/stable_context.h"
 
 namespace reprise::engine {
 namespace {
@@ -50,8 +51,12 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   if (options.chunk_tokens < 1) return InvalidArgumentError("chunk size must be >= 1");
   if (options.force_first_tokens < 0) return InvalidArgumentError("force_first_tokens < 0");
   if (!(options.guard_deviation >= 0)) return InvalidArgumentError("guard deviation < 0");
-  if (!(options.recompute_min_deviation >= 0 && options.recompute_min_deviation <= 1)) {
+  if (!(options.recompute_min_deviation >= 0 && options.recompute_min_deviation <= 1) ||
+      !(options.stable_min_deviation >= 0 && options.stable_min_deviation <= 1)) {
     return InvalidArgumentError("the adaptive recompute threshold must be in [0, 1]");
+  }
+  if (options.stable_context_tokens < 1) {
+    return InvalidArgumentError("stable context tokens must be >= 1");
   }
   std::unique_ptr<ReuseSession> s(new ReuseSession(model, options, cache));
   s->fingerprint_ = model.fingerprint();
@@ -70,6 +75,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.refresh_check_layer = options.refresh_check_layer;
     graph_options.guard_deviation = options.guard_deviation;
     graph_options.recompute_min_deviation = options.recompute_min_deviation;
+    graph_options.stable_min_deviation = options.stable_min_deviation;
   }
   if (options.compiled) {
     if (&options.compiled->model() != &model) {
@@ -215,6 +221,11 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
   }
   REPRISE_ASSIGN_OR_RETURN(reuse::ChunkSchedule schedule, scheduler_->Schedule(runs));
   report.schedule = schedule.ToString();
+  std::vector<int> stable_context;
+  if (options_.stable_min_deviation > 0 && cache_ != nullptr) {
+    stable_context = reuse::StableContextLengths(
+        plan, chunks_, [this](kv::ChunkId id) { return cache_->LinkOf(id); });
+  }
   int recomputed = 0;
   for (const reuse::GraphCall& call : schedule.calls) {
     if (call.kind == reuse::CallKind::kPrefill) {
@@ -244,7 +255,11 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
         }
         forced = run_offset < options_.force_first_tokens;
       }
-      forced_[static_cast<size_t>(i - call.begin)] = forced ? 1 : 0;
+      const bool stable = !stable_context.empty() && t.kind == TokenKind::kNonPrefix &&
+                          stable_context[static_cast<size_t>(i)] >= options_.stable_context_tokens;
+      forced_[static_cast<size_t>(i - call.begin)] = forced   ? graph::kRowForced
+                                                     : stable ? graph::kRowStableContext
+                                                              : graph::kRowSelectable;
     }
     REPRISE_ASSIGN_OR_RETURN(
         std::span<const int32_t> selected,

@@ -29,6 +29,9 @@ enum class ReuseMethod : uint8_t { kNone, kPrefix, kFull, kBlend };
 const char* ReuseMethodName(ReuseMethod method);
 Result<ReuseMethod> ParseReuseMethod(std::string_view name);
 
+// ReuseOptions::stable_min_deviation's default (docs/benchmarks.md, "Adaptive recompute").
+inline constexpr double kDefaultStableMinDeviation = 0.01;
+
 struct ReuseOptions {
   ReuseMethod method = ReuseMethod::kBlend;
   int context_tokens = 4096;
@@ -55,6 +58,12 @@ struct ReuseOptions {
   // this keep their cached KV. A history that only moved recomputes little; reordered
   // documents still get what they need. 0 = off (always r·Ls).
   double recompute_min_deviation = 0.0;
+  // Adaptive recompute for reused tokens of stable context only (reuse/stable_context.h):
+  // those whose `stable_context_tokens` nearest tokens are, in order, the ones they followed
+  // when cached keep their KV when their relative deviation is below this. 0 = off. The
+  // defaults: docs/benchmarks.md, "Adaptive recompute".
+  double stable_min_deviation = kDefaultStableMinDeviation;
+  int stable_context_tokens = 128;
   int min_match_tokens = 32;
   int max_candidates = 32;
   // Graph latencies for the scheduler; 0 = proportional to capacity.

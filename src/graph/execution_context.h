@@ -32,6 +32,16 @@ struct KvBinding {
   int64_t head_dim = 0;
 };
 
+// How a recompute run treats a row (ExecutionContext::SetForcedRows).
+enum RowMode : uint8_t {
+  kRowSelectable = 0,  // recomputed when among the k rows of largest deviation
+  kRowForced = 1,      // always recomputed (new tokens, the prompt's last token)
+  // A reused row whose nearest context is as it was when cached (only context further back
+  // changed, e.g. a chat history that moved): as selectable, but left as cached when its
+  // relative deviation is below stable_min_relative_deviation().
+  kRowStableContext = 2,
+};
+
 // One row of a decode-batch run: the next token of one sequence, at `position` in that
 // sequence, written to `slot` of its own KV cache, attending to its first `num_visible_slots`.
 struct BatchRow {
@@ -74,10 +84,10 @@ class ExecutionContext {
   // writing the same slot of one cache); nothing is changed then.
   Status SetBatchInputs(std::span<const BatchRow> rows);
 
-  // Rows that a recompute graph must select whatever their deviation (new tokens, the
-  // prompt's last token): flags for the rows of the last SetInputs, 1 = forced. Rows not
-  // given are not forced. Reset by every SetInputs.
-  void SetForcedRows(std::span<const uint8_t> forced);
+  // How a recompute graph treats each row of the last SetInputs (a RowMode per row): rows a
+  // recompute graph must select whatever their deviation (new tokens, the prompt's last
+  // token) are kRowForced; rows not given are kRowSelectable. Reset by every SetInputs.
+  void SetForcedRows(std::span<const uint8_t> modes);
 
   // Binds the KV cache used by the next runs. Requires: the cache has the model's layer
   // count and dimensions.
@@ -113,6 +123,11 @@ class ExecutionContext {
   // deviation, so the selection is never empty. 0 = off: always k rows (default).
   void set_min_relative_deviation(double threshold) { min_relative_deviation_ = threshold; }
   double min_relative_deviation() const { return min_relative_deviation_; }
+  // The same for kRowStableContext rows only (the larger of the two applies to them). 0 = off.
+  void set_stable_min_relative_deviation(double threshold) {
+    stable_min_relative_deviation_ = threshold;
+  }
+  double stable_min_relative_deviation() const { return stable_min_relative_deviation_; }
   // Whether the last run stopped early (see set_abort_above). Reset by every SetInputs.
   bool aborted() const { return aborted_; }
   void set_aborted() { aborted_ = true; }
@@ -163,6 +178,7 @@ class ExecutionContext {
   std::vector<float> relative_deviation_;  // [capacity]
   double residual_deviation_ = 0.0;
   double min_relative_deviation_ = 0.0;
+  double stable_min_relative_deviation_ = 0.0;
   double abort_above_ = 0.0;
   bool aborted_ = false;
   int num_selected_ = 0;

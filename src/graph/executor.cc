@@ -262,7 +262,7 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
           out[m] = -std::numeric_limits<float>::infinity();
           continue;
         }
-        if (forced[m]) {
+        if (forced[m] == kRowForced) {
           out[m] = std::numeric_limits<float>::infinity();
           continue;
         }
@@ -310,15 +310,21 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     std::nth_element(order, order + k_eff, order + valid, larger);
     const float* relative = ctx.relative_deviation();
     const double min_relative = ctx.min_relative_deviation();
-    if (min_relative > 0 && k_eff > 0) {
-      // Adaptive recompute: keep forced rows and rows whose deviation is material; the
-      // largest-deviation row stays in any case (order[0..k_eff) holds the top k, unordered).
+    const double stable_min_relative = ctx.stable_min_relative_deviation();
+    if ((min_relative > 0 || stable_min_relative > 0) && k_eff > 0) {
+      // Adaptive recompute: keep forced rows and rows whose deviation is material (for rows
+      // of stable context, by their own threshold too); the largest-deviation row stays in
+      // any case (order[0..k_eff) holds the top k, unordered).
+      const uint8_t* modes = ctx.forced();
       const int32_t top = *std::min_element(order, order + k_eff, larger);
       int kept = 0;
       for (int j = 0; j < k_eff; ++j) {
         const int32_t m = order[j];
         const bool is_forced = std::isinf(deviation[m]) && deviation[m] > 0;
-        if (is_forced || m == top || relative[m] >= min_relative) order[kept++] = m;
+        const double threshold = modes[m] == kRowStableContext
+                                     ? std::max(min_relative, stable_min_relative)
+                                     : min_relative;
+        if (is_forced || m == top || relative[m] >= threshold) order[kept++] = m;
       }
       k_eff = kept;
     }
