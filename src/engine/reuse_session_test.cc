@@ -240,6 +240,52 @@ TEST_F(ReuseSessionTest, AdaptiveRecomputeSkipsTokensThatBarelyDeviate) {
   EXPECT_FALSE(ReuseSession::Create(*model, bad, &cache).ok());
 }
 
+// A chat whose window dropped its oldest turn: the turns after it keep their cached context
+// but for that turn, and adaptive recompute for stable context lets those that barely deviate
+// keep their KV. Documents in a new order are untouched by it.
+TEST_F(ReuseSessionTest, AMovedHistoryIsRecomputedByItsDeviationAReorderingIsNot) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  auto run = [&](const std::vector<PromptSegment>& earlier, const std::vector<PromptSegment>& now,
+                 double stable_min_deviation, PrefillReport* report) {
+    kv::MemoryChunkCache cache(64 << 20);
+    ReuseOptions options = Options(ReuseMethod::kBlend);
+    options.recompute_ratio = 0.5;
+    options.stable_min_deviation = stable_min_deviation;
+    options.stable_context_tokens = 16;
+    return Run(*model, options, &cache, {earlier}, now, report);
+  };
+  const std::vector<PromptSegment> chat = {{"system", Words(1, 15)}, {"turn", Words(2, 20)},
+                                           {"turn", Words(3, 25)}, {"turn", Words(4, 25)},
+                                           {"turn", Words(5, 25)}};
+  const std::vector<PromptSegment> moved = {{"system", Words(1, 15)}, {"turn", Words(3, 25)},
+                                            {"turn", Words(4, 25)}, {"turn", Words(5, 25)},
+                                            {"turn", Words(6, 6)}};
+  PrefillReport off, tiny, all;
+  const std::vector<float> off_logits = run(chat, moved, 0.0, &off);
+  // A threshold below every deviation changes nothing; one above all keeps the stable rows.
+  EXPECT_EQ(run(chat, moved, 1e-12, &tiny), off_logits);
+  EXPECT_EQ(tiny.tokens_recomputed, off.tokens_recomputed);
+  run(chat, moved, 1.0, &all);
+  ASSERT_GT(off.tokens_recomputed, 40) << off.plan << "\n" << off.schedule;
+  EXPECT_LT(all.tokens_recomputed, off.tokens_recomputed / 2) << all.schedule;
+  EXPECT_EQ(all.tokens_recomputed + all.tokens_nonprefix,
+            off.tokens_recomputed + off.tokens_nonprefix);
+
+  // Documents in a new order after a new note: no stable context, the same selection.
+  const std::vector<PromptSegment> docs = {{"system", Words(1, 30)}, {"document", Words(7, 50)},
+                                           {"document", Words(8, 60)}};
+  const std::vector<PromptSegment> reordered = {{"system", Words(1, 30)},
+                                                {"note", Words(9, 12)},
+                                                {"document", Words(8, 60)},
+                                                {"document", Words(7, 50)},
+                                                {"question", Words(5, 8)}};
+  PrefillReport docs_off, docs_all;
+  const std::vector<float> docs_off_logits = run(docs, reordered, 0.0, &docs_off);
+  EXPECT_EQ(run(docs, reordered, 1.0, &docs_all), docs_off_logits);
+  EXPECT_GT(docs_off.tokens_recomputed, 20) << docs_off.plan;
+  EXPECT_EQ(docs_all.tokens_recomputed, docs_off.tokens_recomputed);
+}
+
 // A document cached alone, as the first segment of a prompt (BOS before it), is the same
 // chunk when it comes later in another prompt: found whole by its content hash.
 TEST_F(ReuseSessionTest, ADocumentCachedAloneIsFoundWholeLaterInAPrompt) {
