@@ -1,6 +1,7 @@
 #include "reuse/stable_context.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace reprise::reuse {
 namespace {
@@ -16,19 +17,17 @@ bool IsParent(const kv::ChunkEntry& chunk, kv::ChunkId id, kv::ContentHash conte
 
 // Whether a chunk with id `id` or content `content` is a strict ancestor of `chunk`'s parent
 // within kMaxDeletedChunks hops: `chunk` followed it when cached, with the chunks between now
-// deleted.
+// deleted. One lookup per hop.
 bool FollowsAfterDeletion(const kv::ChunkEntry& chunk, kv::ChunkId id, kv::ContentHash content,
                           const LinkLookup& link_of) {
-  if (!link_of) return false;
-  kv::ChunkId node = chunk.parent;
-  for (int hop = 0; hop < kMaxDeletedChunks && node != kv::kRootChunkId; ++hop) {
-    const std::optional<kv::ChunkLink> link = link_of(node);
-    if (!link || link->parent == kv::kRootChunkId) return false;
-    if (link->parent == id) return true;
-    const std::optional<kv::ChunkLink> above = link_of(link->parent);
-    if (!above) return false;
-    if (above->content == content) return true;
-    node = link->parent;
+  if (!link_of || chunk.parent == kv::kRootChunkId) return false;
+  std::optional<kv::ChunkLink> link = link_of(chunk.parent);
+  for (int hop = 0; hop < kMaxDeletedChunks && link; ++hop) {
+    const kv::ChunkId parent = link->parent;
+    if (parent == kv::kRootChunkId) return false;
+    if (parent == id) return true;
+    link = link_of(parent);
+    if (link && link->content == content) return true;
   }
   return false;
 }
@@ -36,7 +35,17 @@ bool FollowsAfterDeletion(const kv::ChunkEntry& chunk, kv::ChunkId id, kv::Conte
 }  // namespace
 
 std::vector<int> StableContextLengths(const ReusePlan& plan, std::span<const PromptChunk> chunks,
-                                      const LinkLookup& link_of) {
+                                      const LinkLookup& lookup) {
+  // The chains of one prompt's sources share most of their ancestors: each is looked up once.
+  std::unordered_map<kv::ChunkId, std::optional<kv::ChunkLink>> known;
+  LinkLookup link_of;
+  if (lookup) {
+    link_of = [&](kv::ChunkId id) {
+      auto it = known.find(id);
+      if (it == known.end()) it = known.emplace(id, lookup(id)).first;
+      return it->second;
+    };
+  }
   const size_t n = plan.tokens.size();
   std::vector<int> lengths(n, -1);
   size_t chunk = 0;  // the prompt chunk holding token i - 1

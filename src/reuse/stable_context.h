@@ -23,8 +23,10 @@ namespace reprise::reuse {
 // (kv::ChunkCache::LinkOf).
 using LinkLookup = std::function<std::optional<kv::ChunkLink>(kv::ChunkId id)>;
 
-// How many chunks may lie deleted between a reused run and the tokens it now follows.
-inline constexpr int kMaxDeletedChunks = 64;
+// How many chunks may lie between a reused run and the tokens it now follows in its cached
+// chain: a chunk is often found in the chain of the request that computed it exactly, deep in
+// a long conversation, so the walk goes as far as a context of chunks reaches.
+inline constexpr int kMaxDeletedChunks = 1024;
 
 // For each prompt token of `plan`: when its context is its cached context with at most a
 // deleted block of chunks (kMaxDeletedChunks) between it and what now comes before it, how
