@@ -176,7 +176,20 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       const auto tokens = prompt.subspan(static_cast<size_t>(c.begin),
                                          static_cast<size_t>(c.end - c.begin));
       if (c.end - c.begin < options.min_whole_chunk_tokens) continue;
-      std::shared_ptr<const kv::ChunkEntry> same = cache.FindByContent(c.content);
+      // Of the entries with this content, the one cached right after the chunk that now comes
+      // before it (its chain continued) holds the KV of the most similar context: a chat
+      // turn whose text recurs (the same reply twice) is taken from this conversation's chain.
+      std::shared_ptr<const kv::ChunkEntry> same;
+      if (begin == c.begin && begin > 0) {
+        const TokenSource& before = plan.tokens[static_cast<size_t>(begin - 1)];
+        if (before.kind != TokenKind::kNew && before.source >= 0) {
+          const kv::ChunkEntry& previous = *plan.sources[static_cast<size_t>(before.source)];
+          if (before.source_token + 1 == static_cast<int>(previous.tokens.size())) {
+            same = cache.Find(kv::ChainId(previous.id, c.content));
+          }
+        }
+      }
+      if (!same) same = cache.FindByContent(c.content);
       if (same && SameTokens(*same, tokens)) {
         Label(plan, begin, c.end - begin, TokenKind::kNonPrefix, AddSource(plan, same),
               begin - c.begin);

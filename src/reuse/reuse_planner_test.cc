@@ -72,6 +72,24 @@ TEST(ReusePlannerTest, TheCachedPathIsPrefixAndAMovedDocumentIsNonPrefix) {
   }
 }
 
+// A chunk whose text recurs in several chains (the same reply in two conversations) is taken
+// from the chain that continues the chunk now before it, not from whichever is most recent.
+TEST(ReusePlannerTest, ARecurringChunkIsTakenFromTheChainThatContinuesItsPredecessor) {
+  kv::MemoryChunkCache cache(1 << 20);
+  const Tokens reply = Range(7000, 40);
+  CachePath(cache, {kSystem, kDocA, reply, kQuestion});
+  CachePath(cache, {Range(5000, 20), kDocB, reply});  // most recent copy of `reply`
+  const Prompt p = MakePrompt({Range(6000, 12), kDocA, reply, Range(9500, 10)});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  const TokenSource& doc = plan->tokens[static_cast<size_t>(p.chunks[1].begin)];
+  const TokenSource& rep = plan->tokens[static_cast<size_t>(p.chunks[2].begin)];
+  ASSERT_EQ(doc.kind, TokenKind::kNonPrefix);
+  ASSERT_EQ(rep.kind, TokenKind::kNonPrefix);
+  EXPECT_EQ(plan->sources[static_cast<size_t>(rep.source)]->parent,
+            plan->sources[static_cast<size_t>(doc.source)]->id);
+}
+
 TEST(ReusePlannerTest, PrefixContinuesInsideTheFirstChunkThatMisses) {
   kv::MemoryChunkCache cache(1 << 20);
   CachePath(cache, {kSystem, kDocA});
