@@ -80,11 +80,15 @@ Status ExecutionContext::SetInputs(std::span<const int32_t> tokens,
   }
   num_visible_slots_ = num_visible_slots;
   per_row_kv_ = false;
+  ResetRunState();
+  return Status::Ok();
+}
+
+void ExecutionContext::ResetRunState() {
   std::fill(forced_.begin(), forced_.end(), 0);
   num_selected_ = 0;
   residual_deviation_ = 0.0;
   aborted_ = false;
-  return Status::Ok();
 }
 
 Status ExecutionContext::SetBatchInputs(std::span<const BatchRow> rows) {
@@ -140,10 +144,7 @@ Status ExecutionContext::SetBatchInputs(std::span<const BatchRow> rows) {
   }
   per_row_kv_ = true;
   num_visible_slots_ = 0;
-  std::fill(forced_.begin(), forced_.end(), 0);
-  num_selected_ = 0;
-  residual_deviation_ = 0.0;
-  aborted_ = false;
+  ResetRunState();
   return Status::Ok();
 }
 

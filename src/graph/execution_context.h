@@ -162,6 +162,9 @@ class ExecutionContext {
 
  private:
   explicit ExecutionContext(const CompiledGraph& graph) : graph_(&graph) {}
+  // What a run leaves behind (forced rows, the selection, the guard's figures): cleared by
+  // every SetInputs / SetBatchInputs.
+  void ResetRunState();
 
   const CompiledGraph* graph_;
   std::unique_ptr<uint8_t, void (*)(void*)> arena_memory_{nullptr, nullptr};
