@@ -169,11 +169,13 @@ struct ReuseReport {
   int tokens_reused = 0;      // cached chunks at new positions, kept as they were
   int tokens_recomputed = 0;  // cached chunks at new positions, recomputed by selection
   int tokens_new = 0;         // computed from scratch
-  double match_ms = 0.0;      // finding and planning the reuse
+  double match_ms = 0.0;      // finding and planning the reuse (the cache's index only)
   double kv_prep_ms = 0.0;    // loading and re-rotating cached KV
   double compute_ms = 0.0;    // the graphs
-  int64_t chunks_from_memory = 0;  // cache lookups served from memory
-  int64_t chunks_from_flash = 0;   // ... loaded from the store's flash
+  // The cached chunks this prompt reuses: those that were in memory, and those read from the
+  // store's flash (this request's alone, whatever else runs in the namespace).
+  int64_t chunks_from_memory = 0;
+  int64_t chunks_from_flash = 0;
   int guard_fallbacks = 0;         // recompute calls the quality guard prefilled in full
 };
 

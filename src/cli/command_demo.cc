@@ -446,7 +446,6 @@ class DemoCommand : public Command {
   // later ones (nothing was stored in between, so the plan is the same; chunks read from
   // flash by the first try are now in memory) only keep the best TTFT.
   Status TryPrefill(MethodRun& run, const Segments& segments, bool first, MethodOutcome& out) {
-    const kv::ChunkCacheStats before = run.cache ? run.cache->stats() : kv::ChunkCacheStats{};
     REPRISE_ASSIGN_OR_RETURN(engine::PrefillReport report, run.session->Prefill(segments));
     if (!first) {
       out.report.ttft_ms = std::min(out.report.ttft_ms, report.ttft_ms);
@@ -454,11 +453,8 @@ class DemoCommand : public Command {
     }
     out.report = report;
     out.first_ttft_ms = report.ttft_ms;
-    if (run.cache) {
-      const kv::ChunkCacheStats after = run.cache->stats();
-      out.hits_memory = after.hits_pool - before.hits_pool;
-      out.hits_flash = after.hits_flash - before.hits_flash;
-    }
+    out.hits_memory = report.chunks_from_memory;
+    out.hits_flash = report.chunks_from_flash;
     return Status::Ok();
   }
 

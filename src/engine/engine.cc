@@ -315,17 +315,11 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     REPRISE_ASSIGN_OR_RETURN(kv::ChunkCache * cache, CacheOf(result.name_space));
     reuse.set_cache(cache);
     reuse.set_cancel(request.cancel);
-    // Lookups are counted per namespace: requests running at the same time in one
-    // namespace see each other's among theirs.
-    const kv::ChunkCacheStats before = cache ? cache->stats() : kv::ChunkCacheStats{};
     Result<engine::PrefillReport> report = reuse.Prefill(segments, request.max_prompt_tokens);
     reuse.set_cancel(nullptr);
     if (!report.ok()) return report.error();
-    if (cache) {
-      const kv::ChunkCacheStats after = cache->stats();
-      result.reuse.chunks_from_memory = after.hits_pool - before.hits_pool;
-      result.reuse.chunks_from_flash = after.hits_flash - before.hits_flash;
-    }
+    result.reuse.chunks_from_memory = report->chunks_from_memory;
+    result.reuse.chunks_from_flash = report->chunks_from_flash;
     result.prompt_tokens = reuse.prompt_tokens();
     stats.prompt_tokens = report->prompt_tokens;
     stats.prefill_ms = report->ttft_ms;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "base/check.h"
+#include "base/logging.h"
 #include "engine/kv_transfer.h"
 #include "reuse/stable_context.h"
 
@@ -162,7 +163,8 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
   return Status::Ok();
 }
 
-void ReuseSession::PrepareKv(const reuse::ReusePlan& plan) {
+std::vector<kv::ChunkId> ReuseSession::PrepareKv(const reuse::ReusePlan& plan,
+                                                 reuse::KvLoader& loader) {
   const model::PackedWeights& w = backend_->weights();
   const model::ModelConfig& c = w.config();
   const RopeLayout rope{w.rope_inv_freq().data(), c.rope_dims,
@@ -185,11 +187,62 @@ void ReuseSession::PrepareKv(const reuse::ReusePlan& plan) {
       }
       ++j;
     }
-    const kv::ChunkKv& chunk = *plan.sources[static_cast<size_t>(t.source)]->kv;
-    PlaceChunkKv(chunk, t.source_token,
-                 std::span<const int32_t>(positions_.data() + i, static_cast<size_t>(j - i)),
-                 backend_->kv_cache(), i, rope, kernels);
+    // A source that failed is reported by WaitAll; its tokens are planned again.
+    if (const std::shared_ptr<const kv::ChunkKv> chunk = loader.Wait(t.source)) {
+      PlaceChunkKv(*chunk, t.source_token,
+                   std::span<const int32_t>(positions_.data() + i, static_cast<size_t>(j - i)),
+                   backend_->kv_cache(), i, rope, kernels);
+    }
     i = j;
+  }
+  return loader.WaitAll();
+}
+
+Result<reuse::ReusePlan> ReuseSession::PlanAndPrepareKv(PrefillReport& report) {
+  const int n = static_cast<int>(prompt_.size());
+  reuse::ReusePlan plan;
+  if (options_.method == ReuseMethod::kNone) {
+    plan.tokens.assign(prompt_.size(), reuse::TokenSource{});
+    plan.num_new = n;
+    kv::ChunkId node = kv::kRootChunkId;
+    for (const reuse::PromptChunk& c : chunks_)
+      plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
+    return plan;
+  }
+  reuse::PlannerOptions planner;
+  planner.use_nonprefix = options_.method != ReuseMethod::kPrefix;
+  // full and blend continue a path an earlier request blended as it stands (a chat's next
+  // turn); prefix stays bit-exact.
+  planner.use_inexact_prefix = options_.method != ReuseMethod::kPrefix;
+  planner.min_match_tokens = options_.min_match_tokens;
+  planner.max_candidates = options_.max_candidates;
+  const model::ModelConfig& config = backend_->weights().config();
+  const reuse::KvShape shape{config.num_layers, config.num_kv_heads, config.head_dim};
+  for (int attempt = 1;; ++attempt) {
+    const auto match_start = std::chrono::steady_clock::now();
+    if (attempt == kMaxPlanAttempts) {
+      // Sources keep failing (a store being cleared under us): reuse nothing.
+      planner.use_prefix = false;
+      planner.use_nonprefix = false;
+    }
+    REPRISE_ASSIGN_OR_RETURN(plan, reuse::PlanReuse(prompt_, chunks_, *cache_, planner));
+    report.match_ms += MillisecondsSince(match_start);
+    const auto prep_start = std::chrono::steady_clock::now();
+    reuse::KvLoader loader(*cache_, plan, shape);
+    const std::vector<kv::ChunkId> failed = PrepareKv(plan, loader);
+    report.kv_prep_ms += MillisecondsSince(prep_start);
+    report.kv_load_wait_ms += loader.wait_ms();
+    if (failed.empty()) {
+      // The plan that stands: chunks read by an attempt that failed are in memory now.
+      report.chunks_from_memory = loader.num_from_memory();
+      report.chunks_from_flash = loader.num_read();
+      return plan;
+    }
+    REPRISE_LOG(kWarning) << failed.size() << " cached chunk(s) could not be loaded as planned "
+                          << "(evicted, damaged, or not what the index said); planning again "
+                          << "without them";
+    planner.excluded.insert(planner.excluded.end(), failed.begin(), failed.end());
+    ++report.replans;
   }
 }
 
@@ -303,25 +356,10 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
   report.prompt_tokens = n;
   backend_->Truncate(0);
 
-  // Match and plan.
-  reuse::ReusePlan plan;
-  if (options_.method == ReuseMethod::kNone) {
-    plan.tokens.assign(prompt_.size(), reuse::TokenSource{});
-    plan.num_new = n;
-    kv::ChunkId node = kv::kRootChunkId;
-    for (const reuse::PromptChunk& c : chunks_)
-      plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
-  } else {
-    reuse::PlannerOptions planner;
-    planner.use_nonprefix = options_.method != ReuseMethod::kPrefix;
-    // full and blend continue a path an earlier request blended as it stands (a chat's next
-    // turn); prefix stays bit-exact.
-    planner.use_inexact_prefix = options_.method != ReuseMethod::kPrefix;
-    planner.min_match_tokens = options_.min_match_tokens;
-    planner.max_candidates = options_.max_candidates;
-    REPRISE_ASSIGN_OR_RETURN(plan, reuse::PlanReuse(prompt_, chunks_, *cache_, planner));
-  }
+  // Match and plan (the index only), then load and place the reused KV. Matching's time
+  // includes tokenizing.
   report.match_ms = MillisecondsSince(start);
+  REPRISE_ASSIGN_OR_RETURN(const reuse::ReusePlan plan, PlanAndPrepareKv(report));
   report.tokens_prefix = plan.num_prefix;
   report.tokens_prefix_inexact = plan.num_prefix_inexact;
   report.tokens_new = plan.num_new;
@@ -337,11 +375,7 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
     }
   }
 
-  // Prepare KV: exact prefix and re-rotated non-prefix chunks into their slots.
-  const auto prep_start = std::chrono::steady_clock::now();
-  PrepareKv(plan);
   backend_->SetNumTokens(n);
-  report.kv_prep_ms = MillisecondsSince(prep_start);
 
   const auto compute_start = std::chrono::steady_clock::now();
   REPRISE_RETURN_IF_ERROR(Compute(plan, report));

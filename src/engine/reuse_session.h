@@ -19,6 +19,7 @@
 #include "engine/loaded_model.h"
 #include "engine/segment_chunker.h"
 #include "kv/chunk_cache.h"
+#include "reuse/kv_loader.h"
 #include "reuse/reuse_planner.h"
 #include "tokenizer/tokenizer.h"
 
@@ -102,8 +103,13 @@ struct PrefillReport {
   int tokens_recomputed = 0;  // reused, then recomputed by selection
   int tokens_new = 0;
   double ttft_ms = 0.0;  // prefill time: match + KV preparation + compute
-  double match_ms = 0.0;
-  double kv_prep_ms = 0.0;
+  double match_ms = 0.0;         // planning (the index only)
+  double kv_prep_ms = 0.0;       // loading and placing the reused KV
+  double kv_load_wait_ms = 0.0;  // of kv_prep_ms, waiting for reads (what placing did not hide)
+  // The plan's sources that were in memory, and those read from the cache's flash tier.
+  int chunks_from_memory = 0;
+  int chunks_from_flash = 0;
+  int replans = 0;  // plans made again because a source failed to load
   double compute_ms = 0.0;
   // blend: the largest residual deviation of a recompute call, and how many calls the quality
   // guard sent back through the prefill graph.
@@ -175,7 +181,14 @@ class ReuseSession {
   ReuseSession(const LoadedModel& model, const ReuseOptions& options, kv::ChunkCache* cache)
       : model_(&model), options_(options), cache_(cache) {}
   Status Tokenize(std::span<const PromptSegment> segments, int max_prompt_tokens);
-  void PrepareKv(const reuse::ReusePlan& plan);
+  static constexpr int kMaxPlanAttempts = 3;
+  // Plans the prompt (pure) and brings the planned KV in; a source that fails to load is
+  // excluded and the prompt planned again (at most kMaxPlanAttempts times, then nothing is
+  // reused). Fills the report's match, load and KV preparation figures.
+  Result<reuse::ReusePlan> PlanAndPrepareKv(PrefillReport& report);
+  // Places each source's KV, re-rotated, in the slots its tokens take, waiting on `loader`
+  // source by source; returns the ids of the sources that failed to load.
+  std::vector<kv::ChunkId> PrepareKv(const reuse::ReusePlan& plan, reuse::KvLoader& loader);
   Status RunNew(int begin, int end);
   Status CheckCancelled() const;
   Status Compute(const reuse::ReusePlan& plan, PrefillReport& report);

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "base/float16.h"
 #include "convert/model_maker.h"
 #include "engine/kv_transfer.h"
 #include "kv/memory_chunk_cache.h"
+#include "store/chunk_store.h"
+#include "store/kv_file.h"
 #include "support/temp_dir.h"
 
 namespace reprise::engine {
@@ -500,6 +503,64 @@ TEST_F(ReuseSessionTest, StoringIsNotAUseAndExactKvReplacesBlendedKv) {
   ASSERT_TRUE(exact->StoreChunks().ok());
   ASSERT_EQ(exact->chunk_ids(), ids);
   for (kv::ChunkId id : ids) EXPECT_TRUE(cache.Contains(id, true)) << id;
+}
+
+// Planning reads the store's index only; the KV comes from flash through the loader. A chunk
+// file damaged after it was catalogued fails its checks when it is loaded: the prompt is
+// planned again without it and that part computed — the logits of a full prefill, never the
+// damaged KV.
+TEST_F(ReuseSessionTest, AChunkFileDamagedOnFlashIsPlannedAroundNotUsed) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  const std::vector<PromptSegment> prompt = {
+      {"system", Words(1, 60)}, {"document", Words(7, 60)}, {"question", Words(5, 8)}};
+  const std::vector<float> reference =
+      Run(*model, Options(ReuseMethod::kNone), nullptr, {}, prompt);
+  testing_support::TempDir dir;
+  store::StoreOptions store_options;
+  store_options.dir = dir.path() + "/store";
+  store_options.model_fingerprint = model->fingerprint();
+  store_options.prefetch = false;
+  std::vector<kv::ChunkId> ids;
+  {
+    auto store = std::move(store::ChunkStore::Open(store_options)).value();
+    auto cache = store->OpenNamespace("app");
+    auto session =
+        std::move(ReuseSession::Create(*model, Options(ReuseMethod::kPrefix), cache.get())).value();
+    ASSERT_TRUE(session->Prefill(prompt).ok());
+    ASSERT_TRUE(session->StoreChunks().ok());
+    ASSERT_TRUE(store->Flush().ok());
+    ids = session->chunk_ids();
+  }
+  ASSERT_GE(ids.size(), 3u);
+  {
+    // One byte of the second chunk's KV flipped on flash.
+    const std::string path = store_options.dir + "/" + store::KvFileName("app", ids[1]);
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(file.good()) << path;
+    file.seekg(0, std::ios::end);
+    const std::streamoff size = file.tellg();
+    file.seekg(size / 2);
+    char byte = 0;
+    file.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x40);
+    file.seekp(size / 2);
+    file.write(&byte, 1);
+  }
+  auto store = std::move(store::ChunkStore::Open(store_options)).value();
+  auto cache = store->OpenNamespace("app");
+  auto session =
+      std::move(ReuseSession::Create(*model, Options(ReuseMethod::kPrefix), cache.get())).value();
+  Result<PrefillReport> report = session->Prefill(prompt);
+  ASSERT_TRUE(report.ok()) << report.error().ToString();
+  EXPECT_EQ(report->replans, 1) << report->plan;
+  // Only the chunk before the damaged one is still a prefix (read from flash by the first
+  // plan, from memory by the second).
+  EXPECT_EQ(report->chunks_from_flash + report->chunks_from_memory, 1);
+  EXPECT_GT(report->tokens_prefix, 0);
+  EXPECT_LT(report->tokens_prefix, report->prompt_tokens / 2) << report->plan;
+  const std::vector<float> logits(session->logits().begin(), session->logits().end());
+  EXPECT_LT(RelativeError(logits, reference), 1e-6);
+  EXPECT_EQ(store->Stats().corrupt_dropped, 1);
 }
 
 // A chat's next turn after a blended turn: the previous prompt is this one's start, so blend

@@ -46,8 +46,16 @@ class ChunkCache {
   // exceeds the budget; implementation-specific I/O errors.
   virtual Status Insert(std::shared_ptr<const ChunkEntry> entry) = 0;
 
-  // The entry with this prefix-tree id, or null.
+  // The entry with this prefix-tree id, its KV loaded (from flash when it is not in memory),
+  // counted as a hit and a use; or null. For using a chunk (KvLoader); planning peeks.
   virtual std::shared_ptr<const ChunkEntry> Find(ChunkId id) = 0;
+
+  // Planning's lookups, from the index alone: the entry's id, links, exactness and tokens; its
+  // `kv` is set only when the entry is already in memory (a reference), else null. Nothing is
+  // loaded, no hit counted, no recency changed. Peek: by prefix-tree id; PeekByContent: the
+  // entry FindByContent would return.
+  virtual std::shared_ptr<const ChunkEntry> Peek(ChunkId id) = 0;
+  virtual std::shared_ptr<const ChunkEntry> PeekByContent(ContentHash content) = 0;
 
   // Whether an entry with this id is cached (with exact KV, when `require_exact`), from the
   // index alone: no KV is loaded, no hit counted, no recency changed. For deciding what to

@@ -93,8 +93,7 @@ std::vector<std::shared_ptr<const ChunkEntry>> MemoryChunkCache::Children(ChunkI
   return out;
 }
 
-std::shared_ptr<const ChunkEntry> MemoryChunkCache::FindByContent(ContentHash content) {
-  std::lock_guard<std::mutex> lock(mutex_);
+MemoryChunkCache::Slot* MemoryChunkCache::BestByContent(ContentHash content) {
   Slot* best = nullptr;
   auto range = by_content_.equal_range(content);
   for (auto it = range.first; it != range.second; ++it) {
@@ -103,10 +102,28 @@ std::shared_ptr<const ChunkEntry> MemoryChunkCache::FindByContent(ContentHash co
     // so keep the first found among equals: the multimap holds few entries per content).
     if (best == nullptr || (slot.entry->exact && !best->entry->exact)) best = &slot;
   }
+  return best;
+}
+
+std::shared_ptr<const ChunkEntry> MemoryChunkCache::FindByContent(ContentHash content) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot* best = BestByContent(content);
   if (best == nullptr) return nullptr;
   Touch(*best);
   ++hits_;
   return best->entry;
+}
+
+std::shared_ptr<const ChunkEntry> MemoryChunkCache::Peek(ChunkId id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = slots_.find(id);
+  return it == slots_.end() ? nullptr : it->second.entry;
+}
+
+std::shared_ptr<const ChunkEntry> MemoryChunkCache::PeekByContent(ContentHash content) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Slot* best = BestByContent(content);
+  return best == nullptr ? nullptr : best->entry;
 }
 
 std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int32_t> tokens,

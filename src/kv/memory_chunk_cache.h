@@ -21,6 +21,8 @@ class MemoryChunkCache : public ChunkCache {
 
   Status Insert(std::shared_ptr<const ChunkEntry> entry) override;
   std::shared_ptr<const ChunkEntry> Find(ChunkId id) override;
+  std::shared_ptr<const ChunkEntry> Peek(ChunkId id) override;
+  std::shared_ptr<const ChunkEntry> PeekByContent(ContentHash content) override;
   std::optional<ChunkLink> LinkOf(ChunkId id) override;
   bool Contains(ChunkId id, bool require_exact) override;
   std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) override;
@@ -37,6 +39,8 @@ class MemoryChunkCache : public ChunkCache {
     std::list<ChunkId>::iterator lru;  // position in lru_ (front = most recent)
   };
   void Touch(Slot& slot) REPRISE_REQUIRES(mutex_);
+  // The slot FindByContent uses: exact entries first; or null.
+  Slot* BestByContent(ContentHash content) REPRISE_REQUIRES(mutex_);
   void Erase(ChunkId id) REPRISE_REQUIRES(mutex_);
   void EvictToBudget() REPRISE_REQUIRES(mutex_);
 

@@ -7,10 +7,20 @@
 namespace reprise::reuse {
 namespace {
 
+// The entry's tokens are `tokens` (and its KV, when it is in memory, holds that many).
 bool SameTokens(const kv::ChunkEntry& entry, std::span<const int32_t> tokens) {
-  return entry.kv && entry.tokens.size() == tokens.size() &&
+  return entry.tokens.size() == tokens.size() &&
          std::equal(tokens.begin(), tokens.end(), entry.tokens.begin()) &&
-         entry.kv->num_tokens == static_cast<int>(tokens.size());
+         (!entry.kv || entry.kv->num_tokens == static_cast<int>(tokens.size()));
+}
+
+// An entry the planner may use: present, not excluded, its in-memory KV (if any) the size of
+// its tokens.
+bool Usable(const std::shared_ptr<const kv::ChunkEntry>& entry, const PlannerOptions& options) {
+  if (!entry) return false;
+  if (entry->kv && entry->kv->num_tokens != static_cast<int>(entry->tokens.size())) return false;
+  return std::find(options.excluded.begin(), options.excluded.end(), entry->id) ==
+         options.excluded.end();
 }
 
 int AddSource(ReusePlan& plan, std::shared_ptr<const kv::ChunkEntry> entry) {
@@ -29,44 +39,29 @@ void Label(ReusePlan& plan, int begin, int count, TokenKind kind, int source, in
 
 // Greedily reuses the longest common substrings between the unmatched tokens
 // [begin, end) of the prompt and candidate chunks, recursing into what is left on each side.
-// A candidate without KV is loaded when a span is taken from it; one that cannot be (evicted
-// meanwhile, a bad file) is dropped from `candidates` and the next best is taken.
 void MatchSubstrings(std::span<const int32_t> prompt, int begin, int end,
-                     std::vector<std::shared_ptr<const kv::ChunkEntry>>& candidates,
-                     kv::ChunkCache& cache, SuffixAutomaton& automaton,
-                     const PlannerOptions& options, ReusePlan& plan, int depth) {
+                     std::span<const std::shared_ptr<const kv::ChunkEntry>> candidates,
+                     SuffixAutomaton& automaton, const PlannerOptions& options, ReusePlan& plan,
+                     int depth) {
   if (end - begin < options.min_match_tokens || depth > 8) return;
   automaton.Build(prompt.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)));
   CommonSubstring best;
   int best_candidate = -1;
-  while (true) {
-    best = CommonSubstring{};
-    best_candidate = -1;
-    for (size_t c = 0; c < candidates.size(); ++c) {
-      const CommonSubstring m = automaton.Match(candidates[c]->tokens);
-      if (m.length > best.length) {
-        best = m;
-        best_candidate = static_cast<int>(c);
-      }
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const CommonSubstring m = automaton.Match(candidates[c]->tokens);
+    if (m.length > best.length) {
+      best = m;
+      best_candidate = static_cast<int>(c);
     }
-    if (best_candidate < 0 || best.length < options.min_match_tokens) return;
-    std::shared_ptr<const kv::ChunkEntry>& chosen = candidates[static_cast<size_t>(best_candidate)];
-    if (chosen->kv) break;
-    std::shared_ptr<const kv::ChunkEntry> loaded = cache.Find(chosen->id);
-    if (loaded && loaded->kv && loaded->tokens == chosen->tokens &&
-        loaded->kv->num_tokens == static_cast<int>(loaded->tokens.size())) {
-      chosen = std::move(loaded);
-      break;
-    }
-    candidates.erase(candidates.begin() + best_candidate);
   }
+  if (best_candidate < 0 || best.length < options.min_match_tokens) return;
   // In the automaton's terms the prompt span is `a`, the candidate `b`.
   const int start = begin + best.a_begin;
   const int source = AddSource(plan, candidates[static_cast<size_t>(best_candidate)]);
   Label(plan, start, best.length, TokenKind::kNonPrefix, source, best.b_begin);
   ++plan.num_substring_matches;
-  MatchSubstrings(prompt, begin, start, candidates, cache, automaton, options, plan, depth + 1);
-  MatchSubstrings(prompt, start + best.length, end, candidates, cache, automaton, options, plan,
+  MatchSubstrings(prompt, begin, start, candidates, automaton, options, plan, depth + 1);
+  MatchSubstrings(prompt, start + best.length, end, candidates, automaton, options, plan,
                   depth + 1);
 }
 
@@ -127,8 +122,9 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       const PromptChunk& c = chunks[i];
       const auto tokens = prompt.subspan(static_cast<size_t>(c.begin),
                                          static_cast<size_t>(c.end - c.begin));
-      std::shared_ptr<const kv::ChunkEntry> entry = cache.Find(plan.chunk_ids[i]);
-      if (entry && usable(*entry) && entry->parent == parent && SameTokens(*entry, tokens)) {
+      std::shared_ptr<const kv::ChunkEntry> entry = cache.Peek(plan.chunk_ids[i]);
+      if (Usable(entry, options) && usable(*entry) && entry->parent == parent &&
+          SameTokens(*entry, tokens)) {
         if (!entry->exact && plan.first_inexact_prefix_token < 0) {
           plan.first_inexact_prefix_token = c.begin;
         }
@@ -142,7 +138,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       int best = 0;
       std::shared_ptr<const kv::ChunkEntry> best_child;
       for (const auto& child : cache.Children(parent)) {
-        if (!usable(*child)) continue;
+        if (!Usable(child, options) || !usable(*child)) continue;
         const size_t n = std::min(child->tokens.size(), tokens.size());
         size_t k = 0;
         while (k < n && child->tokens[k] == tokens[k]) ++k;
@@ -151,10 +147,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
           best_child = child;
         }
       }
-      // Children may come without KV (a store lists them from its catalog): load the best.
-      if (best > 0 && !best_child->kv) best_child = cache.Find(best_child->id);
-      if (best > 0 && best_child && best_child->kv &&
-          best_child->kv->num_tokens == static_cast<int>(best_child->tokens.size())) {
+      if (best > 0) {
         if (!best_child->exact && plan.first_inexact_prefix_token < 0) {
           plan.first_inexact_prefix_token = c.begin;
         }
@@ -185,12 +178,13 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
         if (before.kind != TokenKind::kNew && before.source >= 0) {
           const kv::ChunkEntry& previous = *plan.sources[static_cast<size_t>(before.source)];
           if (before.source_token + 1 == static_cast<int>(previous.tokens.size())) {
-            same = cache.Find(kv::ChainId(previous.id, c.content));
+            same = cache.Peek(kv::ChainId(previous.id, c.content));
+            if (!Usable(same, options)) same = nullptr;
           }
         }
       }
-      if (!same) same = cache.FindByContent(c.content);
-      if (same && SameTokens(*same, tokens)) {
+      if (!same) same = cache.PeekByContent(c.content);
+      if (Usable(same, options) && SameTokens(*same, tokens)) {
         Label(plan, begin, c.end - begin, TokenKind::kNonPrefix, AddSource(plan, same),
               begin - c.begin);
         ++plan.num_whole_chunk_matches;
@@ -203,10 +197,10 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       for (kv::ChunkCandidate& candidate :
            cache.FindCandidates(unmatched, {}, options.max_candidates)) {
         std::shared_ptr<const kv::ChunkEntry> entry = std::move(candidate.entry);
-        if (!entry) entry = cache.Find(candidate.id);
-        if (entry) candidates.push_back(std::move(entry));
+        if (!entry) entry = cache.Peek(candidate.id);
+        if (Usable(entry, options)) candidates.push_back(std::move(entry));
       }
-      MatchSubstrings(prompt, begin, c.end, candidates, cache, automaton, options, plan, 0);
+      MatchSubstrings(prompt, begin, c.end, candidates, automaton, options, plan, 0);
     }
   }
 

@@ -11,9 +11,11 @@
 //     chunk that shares kGuaranteedSpanTokens tokens with the unmatched part, up to
 //     `max_candidates`), and the longest common token substring with each (a suffix
 //     automaton); spans of at least `min_match_tokens` are reused, greedily, best first, in
-//     the parts of the chunk still unmatched. Candidates may come without KV (a store lists
-//     them from its catalog): only those a span is taken from are loaded.
-// The planner only reads the cache; it does no I/O of its own and changes nothing.
+//     the parts of the chunk still unmatched.
+// Planning is pure: it reads the cache's index only (ChunkCache::Peek, PeekByContent,
+// Children, FindCandidates), loads no KV, counts no hit and changes nothing. The plan's
+// `sources` are the entries as the index describes them — their `kv` set only when they were
+// in memory — and KvLoader (kv_loader.h) brings their KV in, verified against the plan.
 #pragma once
 
 #include <memory>
@@ -44,6 +46,8 @@ struct TokenSource {
 
 struct ReusePlan {
   std::vector<TokenSource> tokens;  // [prompt length]
+  // The cached entries the reused tokens come from (tokens, links, exactness; `kv` only for
+  // those that were in memory): what KvLoader loads.
   std::vector<std::shared_ptr<const kv::ChunkEntry>> sources;
   int num_prefix = 0;
   // Of the prefix tokens, those from the first inexact entry of the walk on (their KV, and
@@ -85,6 +89,9 @@ struct PlannerOptions {
   int max_candidates = 32;
   // The last prompt token must run through the model (its logits start generation).
   bool force_last_token_new = true;
+  // Entries not to use: those whose KV could not be loaded as an earlier plan expected
+  // (evicted since, a damaged file, tokens that differ from the index's).
+  std::vector<kv::ChunkId> excluded;
 };
 
 // Requires: chunks are consecutive, cover [0, prompt.size()), and carry their content hashes.

@@ -35,6 +35,12 @@ class NamespaceCache : public kv::ChunkCache {
   std::shared_ptr<const kv::ChunkEntry> FindByContent(kv::ContentHash content) override {
     return store_->FindByContent(ns_, content);
   }
+  std::shared_ptr<const kv::ChunkEntry> Peek(kv::ChunkId id) override {
+    return store_->Peek(ns_, id);
+  }
+  std::shared_ptr<const kv::ChunkEntry> PeekByContent(kv::ContentHash content) override {
+    return store_->PeekByContent(ns_, content);
+  }
   std::vector<kv::ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
                                                  std::string_view text,
                                                  int max_candidates) override {
@@ -154,6 +160,25 @@ bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_ex
   }
   const std::optional<CatalogRow> row = flash_->Find(ns, id);
   return row.has_value() && (!require_exact || row->exact);
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::Peek(const std::string& ns, kv::ChunkId id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const PoolSlot* slot = pool_->Find(ns, id)) return slot->entry;
+  }
+  const std::optional<CatalogRow> row = flash_->Find(ns, id);
+  return row ? Skeleton(*row) : nullptr;
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::PeekByContent(const std::string& ns,
+                                                                kv::ContentHash content) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const PoolSlot* slot = pool_->FindByContent(ns, content)) return slot->entry;
+  }
+  const std::optional<CatalogRow> row = flash_->FindByContent(ns, content);
+  return row ? Skeleton(*row) : nullptr;
 }
 
 std::optional<kv::ChunkLink> ChunkStore::LinkOf(const std::string& ns, kv::ChunkId id) {

@@ -115,6 +115,11 @@ class ChunkStore : private WriteBackSink {
   Status Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry);
   std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
   bool Contains(const std::string& ns, kv::ChunkId id, bool require_exact);
+  // kv::ChunkCache::Peek / PeekByContent: the pool's entry (with its KV) or the catalog's row
+  // as an entry without KV; nothing loaded or counted.
+  std::shared_ptr<const kv::ChunkEntry> Peek(const std::string& ns, kv::ChunkId id);
+  std::shared_ptr<const kv::ChunkEntry> PeekByContent(const std::string& ns,
+                                                      kv::ContentHash content);
   // A chunk's parent and content from the pool's index or the catalog (no KV loaded), or
   // nullopt.
   std::optional<kv::ChunkLink> LinkOf(const std::string& ns, kv::ChunkId id);

@@ -132,9 +132,8 @@ std::shared_ptr<const kv::ChunkEntry> MemoryPool::Use(const std::string& name_sp
   return slot->entry;
 }
 
-std::shared_ptr<const kv::ChunkEntry> MemoryPool::UseByContent(const std::string& name_space,
-                                                               kv::ContentHash content,
-                                                               double now_s) {
+const PoolSlot* MemoryPool::FindByContent(const std::string& name_space,
+                                          kv::ContentHash content) const {
   auto it = by_content_.find(PoolKey{name_space, content});
   if (it == by_content_.end()) return nullptr;
   const PoolSlot* best = nullptr;
@@ -144,6 +143,13 @@ std::shared_ptr<const kv::ChunkEntry> MemoryPool::UseByContent(const std::string
     if (slot == nullptr) continue;
     if (best == nullptr || (slot->entry->exact && !best->entry->exact)) best = slot;
   }
+  return best;
+}
+
+std::shared_ptr<const kv::ChunkEntry> MemoryPool::UseByContent(const std::string& name_space,
+                                                               kv::ContentHash content,
+                                                               double now_s) {
+  const PoolSlot* best = FindByContent(name_space, content);
   if (best == nullptr) return nullptr;
   policy_->Touch(PolicyChunkId(name_space, best->entry->id), now_s);
   return best->entry;

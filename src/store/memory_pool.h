@@ -70,8 +70,10 @@ class MemoryPool {
   // Find, counted as a use at `now_s` (eviction recency).
   std::shared_ptr<const kv::ChunkEntry> Use(const std::string& name_space, kv::ChunkId id,
                                             double now_s);
-  // A chunk with this content — an exact one if any, else the latest placed — counted as a
-  // use; or null.
+  // A chunk with this content — an exact one if any, else the latest placed — or null.
+  // Valid until the pool changes.
+  const PoolSlot* FindByContent(const std::string& name_space, kv::ContentHash content) const;
+  // FindByContent, counted as a use at `now_s`.
   std::shared_ptr<const kv::ChunkEntry> UseByContent(const std::string& name_space,
                                                      kv::ContentHash content, double now_s);
   // The chunks whose parent is `parent`.

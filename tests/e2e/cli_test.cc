@@ -255,11 +255,14 @@ TEST_F(CliTest, StoreKeepsKvAcrossRunsAndCacheCommandsWork) {
     ++corrupted;
   }
   ASSERT_GE(corrupted, 1);
-  // The run drops what it reads (the first chunk of the prefix walk; storing afterwards loads
-  // nothing), gc verifies every file and drops the rest; the count persists across processes.
+  // The run plans from the catalog, then loads every chunk of the plan: each fails its
+  // checks and is dropped, and the prompt is planned again without them (storing afterwards
+  // loads nothing); gc verifies every file; the count persists across processes.
   Outcome after = Reprise(run);
   ASSERT_EQ(after.exit_code, 0) << after.err;
-  EXPECT_NE(after.err.find(" 1 corrupt dropped"), std::string::npos) << after.err;
+  EXPECT_NE(after.err.find(" " + std::to_string(corrupted) + " corrupt dropped"), std::string::npos)
+      << after.err;
+  EXPECT_NE(after.err.find(" 0 prefix-reused"), std::string::npos) << after.err;
   ASSERT_EQ(Reprise("cache gc --store " + store.path()).exit_code, 0);
   Outcome counted = Reprise("cache stats --json --store " + store.path());
   ASSERT_EQ(counted.exit_code, 0) << counted.err;
