@@ -166,14 +166,16 @@ class CacheCommand : public Command {
                         {"tokens", r.num_tokens},
                         {"bytes", r.file_bytes},
                         {"exact", r.exact},
+                        {"made", kv::DescribeProvenance(r.provenance)},
                         {"pinned", r.pinned},
                         {"codec", std::string(store::KvCodecName(r.codec))},
                         {"accesses", r.access_count}});
       } else {
-        std::printf("%-12s %s parent %s %5d tokens %9llu bytes %s%s %s\n",
+        std::printf("%-12s %s parent %s %5d tokens %9llu bytes %s%s %s (%s)\n",
                     EscapeName(r.name_space).c_str(), id.c_str(), parent.c_str(), r.num_tokens,
                     static_cast<unsigned long long>(r.file_bytes), r.exact ? "exact" : "approx",
-                    r.pinned ? " pinned" : "", std::string(store::KvCodecName(r.codec)).c_str());
+                    r.pinned ? " pinned" : "", std::string(store::KvCodecName(r.codec)).c_str(),
+                    kv::DescribeProvenance(r.provenance).c_str());
       }
     }
     if (json_) std::printf("%s\n", DumpJson(list).c_str());

@@ -391,6 +391,22 @@ Result<std::span<const float>> ReuseSession::Decode(int32_t token) {
   return backend_->Append(one);
 }
 
+kv::KvProvenance ReuseSession::ProvenanceOf(int begin, int end) const {
+  kv::KvProvenance provenance;
+  provenance.origin = kv::KvOrigin::kComputed;
+  for (int i = begin; i < end; ++i) {
+    if (planned_kinds_[static_cast<size_t>(i)] != TokenKind::kNonPrefix) continue;
+    provenance.origin = kv::KvOrigin::kBlended;
+    if (options_.method == ReuseMethod::kBlend) {
+      provenance.recompute_ratio = static_cast<float>(options_.recompute_ratio);
+      provenance.check_layer =
+          std::min(options_.check_layer, backend_->weights().config().num_layers - 1);
+    }
+    break;
+  }
+  return provenance;
+}
+
 Result<double> ReuseSession::StoreChunks() {
   const auto start = std::chrono::steady_clock::now();
   // Only a completed prefill's KV is stored (one that failed or was cancelled left part of
@@ -410,6 +426,7 @@ Result<double> ReuseSession::StoreChunks() {
     entry->parent = i == 0 ? kv::kRootChunkId : chunk_ids_[i - 1];
     entry->content = c.content;
     entry->exact = exact;
+    entry->provenance = ProvenanceOf(c.begin, c.end);
     entry->tokens.assign(prompt_.begin() + c.begin, prompt_.begin() + c.end);
     // Kept in the KV file for inspection; decoded here, off the time-to-first-token path.
     entry->text = model_->tokenizer().Decode(entry->tokens, tokenizer::DecodeOptions{true, false});
@@ -475,6 +492,7 @@ Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
       entry->parent = parent;
       entry->content = content;
       entry->exact = exact;
+      entry->provenance.origin = kv::KvOrigin::kComputed;  // the reply ran through the model
       entry->tokens.assign(ids.begin(), ids.end());
       entry->text = tok.Decode(ids, tokenizer::DecodeOptions{true, false});
       entry->kv = std::make_shared<kv::ChunkKv>(ExtractChunkKv(

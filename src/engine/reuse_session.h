@@ -182,6 +182,10 @@ class ReuseSession {
       : model_(&model), options_(options), cache_(cache) {}
   Status Tokenize(std::span<const PromptSegment> segments, int max_prompt_tokens);
   static constexpr int kMaxPlanAttempts = 3;
+  // How the KV of prompt tokens [begin, end) was made by the last prefill: blended when any
+  // of them was reused at a new position (with blend's r and check layer; r = 0 for full),
+  // else computed.
+  kv::KvProvenance ProvenanceOf(int begin, int end) const;
   // Plans the prompt (pure) and brings the planned KV in; a source that fails to load is
   // excluded and the prompt planned again (at most kMaxPlanAttempts times, then nothing is
   // reused). Fills the report's match, load and KV preparation figures.

@@ -496,13 +496,32 @@ TEST_F(ReuseSessionTest, StoringIsNotAUseAndExactKvReplacesBlendedKv) {
     blended += !cache.Contains(id, true);
   }
   ASSERT_GT(blended, 0) << "the document after the system prompt was stored blended";
+  // Each records how it was made: the reused document blended with blend's r and check layer,
+  // the system prompt and question computed.
+  const ReuseOptions blend_options = Options(ReuseMethod::kBlend);
+  int num_blended = 0;
+  for (kv::ChunkId id : ids) {
+    const kv::KvProvenance made = cache.Peek(id)->provenance;
+    if (made.origin == kv::KvOrigin::kBlended) {
+      ++num_blended;
+      EXPECT_FLOAT_EQ(made.recompute_ratio, static_cast<float>(blend_options.recompute_ratio));
+      EXPECT_EQ(made.check_layer, blend_options.check_layer);
+    } else {
+      EXPECT_EQ(made.origin, kv::KvOrigin::kComputed) << kv::DescribeProvenance(made);
+    }
+  }
+  EXPECT_GT(num_blended, 0);
+  EXPECT_LT(num_blended, static_cast<int>(ids.size()));
   // A full computation of the same prompt (method prefix reuses only exact KV) upgrades them.
   auto exact =
       std::move(ReuseSession::Create(*model, Options(ReuseMethod::kPrefix), &cache)).value();
   ASSERT_TRUE(exact->Prefill(now).ok());
   ASSERT_TRUE(exact->StoreChunks().ok());
   ASSERT_EQ(exact->chunk_ids(), ids);
-  for (kv::ChunkId id : ids) EXPECT_TRUE(cache.Contains(id, true)) << id;
+  for (kv::ChunkId id : ids) {
+    EXPECT_TRUE(cache.Contains(id, true)) << id;
+    EXPECT_EQ(cache.Peek(id)->provenance.origin, kv::KvOrigin::kComputed);
+  }
 }
 
 // Planning reads the store's index only; the KV comes from flash through the loader. A chunk

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <cstdio>
+
 #include "base/check.h"
 
 namespace reprise::kv {
@@ -15,6 +17,23 @@ ChunkId ChainId(ChunkId parent, ContentHash content) {
   const uint64_t pair[2] = {parent, content};
   const ChunkId h = XXH3_64bits(pair, sizeof(pair));
   return h == kRootChunkId ? 1 : h;
+}
+
+std::string DescribeProvenance(const KvProvenance& provenance) {
+  switch (provenance.origin) {
+    case KvOrigin::kComputed:
+      return "computed";
+    case KvOrigin::kBlended: {
+      if (provenance.recompute_ratio <= 0.0f) return "reused as is";
+      char text[64];
+      std::snprintf(text, sizeof(text), "blended r=%.3g @layer %d",
+                    static_cast<double>(provenance.recompute_ratio), provenance.check_layer);
+      return text;
+    }
+    case KvOrigin::kUnknown:
+      break;
+  }
+  return "unknown";
 }
 
 void ChunkKv::Allocate() {

@@ -52,11 +52,33 @@ struct ChunkLink {
   ContentHash content = 0;
 };
 
+// How a chunk's own KV was made, recorded with it.
+enum class KvOrigin : uint8_t {
+  kUnknown = 0,   // stored before provenance was recorded
+  kComputed = 1,  // every token of the chunk ran through the model (a prefill)
+  kBlended = 2,   // reused from another position: `recompute_ratio` of the reused tokens'
+                  // budget recomputed, selected at `check_layer` (r = 0: kept as they were)
+};
+inline constexpr uint8_t kMaxKvOrigin = 2;
+
+struct KvProvenance {
+  KvOrigin origin = KvOrigin::kUnknown;
+  float recompute_ratio = 0.0f;  // kBlended: r in [0, 1]
+  int32_t check_layer = -1;      // kBlended with r > 0: the selection's layer; else -1
+  bool operator==(const KvProvenance&) const = default;
+};
+
+// "computed", "blended r=0.25 @layer 1", "reused as is", "unknown".
+std::string DescribeProvenance(const KvProvenance& provenance);
+
 struct ChunkEntry {
   ChunkId id = 0;          // prefix-tree node
   ChunkId parent = kRootChunkId;
   ContentHash content = 0;
-  bool exact = false;      // KV equals a full prefill of the path from the root
+  // KV equals a full prefill of the path from the root. A kComputed chunk is inexact when
+  // a blended chunk came before it; a kBlended one never is exact.
+  bool exact = false;
+  KvProvenance provenance;
   std::vector<int32_t> tokens;
   // The chunk's text (detokenized), kept in the store's KV file for inspection; may be
   // empty. Nothing looks chunks up by it.

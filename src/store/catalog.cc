@@ -22,22 +22,26 @@ namespace {
 #define REPRISE_CATALOG_COLUMNS                                                             \
   "row_id, namespace, chunk_id, parent_id, content_hash, exact, num_tokens, "               \
   "model_fingerprint, codec, file_name, file_bytes, payload_checksum, pinned, created_us, " \
-  "last_access_us, access_count, pool_hits, flash_hits, "
+  "last_access_us, access_count, pool_hits, flash_hits, kv_origin, recompute_ratio, "       \
+  "check_layer, "
 constexpr std::string_view kRowColumns = REPRISE_CATALOG_COLUMNS "tokens";
 constexpr std::string_view kRowColumnsNoTokens = REPRISE_CATALOG_COLUMNS "NULL";
 #undef REPRISE_CATALOG_COLUMNS
 
-// Parameters ?1..?18 in this order, shared by the INSERT and the replacing UPDATE.
+// Parameters ?1..?21 in this order, shared by the INSERT and the replacing UPDATE.
 constexpr std::string_view kInsertSql =
     "INSERT INTO chunks (namespace, chunk_id, parent_id, content_hash, exact, num_tokens, "
     "model_fingerprint, codec, file_name, file_bytes, payload_checksum, pinned, created_us, "
-    "last_access_us, access_count, pool_hits, flash_hits, tokens) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
+    "last_access_us, access_count, pool_hits, flash_hits, kv_origin, recompute_ratio, "
+    "check_layer, tokens) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+    "?19, ?20, ?21)";
 constexpr std::string_view kReplaceSql =
     "UPDATE chunks SET parent_id = ?3, content_hash = ?4, exact = ?5, num_tokens = ?6, "
     "model_fingerprint = ?7, codec = ?8, file_name = ?9, file_bytes = ?10, "
     "payload_checksum = ?11, pinned = ?12, created_us = ?13, last_access_us = ?14, "
-    "access_count = ?15, pool_hits = ?16, flash_hits = ?17, tokens = ?18 "
+    "access_count = ?15, pool_hits = ?16, flash_hits = ?17, kv_origin = ?18, "
+    "recompute_ratio = ?19, check_layer = ?20, tokens = ?21 "
     "WHERE namespace = ?1 AND chunk_id = ?2";
 
 std::vector<uint8_t> EncodeTokens(std::span<const int32_t> tokens) {
@@ -70,7 +74,10 @@ Status BindRow(SqliteStatement& s, const CatalogRow& row) {
   REPRISE_RETURN_IF_ERROR(s.BindInt64(15, row.access_count));
   REPRISE_RETURN_IF_ERROR(s.BindInt64(16, row.pool_hits));
   REPRISE_RETURN_IF_ERROR(s.BindInt64(17, row.flash_hits));
-  return s.BindBlob(18, EncodeTokens(row.tokens));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(18, static_cast<int64_t>(row.provenance.origin)));
+  REPRISE_RETURN_IF_ERROR(s.BindDouble(19, row.provenance.recompute_ratio));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(20, row.provenance.check_layer));
+  return s.BindBlob(21, EncodeTokens(row.tokens));
 }
 
 // Reads the columns of kRowColumns (or kRowColumnsNoTokens) from the current row.
@@ -100,8 +107,17 @@ Result<CatalogRow> ReadRow(const SqliteStatement& s) {
   row.access_count = s.ColumnInt64(15);
   row.pool_hits = s.ColumnInt64(16);
   row.flash_hits = s.ColumnInt64(17);
-  if (!s.ColumnIsNull(18)) {
-    const std::span<const uint8_t> blob = s.ColumnBlob(18);
+  const int64_t origin = s.ColumnInt64(18);
+  const double ratio = s.ColumnDouble(19);
+  const int64_t check_layer = s.ColumnInt64(20);
+  if (origin < 0 || origin > kv::kMaxKvOrigin || !(ratio >= 0.0 && ratio <= 1.0) ||
+      check_layer < -1 || check_layer > std::numeric_limits<int32_t>::max()) {
+    return CorruptError("catalog row " + std::to_string(row.row_id) + ": bad provenance");
+  }
+  row.provenance = kv::KvProvenance{static_cast<kv::KvOrigin>(origin), static_cast<float>(ratio),
+                                    static_cast<int32_t>(check_layer)};
+  if (!s.ColumnIsNull(21)) {
+    const std::span<const uint8_t> blob = s.ColumnBlob(21);
     if (blob.size() != static_cast<size_t>(num_tokens) * 4) {
       return CorruptError("catalog row " + std::to_string(row.row_id) + ": token blob of " +
                           std::to_string(blob.size()) + " bytes for " + std::to_string(num_tokens) +

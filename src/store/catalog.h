@@ -67,6 +67,7 @@ struct CatalogRow {
   int64_t access_count = 0;
   int64_t pool_hits = 0;
   int64_t flash_hits = 0;
+  kv::KvProvenance provenance;
 };
 
 struct CatalogStats {

@@ -68,6 +68,7 @@ Result<CatalogRebuildReport> RebuildCatalog(FileSystem& fs, Catalog& catalog,
     row.parent_id = meta->header.parent_id;
     row.content_hash = meta->header.content_hash;
     row.exact = meta->header.exact;
+    row.provenance = meta->provenance;
     row.tokens = std::move(meta->tokens);
     row.model_fingerprint = meta->header.model_fingerprint;
     row.codec = meta->header.codec;

@@ -87,11 +87,19 @@ DROP TABLE chunk_terms;
 DELETE FROM meta WHERE key = 'num_texts';
 )sql";
 
+// How each chunk's KV was made (kv::KvProvenance); rows of older catalogs are unknown (0).
+constexpr std::string_view kVersion5 = R"sql(
+ALTER TABLE chunks ADD COLUMN kv_origin INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE chunks ADD COLUMN recompute_ratio REAL NOT NULL DEFAULT 0;
+ALTER TABLE chunks ADD COLUMN check_layer INTEGER NOT NULL DEFAULT -1;
+)sql";
+
 constexpr CatalogMigration kMigrations[] = {
     {1, "chunks, co_access, FTS5 keyword index", kVersion1},
     {2, "prefix-tree children index; hit counts per tier", kVersion2},
     {3, "span fingerprint index for sub-chunk candidates", kVersion3},
     {4, "keyword index dropped", kVersion4},
+    {5, "KV provenance per chunk", kVersion5},
 };
 static_assert(std::size(kMigrations) == kCatalogSchemaVersion);
 

@@ -18,6 +18,8 @@
 // Version 4: the keyword index is dropped (chunk_text, chunk_terms, meta 'num_texts'): span
 //            fingerprints replaced it as the planner's candidate index. The version-1
 //            trigger is replaced by one that removes co-access pairs only.
+// Version 5: kv_origin, recompute_ratio, check_layer: how each chunk's KV was made
+//            (kv::KvProvenance); older rows read as unknown.
 #pragma once
 
 #include <span>
@@ -28,7 +30,7 @@
 
 namespace reprise::store {
 
-inline constexpr int kCatalogSchemaVersion = 4;
+inline constexpr int kCatalogSchemaVersion = 5;
 
 struct CatalogMigration {
   int to_version = 0;

@@ -32,6 +32,7 @@ CatalogRow MakeRow(std::string name_space, kv::ChunkId id, kv::ChunkId parent,
   row.payload_checksum = 0xfeedfacecafebeefull;  // needs all 64 bits
   row.created_us = 10;
   row.last_access_us = 10;
+  row.provenance = kv::KvProvenance{kv::KvOrigin::kComputed, 0.0f, -1};
   return row;
 }
 
@@ -74,6 +75,7 @@ TEST_F(CatalogTest, FindsByIdContentAndParent) {
   EXPECT_EQ(row.payload_checksum, a.payload_checksum);
   EXPECT_EQ(row.file_name, a.file_name);
   EXPECT_TRUE(row.exact);
+  EXPECT_EQ(row.provenance, a.provenance);
 
   auto big = catalog_->Find("ns", UINT64_MAX - 3);
   ASSERT_TRUE(big.ok() && big->has_value());
@@ -134,6 +136,24 @@ TEST_F(CatalogTest, SearchSpansFindsRowsSharingASpanInTheirNamespace) {
   ASSERT_TRUE(catalog_->Delete(ids).ok());
   EXPECT_TRUE(catalog_->SearchSpans("ns", kv::SpanFingerprints(a.tokens), 2, 8)->empty());
   EXPECT_EQ(catalog_->SearchSpans("other", kv::SpanFingerprints(query), 2, 8)->size(), 1u);
+}
+
+TEST_F(CatalogTest, ProvenanceIsKeptAndReplacedWithTheRow) {
+  CatalogRow blended = MakeRow("ns", 4, kv::kRootChunkId, 400);
+  blended.exact = false;
+  blended.provenance = kv::KvProvenance{kv::KvOrigin::kBlended, 0.125f, 2};
+  InsertOrDie(blended);
+  EXPECT_EQ((*catalog_->Find("ns", 4))->provenance, blended.provenance);
+  CatalogRow computed = blended;
+  computed.exact = true;
+  computed.provenance = kv::KvProvenance{kv::KvOrigin::kComputed, 0.0f, -1};
+  ASSERT_TRUE(catalog_->InsertBatch(std::span(&computed, 1), OnConflict::kReplace).ok());
+  EXPECT_EQ((*catalog_->Find("ns", 4))->provenance, computed.provenance);
+  // A value no writer makes reads as a bad row, never as a provenance.
+  auto db = SqliteDb::Open(path_, {});
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->Exec("UPDATE chunks SET recompute_ratio = 7 WHERE chunk_id = 4").ok());
+  EXPECT_FALSE(catalog_->Find("ns", 4).ok());
 }
 
 TEST_F(CatalogTest, FindByContentPrefersExactThenRecent) {
@@ -391,6 +411,7 @@ TEST(CatalogMigrationTest, Version1DatabaseIsMigratedAndKeepsItsRows) {
   EXPECT_EQ((*row)->tokens, std::vector<int32_t>{1});
   EXPECT_EQ((*row)->access_count, 3);
   EXPECT_EQ((*row)->pool_hits, 0);  // new column, default
+  EXPECT_EQ((*row)->provenance, kv::KvProvenance{});  // version 5: unknown
   EXPECT_TRUE((*row)->pinned);
   EXPECT_EQ((*catalog)->Children("ns", 5)->size(), 1u);
   // Deleting the row (the version-4 trigger) leaves nothing behind.

@@ -64,6 +64,7 @@ std::shared_ptr<const kv::ChunkEntry> Skeleton(const CatalogRow& row) {
   e->parent = row.parent_id;
   e->content = row.content_hash;
   e->exact = row.exact;
+  e->provenance = row.provenance;
   e->tokens = row.tokens;
   return e;
 }

@@ -429,6 +429,7 @@ FlashBatchResult FlashTier::WriteBatch(std::span<const WriteJob> batch) {
     row.parent_id = e.parent;
     row.content_hash = e.content;
     row.exact = e.exact;
+    row.provenance = e.provenance;
     row.tokens = e.tokens;
     row.model_fingerprint = options_.model_fingerprint;
     row.codec = info->codec;

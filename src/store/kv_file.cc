@@ -57,9 +57,11 @@ void ReadI32s(const uint8_t* at, std::span<int32_t> values) {
 
 Status Corrupt(const std::string& what) { return CorruptError("KV file: " + what); }
 
+constexpr uint64_t kProvenanceBytes = 12;
+
 // Payload bytes for a header's shape, or nullopt on overflow: tokens and positions, the text
 // length, `text_bytes` of text, (version >= 2) the namespace length and `namespace_bytes` of
-// it, then K and V.
+// it, (version >= 3) the provenance, then K and V.
 std::optional<uint64_t> PayloadBytes(const KvFileHeader& header, uint64_t text_bytes,
                                      uint64_t namespace_bytes) {
   const auto rows =
@@ -73,6 +75,10 @@ std::optional<uint64_t> PayloadBytes(const KvFileHeader& header, uint64_t text_b
   if (!fixed) return std::nullopt;
   if (header.version >= 2) {
     fixed = CheckedAdd(*fixed, namespace_bytes + 4);
+    if (!fixed) return std::nullopt;
+  }
+  if (header.version >= 3) {
+    fixed = CheckedAdd(*fixed, kProvenanceBytes);
     if (!fixed) return std::nullopt;
   }
   return CheckedAdd(*fixed, *tensors);
@@ -139,6 +145,13 @@ Result<std::vector<uint8_t>> SerializeKvFile(const kv::ChunkEntry& entry, KvCode
   if (!name_space.empty()) {
     std::memcpy(out.data() + namespace_at + 4, name_space.data(), name_space.size());
   }
+  const size_t provenance_at = out.size();
+  out.resize(provenance_at + kProvenanceBytes, 0);
+  out[provenance_at] = static_cast<uint8_t>(entry.provenance.origin);
+  uint32_t ratio_bits = 0;
+  std::memcpy(&ratio_bits, &entry.provenance.recompute_ratio, 4);
+  PutU32(out.data() + provenance_at + 4, ratio_bits);
+  PutU32(out.data() + provenance_at + 8, static_cast<uint32_t>(entry.provenance.check_layer));
   AppendEncodedTensor(header.codec, kv.k, kv.head_dim, &out);
   AppendEncodedTensor(header.codec, kv.v, kv.head_dim, &out);
   const uint64_t payload_size = out.size() - kKvFileHeaderBytes;
@@ -317,7 +330,24 @@ Result<uint64_t> ReadPayloadPrefix(PayloadReader& reader, const KvFileHeader& he
   if (!expected_bytes || *expected_bytes != payload_bytes) {
     return Corrupt("payload size does not match the shape");
   }
-  return namespace_length_at + (has_namespace ? 4 + uint64_t{namespace_bytes} : 0);
+  uint64_t k_at = namespace_length_at + (has_namespace ? 4 + uint64_t{namespace_bytes} : 0);
+  meta->provenance = kv::KvProvenance{};
+  if (header.version >= 3) {
+    uint8_t p[kProvenanceBytes];
+    REPRISE_RETURN_IF_ERROR(reader.Read(p));
+    float ratio = 0.0f;
+    const uint32_t ratio_bits = GetU32(p + 4);
+    std::memcpy(&ratio, &ratio_bits, 4);
+    const auto check_layer = static_cast<int32_t>(GetU32(p + 8));
+    if (p[0] > kv::kMaxKvOrigin || p[1] != 0 || p[2] != 0 || p[3] != 0 ||
+        !(ratio >= 0.0f && ratio <= 1.0f) || check_layer < -1 ||
+        check_layer >= static_cast<int32_t>(header.num_layers)) {
+      return Corrupt("bad provenance");
+    }
+    meta->provenance = kv::KvProvenance{static_cast<kv::KvOrigin>(p[0]), ratio, check_layer};
+    k_at += kProvenanceBytes;
+  }
+  return k_at;
 }
 
 // Reads the header of an open file and checks it against the file's size.
@@ -357,6 +387,7 @@ Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fing
   entry.parent = header.parent_id;
   entry.content = header.content_hash;
   entry.exact = header.exact;
+  entry.provenance = meta.provenance;
   entry.tokens = std::move(meta.tokens);
   entry.text = std::move(meta.text);
   auto kv = std::make_shared<kv::ChunkKv>();

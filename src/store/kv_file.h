@@ -22,7 +22,9 @@
 //
 // Payload: i32 token ids [num_tokens]; i32 positions [num_tokens]; u32 text bytes, then the
 // text (UTF-8, no terminator); since version 2: u32 namespace bytes, then the namespace name;
-// K encoded, then V encoded (kv_codec.h layouts).
+// since version 3: the provenance (12 bytes: u8 origin (kv::KvOrigin), 3 bytes 0, f32
+// recompute ratio, i32 check layer); K encoded, then V encoded (kv_codec.h layouts). Files of
+// versions 1 and 2 read with an unknown provenance.
 //
 // With the namespace (version 2) a file carries everything its catalog row holds except the
 // access statistics and the pin, so a lost catalog can be rebuilt from the files
@@ -53,7 +55,7 @@
 
 namespace reprise::store {
 
-inline constexpr uint16_t kKvFileVersion = 2;
+inline constexpr uint16_t kKvFileVersion = 3;
 // The oldest version readers accept.
 inline constexpr uint16_t kKvFileMinVersion = 1;
 inline constexpr size_t kKvFileHeaderBytes = 80;
@@ -91,6 +93,7 @@ struct KvFileMetadata {
   KvFileHeader header;
   bool has_namespace = false;  // version >= 2
   std::string name_space;
+  kv::KvProvenance provenance;  // unknown before version 3
   std::vector<int32_t> tokens;
   std::string text;
   uint64_t file_bytes = 0;

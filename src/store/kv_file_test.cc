@@ -67,6 +67,7 @@ TEST(KvFileTest, Int8RoundTripIsClose) {
   const kv::ChunkEntry entry = MakeTestChunk(4, shape, kFingerprint, kv::kRootChunkId, "text");
   const auto bytes = Serialize(entry, KvCodec::kInt8Hadamard);
   EXPECT_EQ(bytes.size(), kKvFileHeaderBytes + 17 * 8 + 4 + 4 + 4 +  // tokens, text, namespace
+                              12 +                                   // provenance
                               2 * *EncodedTensorBytes(KvCodec::kInt8Hadamard, 3 * 2 * 17, 64));
   auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -213,23 +214,61 @@ TEST(KvFileTest, ForgedHeadersWithValidChecksumsAreCorrupt) {
   {  // A NaN scale inside a resealed payload.
     const kv::ChunkEntry int8_entry = MakeTestChunk(11, TestShape{}, kFingerprint);
     auto bytes = Serialize(int8_entry, KvCodec::kInt8Hadamard);
-    const size_t k_at = kKvFileHeaderBytes + 4 * 8 + 4 + 4;  // tokens, text, namespace
+    const size_t k_at = kKvFileHeaderBytes + 4 * 8 + 4 + 4 + 12;  // tokens, text, namespace,
+                                                                  // provenance
     const float nan = std::nanf("");
     std::memcpy(bytes.data() + k_at, &nan, 4);
     expect_corrupt(bytes, "NaN scale");
   }
 }
 
-// A version 1 file (no namespace field) of `entry`, as the previous build wrote it.
-std::vector<uint8_t> VersionOneFile(const kv::ChunkEntry& entry, KvCodec codec) {
+// A file of an older version of `entry` (Serialize writes an empty namespace): version 2 has
+// no provenance, version 1 no namespace either.
+std::vector<uint8_t> OlderVersionFile(const kv::ChunkEntry& entry, KvCodec codec, int version) {
   auto bytes = Serialize(entry, codec);
   const size_t namespace_at = kKvFileHeaderBytes + entry.tokens.size() * 8 + 4 + entry.text.size();
-  bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(namespace_at),
-              bytes.begin() + static_cast<std::ptrdiff_t>(namespace_at) + 4);
-  bytes[4] = 1;
+  const size_t from = version == 1 ? namespace_at : namespace_at + 4;
+  bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+              bytes.begin() + static_cast<std::ptrdiff_t>(namespace_at) + 4 + 12);
+  bytes[4] = static_cast<uint8_t>(version);
   bytes[5] = 0;
   Reseal(bytes);
   return bytes;
+}
+
+std::vector<uint8_t> VersionOneFile(const kv::ChunkEntry& entry, KvCodec codec) {
+  return OlderVersionFile(entry, codec, 1);
+}
+
+TEST(KvFileTest, ProvenanceIsKeptAndOlderFilesReadAsUnknown) {
+  kv::ChunkEntry entry = MakeTestChunk(15, TestShape{}, kFingerprint, 5, "made somehow");
+  entry.provenance = kv::KvProvenance{kv::KvOrigin::kBlended, 0.25f, 1};
+  const auto bytes = Serialize(entry, KvCodec::kF16);
+  auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->provenance, entry.provenance);
+  EXPECT_EQ(kv::DescribeProvenance(parsed->provenance), "blended r=0.25 @layer 1");
+  for (const int version : {1, 2}) {
+    auto old = ParseKvFile(OlderVersionFile(entry, KvCodec::kF16, version), kFingerprint, entry.id);
+    ASSERT_TRUE(old.ok()) << version << ": " << old.status().ToString();
+    EXPECT_EQ(old->provenance.origin, kv::KvOrigin::kUnknown) << version;
+    EXPECT_TRUE(SameChunk(*old, entry)) << version;
+  }
+  // A provenance no writer makes is Corrupt, never trusted.
+  const size_t at = kKvFileHeaderBytes + entry.tokens.size() * 8 + 4 + entry.text.size() + 4;
+  const auto forged = [&](size_t offset, uint32_t value) {
+    auto b = bytes;
+    PutU32(b, at + offset, value);
+    Reseal(b);
+    return ParseKvFile(b, kFingerprint, entry.id).status().code();
+  };
+  EXPECT_EQ(forged(0, 3), StatusCode::kCorrupt);           // origin
+  EXPECT_EQ(forged(0, 0x0102), StatusCode::kCorrupt);      // padding
+  EXPECT_EQ(forged(4, 0x7fc00000), StatusCode::kCorrupt);  // r NaN
+  EXPECT_EQ(forged(4, 0x40000000), StatusCode::kCorrupt);  // r = 2
+  EXPECT_EQ(forged(8, 0xfffffffe), StatusCode::kCorrupt);  // check layer -2
+  EXPECT_EQ(forged(8, 1000), StatusCode::kCorrupt);        // beyond the layers
+  EXPECT_EQ(forged(8, 0xffffffff), StatusCode::kOk);       // -1: none
 }
 
 TEST(KvFileTest, VersionOneFilesAreStillRead) {
