@@ -27,6 +27,13 @@ void PlaceChunkKv(const kv::ChunkKv& chunk, int src_begin, std::span<const int32
                   kv::KvCache& cache, int dst_slot, const RopeLayout& rope,
                   const kernels::KernelSet& kernels);
 
+// PlaceChunkKv without the slot table: the slots' K and V rows only. For a preparer that
+// fills slots no graph reads yet and lets the caller record their positions when it needs
+// them (kv_preparer.h).
+void PlaceChunkRows(const kv::ChunkKv& chunk, int src_begin, std::span<const int32_t> new_positions,
+                    kv::KvCache& cache, int dst_slot, const RopeLayout& rope,
+                    const kernels::KernelSet& kernels);
+
 // The KV of cache slots [slot, slot + count), with their positions.
 kv::ChunkKv ExtractChunkKv(const kv::KvCache& cache, int slot, int count);
 
@@ -34,5 +41,11 @@ kv::ChunkKv ExtractChunkKv(const kv::KvCache& cache, int slot, int count);
 // k + h * head_stride), by `delta` positions.
 void RerotateKeys(uint16_t* k, int num_heads, int64_t head_stride, int head_dim, int32_t delta,
                   const RopeLayout& rope, const kernels::KernelSet& kernels);
+
+// RerotateKeys with the rotation's cos and sin given (kernels::RopeCosSin of the delta, half
+// the rope dims each): a run of tokens moved by one delta computes them once.
+void RerotateKeysWith(uint16_t* k, int num_heads, int64_t head_stride, int head_dim,
+                      const float* cos, const float* sin, const RopeLayout& rope,
+                      const kernels::KernelSet& kernels);
 
 }  // namespace reprise::engine

@@ -46,7 +46,8 @@ struct MethodRun {
   std::unique_ptr<ReuseSession> session;
   MethodStats stats;
   double kl_sum = 0, top1_sum = 0, continuation_sum = 0;
-  double match_sum = 0, prep_sum = 0, compute_sum = 0, store_sum = 0;
+  double match_sum = 0, prep_sum = 0, place_sum = 0, load_wait_sum = 0, compute_sum = 0,
+         store_sum = 0;
   double residual_sum = 0;
 };
 
@@ -332,6 +333,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       }
       run.match_sum += report.match_ms;
       run.prep_sum += report.kv_prep_ms;
+      run.place_sum += report.kv_place_ms;
+      run.load_wait_sum += report.kv_load_wait_ms;
       run.compute_sum += report.compute_ms;
       run.store_sum += store_ms;
       st.guard_fallbacks += report.guard_fallbacks;
@@ -403,6 +406,12 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     st.kv_prep_ms_mean = run.prep_sum / n;
     st.compute_ms_mean = run.compute_sum / n;
     st.overhead_ms_mean = st.match_ms_mean + st.kv_prep_ms_mean;
+    st.background_place_ms_mean = run.place_sum / n;
+    st.background_load_wait_ms_mean = run.load_wait_sum / n;
+    const int64_t executed = st.tokens_recomputed + st.tokens_nonprefix;
+    st.recompute_fraction =
+        executed > 0 ? static_cast<double>(st.tokens_recomputed) / static_cast<double>(executed)
+                     : 0.0;
     st.store_ms_mean = run.store_sum / n;
     st.residual_deviation_mean = run.residual_sum / n;
     st.reuse_recall = result.tokens_reusable > 0 && run.cache
@@ -463,6 +472,10 @@ std::string ReuseBenchResult::ToJson() const {
                    {"overhead_ms_mean", s.overhead_ms_mean},
                    {"match_ms_mean", s.match_ms_mean},
                    {"kv_prep_ms_mean", s.kv_prep_ms_mean},
+                   {"exposed_kv_ms_mean", s.kv_prep_ms_mean},
+                   {"background_place_ms_mean", s.background_place_ms_mean},
+                   {"background_load_wait_ms_mean", s.background_load_wait_ms_mean},
+                   {"recompute_fraction", s.recompute_fraction},
                    {"compute_ms_mean", s.compute_ms_mean},
                    {"store_ms_mean", s.store_ms_mean},
                    {"cache_chunks", s.cache_chunks},
@@ -517,6 +530,15 @@ std::string ReuseBenchResult::ToText() const {
   }
   s += "\n(tokens are totals over the run; reused = non-prefix reused and not recomputed; "
        "overhead = matching + KV preparation as a share of TTFT)\n";
+  s += "time split, mean ms: match | waiting for reused KV | compute (beside the graphs: "
+       "placing KV, waiting for reads):\n";
+  for (const MethodStats& m : methods) {
+    if (m.method == "none") continue;
+    std::snprintf(line, sizeof(line), "  %-6s %.1f | %.1f | %.1f  (%.1f, %.1f)\n", m.method.c_str(),
+                  m.match_ms_mean, m.kv_prep_ms_mean, m.compute_ms_mean, m.background_place_ms_mean,
+                  m.background_load_wait_ms_mean);
+    s += line;
+  }
   if (tokens_reusable > 0) {
     std::snprintf(line, sizeof(line),
                   "reuse recall (tokens found in the cache / %lld reusable by the oracle: "

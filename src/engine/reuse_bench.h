@@ -67,6 +67,12 @@ struct MethodStats {
   int64_t tokens_prefix = 0, tokens_nonprefix = 0, tokens_recomputed = 0, tokens_new = 0;
   double match_ms_mean = 0, kv_prep_ms_mean = 0, compute_ms_mean = 0;
   double overhead_ms_mean = 0;  // matching + KV preparation (not hidden by compute)
+  // kv_prep_ms_mean is the time graph calls waited for reused KV (what computing did not
+  // hide); beside the graphs, the preparer placed KV for place_ms and waited for the
+  // loader's reads for load_wait_ms.
+  double background_place_ms_mean = 0, background_load_wait_ms_mean = 0;
+  // Recomputed tokens / reused tokens a graph actually ran (recomputed + kept at new positions).
+  double recompute_fraction = 0;
   double store_ms_mean = 0;     // after the first token, off the TTFT path
   int64_t cache_chunks = 0, cache_bytes = 0, cache_evictions = 0;
   int64_t hits_pool = 0, hits_flash = 0;   // chunks served from memory / loaded from flash

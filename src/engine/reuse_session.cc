@@ -163,86 +163,31 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
   return Status::Ok();
 }
 
-std::vector<kv::ChunkId> ReuseSession::PrepareKv(const reuse::ReusePlan& plan,
-                                                 reuse::KvLoader& loader) {
-  const model::PackedWeights& w = backend_->weights();
-  const model::ModelConfig& c = w.config();
-  const RopeLayout rope{w.rope_inv_freq().data(), c.rope_dims,
-                        c.rope_style == model::RopeStyle::kNeox ? kernels::RopeStyle::kNeox
-                                                                : kernels::RopeStyle::kInterleaved};
-  const kernels::KernelSet& kernels = kernels::BestKernels();
-  // Runs of tokens that come from consecutive tokens of one source chunk: one copy each.
-  const int n = static_cast<int>(plan.tokens.size());
-  for (int i = 0; i < n;) {
-    const reuse::TokenSource& t = plan.tokens[static_cast<size_t>(i)];
-    if (t.kind == TokenKind::kNew) {
-      ++i;
-      continue;
-    }
-    int j = i + 1;
-    while (j < n) {
-      const reuse::TokenSource& u = plan.tokens[static_cast<size_t>(j)];
-      if (u.kind != t.kind || u.source != t.source || u.source_token != t.source_token + (j - i)) {
-        break;
-      }
-      ++j;
-    }
-    // A source that failed is reported by WaitAll; its tokens are planned again.
-    if (const std::shared_ptr<const kv::ChunkKv> chunk = loader.Wait(t.source)) {
-      PlaceChunkKv(*chunk, t.source_token,
-                   std::span<const int32_t>(positions_.data() + i, static_cast<size_t>(j - i)),
-                   backend_->kv_cache(), i, rope, kernels);
-    }
-    i = j;
+Result<reuse::ReusePlan> ReuseSession::Plan(const reuse::PlannerOptions& planner) const {
+  if (options_.method != ReuseMethod::kNone) {
+    return reuse::PlanReuse(prompt_, chunks_, *cache_, planner);
   }
-  return loader.WaitAll();
+  reuse::ReusePlan plan;
+  plan.tokens.assign(prompt_.size(), reuse::TokenSource{});
+  plan.num_new = static_cast<int>(prompt_.size());
+  kv::ChunkId node = kv::kRootChunkId;
+  for (const reuse::PromptChunk& c : chunks_) {
+    plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
+  }
+  return plan;
 }
 
-Result<reuse::ReusePlan> ReuseSession::PlanAndPrepareKv(PrefillReport& report) {
+void ReuseSession::KeepPlanState(const reuse::ReusePlan& plan) {
   const int n = static_cast<int>(prompt_.size());
-  reuse::ReusePlan plan;
-  if (options_.method == ReuseMethod::kNone) {
-    plan.tokens.assign(prompt_.size(), reuse::TokenSource{});
-    plan.num_new = n;
-    kv::ChunkId node = kv::kRootChunkId;
-    for (const reuse::PromptChunk& c : chunks_)
-      plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
-    return plan;
-  }
-  reuse::PlannerOptions planner;
-  planner.use_nonprefix = options_.method != ReuseMethod::kPrefix;
-  // full and blend continue a path an earlier request blended as it stands (a chat's next
-  // turn); prefix stays bit-exact.
-  planner.use_inexact_prefix = options_.method != ReuseMethod::kPrefix;
-  planner.min_match_tokens = options_.min_match_tokens;
-  planner.max_candidates = options_.max_candidates;
-  const model::ModelConfig& config = backend_->weights().config();
-  const reuse::KvShape shape{config.num_layers, config.num_kv_heads, config.head_dim};
-  for (int attempt = 1;; ++attempt) {
-    const auto match_start = std::chrono::steady_clock::now();
-    if (attempt == kMaxPlanAttempts) {
-      // Sources keep failing (a store being cleared under us): reuse nothing.
-      planner.use_prefix = false;
-      planner.use_nonprefix = false;
+  chunk_ids_ = plan.chunk_ids;
+  planned_kinds_.resize(plan.tokens.size());
+  for (size_t i = 0; i < plan.tokens.size(); ++i) planned_kinds_[i] = plan.tokens[i].kind;
+  first_inexact_token_ = plan.first_inexact_prefix_token >= 0 ? plan.first_inexact_prefix_token : n;
+  for (int i = 0; i < first_inexact_token_; ++i) {
+    if (plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix) {
+      first_inexact_token_ = i;
+      break;
     }
-    REPRISE_ASSIGN_OR_RETURN(plan, reuse::PlanReuse(prompt_, chunks_, *cache_, planner));
-    report.match_ms += MillisecondsSince(match_start);
-    const auto prep_start = std::chrono::steady_clock::now();
-    reuse::KvLoader loader(*cache_, plan, shape);
-    const std::vector<kv::ChunkId> failed = PrepareKv(plan, loader);
-    report.kv_prep_ms += MillisecondsSince(prep_start);
-    report.kv_load_wait_ms += loader.wait_ms();
-    if (failed.empty()) {
-      // The plan that stands: chunks read by an attempt that failed are in memory now.
-      report.chunks_from_memory = loader.num_from_memory();
-      report.chunks_from_flash = loader.num_read();
-      return plan;
-    }
-    REPRISE_LOG(kWarning) << failed.size() << " cached chunk(s) could not be loaded as planned "
-                          << "(evicted, damaged, or not what the index said); planning again "
-                          << "without them";
-    planner.excluded.insert(planner.excluded.end(), failed.begin(), failed.end());
-    ++report.replans;
   }
 }
 
@@ -257,18 +202,28 @@ Status ReuseSession::RunNew(int begin, int end) {
   const auto count = static_cast<size_t>(end - begin);
   return backend_->RunPrefill(std::span<const int32_t>(prompt_.data() + begin, count),
                               std::span<const int32_t>(positions_.data() + begin, count),
-                              std::span<const int32_t>(positions_.data() + begin, count),
-                              static_cast<int>(prompt_.size()));
+                              std::span<const int32_t>(positions_.data() + begin, count), end);
 }
 
-Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report) {
+Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
+                             PrefillReport& report) {
   const int n = static_cast<int>(prompt_.size());
   const std::vector<reuse::TokenRun> runs = plan.Runs();
+  // Every graph call over tokens [begin, end) sees slots [0, end): the reused KV before `end`
+  // must be in place, the rest may still be being placed.
+  const auto ready_until = [&preparer](int end) {
+    return preparer.ReadyUntil(end)
+               ? Status::Ok()
+               : UnavailableError("a cached chunk could not be loaded as planned");
+  };
   if (options_.method != ReuseMethod::kBlend) {
     // Every NEW run through the prefill graph, in order; reused tokens keep their KV.
     for (const reuse::TokenRun& run : runs) {
-      if (run.kind == reuse::RunKind::kNew) REPRISE_RETURN_IF_ERROR(RunNew(run.begin, run.end));
+      if (run.kind != reuse::RunKind::kNew) continue;
+      REPRISE_RETURN_IF_ERROR(ready_until(run.end));
+      REPRISE_RETURN_IF_ERROR(RunNew(run.begin, run.end));
     }
+    REPRISE_RETURN_IF_ERROR(ready_until(n));
     report.tokens_nonprefix = plan.num_nonprefix;
     return Status::Ok();
   }
@@ -281,6 +236,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
   }
   int recomputed = 0;
   for (const reuse::GraphCall& call : schedule.calls) {
+    REPRISE_RETURN_IF_ERROR(ready_until(call.end));
     if (call.kind == reuse::CallKind::kPrefill) {
       REPRISE_RETURN_IF_ERROR(RunNew(call.begin, call.end));
       // Reused tokens merged into a prefill call are recomputed too.
@@ -319,7 +275,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
         backend_->RunRecompute(std::span<const int32_t>(prompt_.data() + call.begin, count),
                                std::span<const int32_t>(positions_.data() + call.begin, count),
                                std::span<const int32_t>(positions_.data() + call.begin, count),
-                               std::span<const uint8_t>(forced_.data(), count), n));
+                               std::span<const uint8_t>(forced_.data(), count), call.end));
     const double residual = backend_->last_residual_deviation();
     report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
     if (backend_->last_recompute_aborted()) {
@@ -337,6 +293,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, PrefillReport& report
           plan.tokens[static_cast<size_t>(call.begin + row)].kind == TokenKind::kNonPrefix;
     }
   }
+  REPRISE_RETURN_IF_ERROR(ready_until(n));
   report.tokens_recomputed = recomputed;
   report.tokens_nonprefix = plan.num_nonprefix - recomputed;
   return Status::Ok();
@@ -352,38 +309,74 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
   }
   REPRISE_RETURN_IF_ERROR(Tokenize(segments, max_prompt_tokens));
   const int n = static_cast<int>(prompt_.size());
-  PrefillReport report;
-  report.prompt_tokens = n;
-  backend_->Truncate(0);
+  PrefillReport base;
+  base.prompt_tokens = n;
+  // Matching's time includes tokenizing.
+  base.match_ms = MillisecondsSince(start);
 
-  // Match and plan (the index only), then load and place the reused KV. Matching's time
-  // includes tokenizing.
-  report.match_ms = MillisecondsSince(start);
-  REPRISE_ASSIGN_OR_RETURN(const reuse::ReusePlan plan, PlanAndPrepareKv(report));
-  report.tokens_prefix = plan.num_prefix;
-  report.tokens_prefix_inexact = plan.num_prefix_inexact;
-  report.tokens_new = plan.num_new;
-  report.plan = plan.Summary();
-  chunk_ids_ = plan.chunk_ids;
-  planned_kinds_.resize(plan.tokens.size());
-  for (size_t i = 0; i < plan.tokens.size(); ++i) planned_kinds_[i] = plan.tokens[i].kind;
-  first_inexact_token_ = plan.first_inexact_prefix_token >= 0 ? plan.first_inexact_prefix_token : n;
-  for (int i = 0; i < first_inexact_token_; ++i) {
-    if (plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix) {
-      first_inexact_token_ = i;
-      break;
+  reuse::PlannerOptions planner;
+  planner.use_nonprefix = options_.method != ReuseMethod::kPrefix;
+  // full and blend continue a path an earlier request blended as it stands (a chat's next
+  // turn); prefix stays bit-exact.
+  planner.use_inexact_prefix = options_.method != ReuseMethod::kPrefix;
+  planner.min_match_tokens = options_.min_match_tokens;
+  planner.max_candidates = options_.max_candidates;
+  const model::PackedWeights& w = backend_->weights();
+  const model::ModelConfig& c = w.config();
+  const reuse::KvShape shape{c.num_layers, c.num_kv_heads, c.head_dim};
+  const RopeLayout rope{w.rope_inv_freq().data(), c.rope_dims,
+                        c.rope_style == model::RopeStyle::kNeox ? kernels::RopeStyle::kNeox
+                                                                : kernels::RopeStyle::kInterleaved};
+  // Plan (the index only), then compute while the planned KV is read and placed beside the
+  // graphs (KvLoader, KvPreparer). A source that fails to load is excluded and the prompt
+  // planned again; after kMaxPlanAttempts, nothing is reused.
+  for (int attempt = 1;; ++attempt) {
+    if (attempt == kMaxPlanAttempts) {
+      planner.use_prefix = false;
+      planner.use_nonprefix = false;
     }
+    const auto match_start = std::chrono::steady_clock::now();
+    REPRISE_ASSIGN_OR_RETURN(const reuse::ReusePlan plan, Plan(planner));
+    base.match_ms += MillisecondsSince(match_start);
+    backend_->Truncate(0);
+    PrefillReport report = base;
+    report.tokens_prefix = plan.num_prefix;
+    report.tokens_prefix_inexact = plan.num_prefix_inexact;
+    report.tokens_new = plan.num_new;
+    report.plan = plan.Summary();
+    KeepPlanState(plan);
+
+    const auto compute_start = std::chrono::steady_clock::now();
+    std::vector<kv::ChunkId> failed;
+    Status computed;
+    {
+      reuse::KvLoader loader(cache_, plan, shape);
+      KvPreparer preparer(plan, loader, backend_->kv_cache(), positions_, rope,
+                          kernels::BestKernels());
+      computed = Compute(plan, preparer, report);
+      report.kv_prep_ms = preparer.wait_ms();
+      report.kv_place_ms = preparer.place_ms();
+      report.kv_load_wait_ms = loader.wait_ms();
+      report.chunks_from_memory = loader.num_from_memory();
+      report.chunks_from_flash = loader.num_read();
+      if (!computed.ok()) failed = loader.WaitAll();
+    }
+    if (!failed.empty()) {
+      REPRISE_LOG(kWarning) << failed.size() << " cached chunk(s) could not be loaded as "
+                            << "planned (evicted, damaged, or not what the index said); planning "
+                            << "again without them";
+      planner.excluded.insert(planner.excluded.end(), failed.begin(), failed.end());
+      ++base.replans;
+      continue;
+    }
+    REPRISE_RETURN_IF_ERROR(computed);
+    backend_->SetNumTokens(n);
+    report.compute_ms = MillisecondsSince(compute_start) - report.kv_prep_ms;
+    report.ttft_ms = MillisecondsSince(start);
+    prefilled_ = true;
+    prefilled_cache_ = cache_;
+    return report;
   }
-
-  backend_->SetNumTokens(n);
-
-  const auto compute_start = std::chrono::steady_clock::now();
-  REPRISE_RETURN_IF_ERROR(Compute(plan, report));
-  report.compute_ms = MillisecondsSince(compute_start);
-  report.ttft_ms = MillisecondsSince(start);
-  prefilled_ = true;
-  prefilled_cache_ = cache_;
-  return report;
 }
 
 Result<std::span<const float>> ReuseSession::Decode(int32_t token) {

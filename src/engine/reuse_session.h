@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "engine/graph_backend.h"
+#include "engine/kv_preparer.h"
 #include "engine/loaded_model.h"
 #include "engine/segment_chunker.h"
 #include "kv/chunk_cache.h"
@@ -103,9 +104,13 @@ struct PrefillReport {
   int tokens_recomputed = 0;  // reused, then recomputed by selection
   int tokens_new = 0;
   double ttft_ms = 0.0;  // prefill time: match + KV preparation + compute
-  double match_ms = 0.0;         // planning (the index only)
-  double kv_prep_ms = 0.0;       // loading and placing the reused KV
-  double kv_load_wait_ms = 0.0;  // of kv_prep_ms, waiting for reads (what placing did not hide)
+  double match_ms = 0.0;  // tokenizing and planning (the cache's index only)
+  // Waiting for reused KV before graph calls: the loading and placing that computing did not
+  // hide (KvPreparer). The rest of the work ran beside the graphs: placing (kv_place_ms) and
+  // waiting for reads while placing (kv_load_wait_ms).
+  double kv_prep_ms = 0.0;
+  double kv_place_ms = 0.0;
+  double kv_load_wait_ms = 0.0;
   // The plan's sources that were in memory, and those read from the cache's flash tier.
   int chunks_from_memory = 0;
   int chunks_from_flash = 0;
@@ -186,16 +191,17 @@ class ReuseSession {
   // of them was reused at a new position (with blend's r and check layer; r = 0 for full),
   // else computed.
   kv::KvProvenance ProvenanceOf(int begin, int end) const;
-  // Plans the prompt (pure) and brings the planned KV in; a source that fails to load is
-  // excluded and the prompt planned again (at most kMaxPlanAttempts times, then nothing is
-  // reused). Fills the report's match, load and KV preparation figures.
-  Result<reuse::ReusePlan> PlanAndPrepareKv(PrefillReport& report);
-  // Places each source's KV, re-rotated, in the slots its tokens take, waiting on `loader`
-  // source by source; returns the ids of the sources that failed to load.
-  std::vector<kv::ChunkId> PrepareKv(const reuse::ReusePlan& plan, reuse::KvLoader& loader);
+  // The plan of the prompt (pure: the cache's index only); nothing reused for kNone.
+  Result<reuse::ReusePlan> Plan(const reuse::PlannerOptions& planner) const;
+  // Keeps what storing after the request needs of the plan (chunk ids, token kinds, where
+  // the inexact KV starts).
+  void KeepPlanState(const reuse::ReusePlan& plan);
+  // Runs NEW tokens [begin, end) through the prefill graph; the call sees slots [0, end).
   Status RunNew(int begin, int end);
   Status CheckCancelled() const;
-  Status Compute(const reuse::ReusePlan& plan, PrefillReport& report);
+  // The graph calls of the plan, in order; before each, `preparer` makes the reused KV it
+  // reads visible. Unavailable when a source failed to load (the caller plans again).
+  Status Compute(const reuse::ReusePlan& plan, KvPreparer& preparer, PrefillReport& report);
 
   const LoadedModel* model_;
   ReuseOptions options_;

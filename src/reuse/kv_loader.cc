@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/check.h"
+
 namespace reprise::reuse {
 
 bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded, KvShape shape) {
@@ -20,8 +22,9 @@ bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded, Kv
          kv.positions.size() == static_cast<size_t>(kv.num_tokens);
 }
 
-KvLoader::KvLoader(kv::ChunkCache& cache, const ReusePlan& plan, KvShape shape)
+KvLoader::KvLoader(kv::ChunkCache* cache, const ReusePlan& plan, KvShape shape)
     : cache_(cache), shape_(shape) {
+  REPRISE_CHECK(cache_ != nullptr || plan.sources.empty()) << "sources but no cache";
   std::vector<Slot> slots(plan.sources.size());
   for (size_t i = 0; i < plan.sources.size(); ++i) slots[i].planned = plan.sources[i];
   // By first use: the prefix first, then the reused chunks in prompt order.
@@ -34,7 +37,7 @@ KvLoader::KvLoader(kv::ChunkCache& cache, const ReusePlan& plan, KvShape shape)
     if (slot.planned->kv) {
       // In memory: a reference. Find counts the use (recency, hits); the planned entry's KV
       // stays valid even if the cache evicted or replaced it meanwhile.
-      cache_.Find(slot.planned->id);
+      cache_->Find(slot.planned->id);
       if (IsPlannedKv(*slot.planned, *slot.planned, shape_)) slot.kv = slot.planned->kv;
       slot.done = true;
       ++num_from_memory_;
@@ -64,7 +67,7 @@ void KvLoader::ReadAll() {
       std::lock_guard<std::mutex> lock(mutex_);
       planned = slots_[static_cast<size_t>(s)].planned;
     }
-    const std::shared_ptr<const kv::ChunkEntry> loaded = cache_.Find(planned->id);
+    const std::shared_ptr<const kv::ChunkEntry> loaded = cache_->Find(planned->id);
     std::shared_ptr<const kv::ChunkKv> kv;
     if (loaded && IsPlannedKv(*planned, *loaded, shape_)) kv = loaded->kv;
     {

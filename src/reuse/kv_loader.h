@@ -40,8 +40,9 @@ bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded, Kv
 class KvLoader {
  public:
   // Starts at once: memory sources are resolved here, the reads start in the background.
-  // Borrows `cache`, which must outlive the loader; copies what it needs of `plan`.
-  KvLoader(kv::ChunkCache& cache, const ReusePlan& plan, KvShape shape);
+  // Borrows `cache`, which must outlive the loader (null only for a plan without sources);
+  // copies what it needs of `plan`.
+  KvLoader(kv::ChunkCache* cache, const ReusePlan& plan, KvShape shape);
   // Waits for the background reads (they are not interrupted: each is one file).
   ~KvLoader();
   KvLoader(const KvLoader&) = delete;
@@ -68,7 +69,7 @@ class KvLoader {
   };
   void ReadAll();
 
-  kv::ChunkCache& cache_;
+  kv::ChunkCache* cache_;
   const KvShape shape_;
   std::vector<int> read_order_;  // sources to read, by first use in the prompt
   int num_from_memory_ = 0;

@@ -93,7 +93,7 @@ TEST(KvLoaderTest, PlanningLoadsNothingAndTheLoaderReadsEachSourceOnce) {
   ASSERT_EQ(plan->sources.size(), 3u);
   for (const auto& source : plan->sources) EXPECT_EQ(source->kv, nullptr);
 
-  KvLoader loader(cache, *plan, kShape);
+  KvLoader loader(&cache, *plan, kShape);
   for (int s = 0; s < 3; ++s) {
     const std::shared_ptr<const kv::ChunkKv> kv = loader.Wait(s);
     ASSERT_NE(kv, nullptr) << s;
@@ -112,7 +112,7 @@ TEST(KvLoaderTest, SourcesInMemoryAreReferencesCountedOnce) {
   Result<ReusePlan> plan = PlanReuse(prompt.tokens, prompt.chunks, cache, PlannerOptions{});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(cache.stats().hits, 0) << "planning counted a use";
-  KvLoader loader(cache, *plan, kShape);
+  KvLoader loader(&cache, *plan, kShape);
   EXPECT_EQ(loader.Wait(0), plan->sources[0]->kv);
   EXPECT_EQ(loader.Wait(1), plan->sources[1]->kv);
   EXPECT_TRUE(loader.WaitAll().empty());
@@ -164,7 +164,7 @@ TEST(KvLoaderTest, KvThatIsNotWhatThePlanExpectedIsNeverUsed) {
     Result<ReusePlan> plan = PlanReuse(prompt.tokens, prompt.chunks, cache, PlannerOptions{});
     ASSERT_TRUE(plan.ok());
     ASSERT_EQ(plan->sources.size(), 2u);
-    KvLoader loader(cache, *plan, kShape);
+    KvLoader loader(&cache, *plan, kShape);
     EXPECT_NE(loader.Wait(0), nullptr) << tampering.name;
     EXPECT_EQ(loader.Wait(1), nullptr) << tampering.name;
     EXPECT_EQ(loader.WaitAll(), std::vector<kv::ChunkId>{c_id}) << tampering.name;
@@ -189,7 +189,7 @@ TEST(KvLoaderTest, AChunkEvictedAfterPlanningIsReportedNotUsed) {
   const auto prompt = MakePrompt({kA, kB, Range(900, 5)});
   Result<ReusePlan> plan = PlanReuse(prompt.tokens, prompt.chunks, cache, PlannerOptions{});
   ASSERT_TRUE(plan.ok());
-  KvLoader loader(cache, *plan, kShape);
+  KvLoader loader(&cache, *plan, kShape);
   EXPECT_EQ(loader.WaitAll().size(), 2u);
   EXPECT_EQ(loader.Wait(0), nullptr);
 }
@@ -203,7 +203,7 @@ TEST(KvLoaderTest, ASourceNoTokenUsesIsNeitherLoadedNorFailed) {
   ASSERT_TRUE(plan.ok());
   ReusePlan unused = *plan;
   for (TokenSource& t : unused.tokens) t = TokenSource{};
-  KvLoader loader(cache, unused, kShape);
+  KvLoader loader(&cache, unused, kShape);
   EXPECT_TRUE(loader.WaitAll().empty());
   EXPECT_EQ(loader.num_read(), 0);
   EXPECT_EQ(cache.num_finds, 0);

@@ -1,0 +1,134 @@
+#include "engine/kv_preparer.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "base/float16.h"
+#include "kv/memory_chunk_cache.h"
+#include "reuse/planner_test_util.h"
+
+namespace reprise::engine {
+namespace {
+
+using reuse::testing_plans::CachePath;
+using reuse::testing_plans::MakePrompt;
+using reuse::testing_tokens::Range;
+using reuse::testing_tokens::Tokens;
+
+constexpr reuse::KvShape kShape{1, 1, 2};  // planner_test_util's entries
+const float kInvFreq[1] = {0.5f};
+constexpr RopeLayout kRope{kInvFreq, 2, kernels::RopeStyle::kInterleaved};
+
+// Fills every cached entry's K and V with values that differ per token, at positions 0...
+void Fill(kv::ChunkCache& cache, const Tokens& tokens, kv::ChunkId parent) {
+  auto entry = reuse::testing_plans::Entry(parent, tokens, true);
+  auto kv = std::make_shared<kv::ChunkKv>(*entry->kv);
+  for (size_t i = 0; i < kv->k.size(); ++i) {
+    kv->k[i] = F32ToF16(0.01f * static_cast<float>(tokens[i / 2] % 97) + 0.5f);
+    kv->v[i] = F32ToF16(-0.02f * static_cast<float>(i));
+  }
+  std::iota(kv->positions.begin(), kv->positions.end(), 0);
+  entry->kv = kv;
+  ASSERT_TRUE(cache.Insert(entry).ok());
+}
+
+struct Fixture {
+  kv::MemoryChunkCache cache{1 << 24};
+  std::unique_ptr<kv::KvCache> session =
+      std::move(kv::KvCache::Create(kv::KvShape{1, 1, 2, 256})).value();
+  std::unique_ptr<kv::KvCache> expected =
+      std::move(kv::KvCache::Create(kv::KvShape{1, 1, 2, 256})).value();
+  std::vector<int32_t> positions = std::vector<int32_t>(256);
+  Fixture() { std::iota(positions.begin(), positions.end(), 0); }
+};
+
+const Tokens kA = Range(100, 40);
+const Tokens kB = Range(300, 40);
+
+TEST(KvPreparerTest, SlotsBecomeVisibleOnlyWhenTheCallerNeedsThemAndHoldThePlacedKv) {
+  Fixture f;
+  Fill(f.cache, kA, kv::kRootChunkId);
+  Fill(f.cache, kB, kv::kRootChunkId);  // cached alone: reused at a new position below
+  const auto prompt = MakePrompt({kA, Range(900, 20), kB, Range(950, 5)});
+  Result<reuse::ReusePlan> plan =
+      reuse::PlanReuse(prompt.tokens, prompt.chunks, f.cache, reuse::PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->num_prefix, 40);
+  ASSERT_EQ(plan->num_nonprefix, 40);
+  f.session->ClearFrom(0);
+  {
+    reuse::KvLoader loader(&f.cache, *plan, kShape);
+    KvPreparer preparer(*plan, loader, *f.session, f.positions, kRope, kernels::BestKernels());
+    ASSERT_TRUE(preparer.ReadyUntil(50));  // a call over the 20 new tokens' first half
+    const std::span<const int32_t> slots = f.session->slot_positions();
+    for (int i = 0; i < 40; ++i) EXPECT_EQ(slots[i], i);
+    for (int i = 40; i < 100; ++i) EXPECT_EQ(slots[i], -1) << i;  // not needed yet
+    ASSERT_TRUE(preparer.ReadyUntil(static_cast<int>(prompt.tokens.size())));
+    for (int i = 60; i < 100; ++i) EXPECT_EQ(slots[i], i);
+    EXPECT_EQ(slots[100], -1);  // new tokens are the graphs' to write
+  }
+  // The same KV as placing each run at once.
+  kernels::KernelSet kernels = kernels::BestKernels();
+  f.expected->ClearFrom(0);
+  for (const auto& [begin, source] : {std::pair{0, 0}, std::pair{60, 1}}) {
+    PlaceChunkKv(*plan->sources[static_cast<size_t>(source)]->kv, 0,
+                 std::span<const int32_t>(f.positions.data() + begin, 40), *f.expected, begin,
+                 kRope, kernels);
+  }
+  for (int slot = 0; slot < 100; ++slot) {
+    for (int d = 0; d < 2; ++d) {
+      EXPECT_EQ(f.session->k_row(0, 0, slot)[d], f.expected->k_row(0, 0, slot)[d]) << slot;
+      EXPECT_EQ(f.session->v_row(0, 0, slot)[d], f.expected->v_row(0, 0, slot)[d]) << slot;
+    }
+  }
+  // The moved chunk's K really was rotated (by 60 positions).
+  EXPECT_NE(f.session->k_row(0, 0, 60)[0], plan->sources[1]->kv->k[0]);
+}
+
+// A cache whose Find loses every chunk (evicted between planning and loading).
+class ForgetfulCache : public kv::MemoryChunkCache {
+ public:
+  ForgetfulCache() : kv::MemoryChunkCache(1 << 24) {}
+  std::shared_ptr<const kv::ChunkEntry> Find(kv::ChunkId) override { return nullptr; }
+  std::shared_ptr<const kv::ChunkEntry> Peek(kv::ChunkId id) override {
+    auto entry = kv::MemoryChunkCache::Peek(id);
+    if (!entry) return nullptr;
+    auto skeleton = std::make_shared<kv::ChunkEntry>(*entry);
+    skeleton->kv = nullptr;  // as if on flash
+    return skeleton;
+  }
+};
+
+TEST(KvPreparerTest, ASourceThatFailsStopsItAndTheCallerIsTold) {
+  Fixture f;
+  ForgetfulCache cache;
+  Fill(cache, kA, kv::kRootChunkId);
+  const auto prompt = MakePrompt({kA, Range(900, 20)});
+  Result<reuse::ReusePlan> plan =
+      reuse::PlanReuse(prompt.tokens, prompt.chunks, cache, reuse::PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->num_prefix, 40);
+  f.session->ClearFrom(0);
+  reuse::KvLoader loader(&cache, *plan, kShape);
+  KvPreparer preparer(*plan, loader, *f.session, f.positions, kRope, kernels::BestKernels());
+  EXPECT_TRUE(preparer.ReadyUntil(0));  // nothing needed before token 0
+  EXPECT_FALSE(preparer.ReadyUntil(41));
+  EXPECT_EQ(f.session->slot_positions()[0], -1);
+  EXPECT_EQ(loader.WaitAll().size(), 1u);
+}
+
+TEST(KvPreparerTest, APlanWithoutReuseNeedsNothing) {
+  Fixture f;
+  const auto prompt = MakePrompt({Range(900, 20)});
+  Result<reuse::ReusePlan> plan =
+      reuse::PlanReuse(prompt.tokens, prompt.chunks, f.cache, reuse::PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  reuse::KvLoader loader(nullptr, *plan, kShape);
+  KvPreparer preparer(*plan, loader, *f.session, f.positions, kRope, kernels::BestKernels());
+  EXPECT_TRUE(preparer.ReadyUntil(20));
+  EXPECT_EQ(preparer.wait_ms(), 0.0);
+}
+
+}  // namespace
+}  // namespace reprise::engine
