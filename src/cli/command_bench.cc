@@ -300,6 +300,13 @@ class BenchCommand : public Command {
         ->default_val("cost")
         ->check(CLI::IsMember({"cost", "lru"}));
     s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
+    s->add_flag("--no-overlap", no_overlap_,
+                "Read and place the reused KV before the first graph call instead of beside the "
+                "graphs (ablation)");
+    s->add_flag("--cold-flash", reuse_options_.cold_flash,
+                "With --store: before every query, wait for the write-back and drop the KV "
+                "files from the OS page cache, so that KV not in the memory pool is read from "
+                "storage");
     s->add_flag("--no-quality", no_quality_,
                 "Skip the comparison with full prefill (faster; quality columns empty)");
     s->add_flag("--verbose", reuse_options_.verbose, "Print each query's plan and schedule");
@@ -327,6 +334,8 @@ class BenchCommand : public Command {
       command += std::string(" --chunking ") + engine::ChunkingModeName(reuse_options_.reuse.chunking);
     }
     if (no_prefetch_) command += " --no-prefetch";
+    if (reuse_options_.cold_flash) command += " --cold-flash";
+    if (no_overlap_) command += " --no-overlap";
     if (no_quality_) command += " --no-quality";
     if (r.guard_deviation > 0) command += " --guard " + std::to_string(r.guard_deviation);
     if (reuse_options_.reuse.recompute_min_deviation > 0) {
@@ -353,6 +362,10 @@ class BenchCommand : public Command {
     reuse_options_.store_cost_aware = eviction_ == "cost";
     reuse_options_.reuse.chunking = *engine::ParseChunkingMode(chunking_);  // checked above
     reuse_options_.store_prefetch = !no_prefetch_;
+    reuse_options_.reuse.overlap_kv_preparation = !no_overlap_;
+    if (reuse_options_.cold_flash && reuse_options_.store_dir.empty()) {
+      return PrintError("bench reuse", InvalidArgumentError("--cold-flash needs --store"));
+    }
     reuse_options_.measure_quality = !no_quality_;
     // Without a cache folder there are no saved calibrations: "" = do not look.
     Result<std::string> cache_dir = FindCacheDir();
@@ -489,6 +502,7 @@ class BenchCommand : public Command {
   std::string eviction_ = "cost";
   std::string chunking_;
   bool no_prefetch_ = false;
+  bool no_overlap_ = false;
   bool no_quality_ = false;
   CLI::Option* lp_option_ = nullptr;
   CLI::Option* ls_option_ = nullptr;

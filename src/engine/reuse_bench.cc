@@ -13,6 +13,7 @@
 #include "kv/memory_chunk_cache.h"
 #include "reuse/reuse_recall_losses.h"
 #include "reuse/reuse_recall_oracle.h"
+#include "store/store_dir.h"
 #include "workload/named_workload.h"
 
 namespace reprise::engine {
@@ -271,6 +272,11 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
                                  ReuseMethodName(run.method);
       ReportProgress(options.progress, "queries", query_runs_done++, num_query_runs, "runs",
                      detail);
+      if (store && options.cold_flash) {
+        REPRISE_RETURN_IF_ERROR(store->Flush());
+        Result<int> dropped = store::DropKvFilePages(options.store_dir);
+        if (!dropped.ok()) return dropped.error();
+      }
       const double caller_writes_before = store ? store->Stats().write_ms_on_caller : 0.0;
       REPRISE_ASSIGN_OR_RETURN(PrefillReport report, run.session->Prefill(segments));
       if (store) {

@@ -49,6 +49,9 @@ struct ReuseBenchOptions {
   std::string store_codec = "f16";
   bool store_cost_aware = true;  // false: LRU eviction (ablation)
   bool store_prefetch = true;
+  // Before every query: the store's write-back finished and its KV files dropped from the
+  // OS page cache (store::DropKvFilePages), so KV not in the pool comes from storage.
+  bool cold_flash = false;
   // Where calibrations are kept; when one exists for this model and machine, its Lp, Ls and
   // latencies replace those of `reuse` (unless `keep_capacities`).
   std::string calibration_dir;

@@ -353,7 +353,9 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
       reuse::KvLoader loader(cache_, plan, shape);
       KvPreparer preparer(plan, loader, backend_->kv_cache(), positions_, rope,
                           kernels::BestKernels());
-      computed = Compute(plan, preparer, report);
+      computed = options_.overlap_kv_preparation || preparer.ReadyUntil(n)
+                     ? Compute(plan, preparer, report)
+                     : UnavailableError("a cached chunk could not be loaded as planned");
       report.kv_prep_ms = preparer.wait_ms();
       report.kv_place_ms = preparer.place_ms();
       report.kv_load_wait_ms = loader.wait_ms();

@@ -68,6 +68,9 @@ struct ReuseOptions {
   int stable_context_tokens = 128;
   int min_match_tokens = 32;
   int max_candidates = 32;
+  // Read and place the reused KV beside the graph calls (KvPreparer); false: all of it
+  // before the first call (the ablation of the pipeline).
+  bool overlap_kv_preparation = true;
   // Graph latencies for the scheduler; 0 = proportional to capacity.
   double prefill_latency_ms = 0.0;
   double recompute_latency_ms = 0.0;

@@ -524,6 +524,31 @@ TEST_F(ReuseSessionTest, StoringIsNotAUseAndExactKvReplacesBlendedKv) {
   }
 }
 
+// Reading and placing the reused KV beside the graph calls (the default) computes what
+// placing all of it first does: the same logits, bit for bit, for every method.
+TEST_F(ReuseSessionTest, OverlappingKvPreparationChangesNothing) {
+  auto model = std::move(LoadedModel::Load(Path("tiny-qwen3"))).value();
+  const std::vector<std::vector<PromptSegment>> warmup = {{{"document", Words(7, 60)}},
+                                                          {{"document", Words(8, 50)}}};
+  const std::vector<PromptSegment> prompt = {{"system", Words(1, 20)},
+                                             {"document", Words(8, 50)},
+                                             {"document", Words(7, 60)},
+                                             {"question", Words(5, 8)}};
+  for (const ReuseMethod method : {ReuseMethod::kPrefix, ReuseMethod::kFull, ReuseMethod::kBlend}) {
+    ReuseOptions overlapped = Options(method);
+    ReuseOptions first = overlapped;
+    first.overlap_kv_preparation = false;
+    kv::MemoryChunkCache cache_a(64 << 20), cache_b(64 << 20);
+    PrefillReport report;
+    const std::vector<float> a = Run(*model, overlapped, &cache_a, warmup, prompt, &report);
+    const std::vector<float> b = Run(*model, first, &cache_b, warmup, prompt);
+    if (method != ReuseMethod::kPrefix) {
+      EXPECT_GT(report.tokens_nonprefix + report.tokens_recomputed, 0) << report.plan;
+    }
+    EXPECT_EQ(a, b) << static_cast<int>(method);
+  }
+}
+
 // Planning reads the store's index only; the KV comes from flash through the loader. A chunk
 // file damaged after it was catalogued fails its checks when it is loaded: the prompt is
 // planned again without it and that part computed — the logits of a full prefill, never the

@@ -6,9 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "base/unique_fd.h"
 #include "store/catalog.h"
+#include "store/kv_file.h"
 
 namespace reprise::store {
 namespace {
@@ -93,6 +95,21 @@ Status PrepareCatalogFiles(const std::string& dir) {
   REPRISE_RETURN_IF_ERROR(NarrowFile(catalog, /*create=*/true));
   REPRISE_RETURN_IF_ERROR(NarrowFile(catalog + "-wal", false));
   return NarrowFile(catalog + "-shm", false);
+}
+
+Result<int> DropKvFilePages(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) return IoError(dir + ": " + error.message());
+  int advised = 0;
+  for (const std::filesystem::directory_entry& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(kKvFileSuffix)) continue;
+    UniqueFd fd(::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.is_valid()) continue;  // gone meanwhile (evicted), or not ours
+    if (::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED) == 0) ++advised;
+  }
+  return advised;
 }
 
 }  // namespace reprise::store

@@ -47,4 +47,10 @@ Result<std::string> ChooseCacheDir(const CacheDirSources& sources);
 // file), Unavailable (another user's file, or a read-only folder), IoError.
 Status PrepareCatalogFiles(const std::string& dir);
 
+// Asks the kernel to drop the page cache of every KV file in `dir` (posix_fadvise
+// DONTNEED), so that the next reads of them touch storage — for benchmarks that measure KV
+// coming from flash. Files being written are skipped by the kernel (dirty pages stay);
+// flush the store first. Returns how many files were advised. Errors: IoError (the folder).
+Result<int> DropKvFilePages(const std::string& dir);
+
 }  // namespace reprise::store

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "support/temp_dir.h"
+
 namespace reprise::store {
 namespace {
 
@@ -23,6 +27,23 @@ TEST(StoreDirTest, WithoutAnyHomeThereIsNoCacheDirNeverATmpPath) {
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(none.status().message().find("HOME"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace reprise::store
+
+namespace reprise::store {
+namespace {
+
+TEST(StoreDirTest, DropKvFilePagesAdvisesKvFilesOnly) {
+  testing_support::TempDir temp;
+  for (const char* name : {"a.rpkv", "b.rpkv", "catalog.db", "c.rpkv.tmp"}) {
+    std::ofstream(temp.path() + "/" + name) << "bytes";
+  }
+  Result<int> advised = DropKvFilePages(temp.path());
+  ASSERT_TRUE(advised.ok()) << advised.status().ToString();
+  EXPECT_EQ(*advised, 2);
+  EXPECT_EQ(DropKvFilePages(temp.path() + "/missing").status().code(), StatusCode::kIoError);
 }
 
 }  // namespace
