@@ -16,7 +16,7 @@ using reuse::testing_plans::MakePrompt;
 using reuse::testing_tokens::Range;
 using reuse::testing_tokens::Tokens;
 
-constexpr reuse::KvShape kShape{1, 1, 2};  // planner_test_util's entries
+constexpr kv::KvShape kShape{1, 1, 2, 0};  // planner_test_util's entries
 const float kInvFreq[1] = {0.5f};
 constexpr RopeLayout kRope{kInvFreq, 2, kernels::RopeStyle::kInterleaved};
 

@@ -323,7 +323,7 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
   planner.max_candidates = options_.max_candidates;
   const model::PackedWeights& w = backend_->weights();
   const model::ModelConfig& c = w.config();
-  const reuse::KvShape shape{c.num_layers, c.num_kv_heads, c.head_dim};
+  const kv::KvShape shape = backend_->kv_cache().shape();
   const RopeLayout rope{w.rope_inv_freq().data(), c.rope_dims,
                         c.rope_style == model::RopeStyle::kNeox ? kernels::RopeStyle::kNeox
                                                                 : kernels::RopeStyle::kInterleaved};

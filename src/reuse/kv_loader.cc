@@ -7,7 +7,8 @@
 
 namespace reprise::reuse {
 
-bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded, KvShape shape) {
+bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded,
+                 const kv::KvShape& shape) {
   if (!loaded.kv || loaded.id != planned.id || loaded.content != planned.content ||
       loaded.tokens != planned.tokens) {
     return false;
@@ -22,7 +23,7 @@ bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded, Kv
          kv.positions.size() == static_cast<size_t>(kv.num_tokens);
 }
 
-KvLoader::KvLoader(kv::ChunkCache* cache, const ReusePlan& plan, KvShape shape)
+KvLoader::KvLoader(kv::ChunkCache* cache, const ReusePlan& plan, const kv::KvShape& shape)
     : cache_(cache), shape_(shape) {
   REPRISE_CHECK(cache_ != nullptr || plan.sources.empty()) << "sources but no cache";
   std::vector<Slot> slots(plan.sources.size());

@@ -23,26 +23,22 @@
 
 #include "base/thread_annotations.h"
 #include "kv/chunk_cache.h"
+#include "kv/kv_cache.h"
 #include "reuse/reuse_planner.h"
 
 namespace reprise::reuse {
 
-// The KV layout the session holds (ChunkKv's shape).
-struct KvShape {
-  int num_layers = 0;
-  int num_kv_heads = 0;
-  int head_dim = 0;
-};
-
-// Whether `loaded` is the KV `planned` promised, in `shape`.
-bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded, KvShape shape);
+// Whether `loaded` is the KV `planned` promised, in the session's layout `shape` (its layers,
+// KV heads and head dim; the capacity is not a chunk's).
+bool IsPlannedKv(const kv::ChunkEntry& planned, const kv::ChunkEntry& loaded,
+                 const kv::KvShape& shape);
 
 class KvLoader {
  public:
   // Starts at once: memory sources are resolved here, the reads start in the background.
   // Borrows `cache`, which must outlive the loader (null only for a plan without sources);
   // copies what it needs of `plan`.
-  KvLoader(kv::ChunkCache* cache, const ReusePlan& plan, KvShape shape);
+  KvLoader(kv::ChunkCache* cache, const ReusePlan& plan, const kv::KvShape& shape);
   // Waits for the background reads (they are not interrupted: each is one file).
   ~KvLoader();
   KvLoader(const KvLoader&) = delete;
@@ -70,7 +66,7 @@ class KvLoader {
   void ReadAll();
 
   kv::ChunkCache* cache_;
-  const KvShape shape_;
+  const kv::KvShape shape_;
   std::vector<int> read_order_;  // sources to read, by first use in the prompt
   int num_from_memory_ = 0;
   double wait_ms_ = 0.0;

@@ -17,7 +17,7 @@ using testing_plans::MakePrompt;
 using testing_tokens::Range;
 using testing_tokens::Tokens;
 
-constexpr KvShape kShape{1, 1, 2};  // planner_test_util's entries
+constexpr kv::KvShape kShape{1, 1, 2, 0};  // planner_test_util's entries
 
 // A cache whose index describes chunks without their KV, as a store's flash tier does: Peek,
 // PeekByContent, Children and FindCandidates give entries with tokens only; Find loads (and
