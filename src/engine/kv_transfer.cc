@@ -8,17 +8,8 @@
 
 namespace reprise::engine {
 
-void RerotateKeys(uint16_t* k, int num_heads, int64_t head_stride, int head_dim, int32_t delta,
-                  const RopeLayout& rope, const kernels::KernelSet& kernels) {
-  float cos[kernels::kMaxAttentionHeadDim / 2];
-  float sin[kernels::kMaxAttentionHeadDim / 2];
-  kernels::RopeCosSin(delta, rope.inv_freq, rope.rope_dims / 2, cos, sin);
-  RerotateKeysWith(k, num_heads, head_stride, head_dim, cos, sin, rope, kernels);
-}
-
-void RerotateKeysWith(uint16_t* k, int num_heads, int64_t head_stride, int head_dim,
-                      const float* cos, const float* sin, const RopeLayout& rope,
-                      const kernels::KernelSet& kernels) {
+void RerotateKeys(uint16_t* k, int num_heads, int64_t head_stride, int head_dim, const float* cos,
+                  const float* sin, const RopeLayout& rope, const kernels::KernelSet& kernels) {
   float row[kernels::kMaxAttentionHeadDim];
   for (int h = 0; h < num_heads; ++h) {
     uint16_t* head = k + h * head_stride;
@@ -80,9 +71,9 @@ void PlaceChunkRows(const kv::ChunkKv& chunk, int src_begin, std::span<const int
       if (r < 0) continue;
       const float* cos = rotations.data() + static_cast<size_t>(r) * 2 * static_cast<size_t>(half);
       // Heads of one slot are capacity * head_dim apart.
-      RerotateKeysWith(cache.k_row(l, 0, dst_slot + t), shape.num_kv_heads,
-                       static_cast<int64_t>(shape.capacity) * shape.head_dim, shape.head_dim, cos,
-                       cos + half, rope, kernels);
+      RerotateKeys(cache.k_row(l, 0, dst_slot + t), shape.num_kv_heads,
+                   static_cast<int64_t>(shape.capacity) * shape.head_dim, shape.head_dim, cos,
+                   cos + half, rope, kernels);
     }
   }
 }

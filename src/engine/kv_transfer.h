@@ -38,14 +38,9 @@ void PlaceChunkRows(const kv::ChunkKv& chunk, int src_begin, std::span<const int
 kv::ChunkKv ExtractChunkKv(const kv::KvCache& cache, int slot, int count);
 
 // Rotates one f16 K row set in place: `num_heads` heads of `head_dim` at `k` (head h at
-// k + h * head_stride), by `delta` positions.
-void RerotateKeys(uint16_t* k, int num_heads, int64_t head_stride, int head_dim, int32_t delta,
-                  const RopeLayout& rope, const kernels::KernelSet& kernels);
-
-// RerotateKeys with the rotation's cos and sin given (kernels::RopeCosSin of the delta, half
-// the rope dims each): a run of tokens moved by one delta computes them once.
-void RerotateKeysWith(uint16_t* k, int num_heads, int64_t head_stride, int head_dim,
-                      const float* cos, const float* sin, const RopeLayout& rope,
-                      const kernels::KernelSet& kernels);
+// k + h * head_stride), by the angles whose cos and sin are given (kernels::RopeCosSin of the
+// position delta, half the rope dims each; a run moved by one delta computes them once).
+void RerotateKeys(uint16_t* k, int num_heads, int64_t head_stride, int head_dim, const float* cos,
+                  const float* sin, const RopeLayout& rope, const kernels::KernelSet& kernels);
 
 }  // namespace reprise::engine

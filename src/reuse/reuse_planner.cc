@@ -7,11 +7,9 @@
 namespace reprise::reuse {
 namespace {
 
-// The entry's tokens are `tokens` (and its KV, when it is in memory, holds that many).
 bool SameTokens(const kv::ChunkEntry& entry, std::span<const int32_t> tokens) {
   return entry.tokens.size() == tokens.size() &&
-         std::equal(tokens.begin(), tokens.end(), entry.tokens.begin()) &&
-         (!entry.kv || entry.kv->num_tokens == static_cast<int>(tokens.size()));
+         std::equal(tokens.begin(), tokens.end(), entry.tokens.begin());
 }
 
 // An entry the planner may use: present, not excluded, its in-memory KV (if any) the size of
@@ -114,7 +112,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
   size_t first_unmatched_chunk = 0;
   int first_unmatched_token = 0;
   if (options.use_prefix) {
-    const auto usable = [&](const kv::ChunkEntry& e) {
+    const auto exact_enough = [&](const kv::ChunkEntry& e) {
       return e.exact || options.use_inexact_prefix;
     };
     kv::ChunkId parent = kv::kRootChunkId;
@@ -123,7 +121,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       const auto tokens = prompt.subspan(static_cast<size_t>(c.begin),
                                          static_cast<size_t>(c.end - c.begin));
       std::shared_ptr<const kv::ChunkEntry> entry = cache.Peek(plan.chunk_ids[i]);
-      if (Usable(entry, options) && usable(*entry) && entry->parent == parent &&
+      if (Usable(entry, options) && exact_enough(*entry) && entry->parent == parent &&
           SameTokens(*entry, tokens)) {
         if (!entry->exact && plan.first_inexact_prefix_token < 0) {
           plan.first_inexact_prefix_token = c.begin;
@@ -138,7 +136,7 @@ Result<ReusePlan> PlanReuse(std::span<const int32_t> prompt, std::span<const Pro
       int best = 0;
       std::shared_ptr<const kv::ChunkEntry> best_child;
       for (const auto& child : cache.Children(parent)) {
-        if (!Usable(child, options) || !usable(*child)) continue;
+        if (!Usable(child, options) || !exact_enough(*child)) continue;
         const size_t n = std::min(child->tokens.size(), tokens.size());
         size_t k = 0;
         while (k < n && child->tokens[k] == tokens[k]) ++k;
