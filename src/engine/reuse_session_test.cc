@@ -9,6 +9,7 @@
 #include "convert/model_maker.h"
 #include "engine/kv_transfer.h"
 #include "kv/memory_chunk_cache.h"
+#include "reuse/chunk_merge_scheduler.h"
 #include "store/chunk_store.h"
 #include "store/kv_file.h"
 #include "support/temp_dir.h"
@@ -60,6 +61,16 @@ class ReuseSessionTest : public ::testing::Test {
     o.recompute_capacity = 64;
     o.chunk_tokens = 64;
     o.min_match_tokens = 16;
+    return o;
+  }
+
+  // `tiny` has two layers and checks at layer 1, so a recompute call costs about two thirds
+  // of a prefill per row (UncalibratedGraphCosts): at a tiny ratio the scheduler rightly
+  // prefills the stretches around new tokens. Tests of what a recompute call does give it
+  // the latencies of a deeper model, whose recompute calls are much cheaper.
+  static ReuseOptions PreferRecompute(ReuseOptions o) {
+    o.prefill_latency_ms = 100.0;
+    o.recompute_latency_ms = 1.0;
     return o;
   }
 
@@ -170,7 +181,7 @@ TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
                                           {"document", Words(7, 50)},
                                           {"question", Words(5, 8)}};
   kv::MemoryChunkCache cache_a(64 << 20), cache_b(64 << 20), cache_c(64 << 20);
-  ReuseOptions blend_options = Options(ReuseMethod::kBlend);
+  ReuseOptions blend_options = PreferRecompute(Options(ReuseMethod::kBlend));
   blend_options.recompute_ratio = 0.001;
   PrefillReport report;
   const std::vector<float> blend = Run(*model, blend_options, &cache_a, {earlier}, now, &report);
@@ -666,6 +677,74 @@ TEST_F(ReuseSessionTest, TheNextTurnContinuesABlendedPathAsPrefix) {
   Run(*model, Options(ReuseMethod::kPrefix), &cache, {}, next, &exact_report);
   EXPECT_EQ(exact_report.tokens_prefix_inexact, 0);
   EXPECT_EQ(exact_report.tokens_prefix, system_tokens) << exact_report.plan;
+}
+
+model::ModelConfig ShapeOf(int layers, int dim, int heads, int kv_heads, int head_dim, int ffn) {
+  model::ModelConfig c;
+  c.num_layers = layers;
+  c.embedding_dim = dim;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.head_dim = head_dim;
+  c.ffn_dim = ffn;
+  return c;
+}
+
+TEST(UncalibratedGraphCostsTest, CountTheRowsEachLayerRuns) {
+  // One layer: K+V 2*64*32 = 4096, Q+O+MLP 2*64*64 + 3*64*172 = 41216 multiply-adds a row.
+  const model::ModelConfig c = ShapeOf(5, 64, 8, 4, 8, 172);
+  const double layer = 4096 + 41216;
+  const double per_call = 4 * 5 * layer;
+  const GraphCosts costs = UncalibratedGraphCosts(c, 1, 128, 256, 0.25);
+  EXPECT_DOUBLE_EQ(costs.prefill, per_call + 128 * 5 * layer);
+  // 256 rows through layer 0 and the check layer's K/V; 64 selected through the rest.
+  EXPECT_DOUBLE_EQ(costs.recompute, per_call + 256 * (layer + 4096) + 64 * (41216 + 3 * layer));
+  // A tiny ratio still pays for the rows every layer up to the check layer runs.
+  EXPECT_GT(UncalibratedGraphCosts(c, 1, 128, 256, 0.004).recompute, 256 * layer);
+  // The check layer is clamped to the model; r = 1 costs a prefill of Ls rows.
+  EXPECT_DOUBLE_EQ(UncalibratedGraphCosts(ShapeOf(2, 64, 8, 4, 8, 172), 7, 32, 32, 1.0).recompute,
+                   UncalibratedGraphCosts(ShapeOf(2, 64, 8, 4, 8, 172), 7, 32, 32, 1.0).prefill);
+  // The ratio the comment in reuse_session.h quotes for the smollm2-135m shape.
+  const GraphCosts smollm2 =
+      UncalibratedGraphCosts(ShapeOf(30, 576, 9, 3, 64, 1536), 1, 256, 256, 0.25);
+  EXPECT_NEAR(smollm2.recompute / smollm2.prefill, 0.288, 0.001);
+}
+
+// Review finding: with costs proportional to r alone, --ratio 0.004 made recompute calls look
+// almost free and one query became dozens of graph calls (each absorbing a few new tokens).
+// With these costs the schedule needs about as many calls as the prompt needs capacity.
+TEST(UncalibratedGraphCostsTest, ATinyRatioDoesNotSplitAPromptIntoManyCalls) {
+  const int lp = 128, ls = 256;
+  const double r = 0.004;
+  const GraphCosts costs = UncalibratedGraphCosts(ShapeOf(30, 576, 9, 3, 64, 1536), 1, lp, ls, r);
+  reuse::ChunkMergeOptions options;
+  options.prefill_capacity = lp;
+  options.recompute_capacity = ls;
+  options.prefill_latency_ms = costs.prefill;
+  options.recompute_latency_ms = costs.recompute;
+  options.recompute_ratio = r;
+  Result<reuse::ChunkMergeScheduler> scheduler = reuse::ChunkMergeScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok());
+  std::vector<reuse::TokenRun> runs;
+  int at = 0;
+  for (int i = 0; i < 8; ++i) {  // a document of 60 reused tokens, then 4 new ones, 8 times
+    runs.push_back({reuse::RunKind::kNonPrefix, at, at + 60});
+    runs.push_back({reuse::RunKind::kNew, at + 60, at + 64});
+    at += 64;
+  }
+  Result<reuse::ChunkSchedule> schedule = scheduler->Schedule(runs);
+  ASSERT_TRUE(schedule.ok());
+  EXPECT_LE(schedule->calls.size(), static_cast<size_t>((at + lp - 1) / lp + 1))
+      << schedule->ToString();
+
+  // The old costs (prefill Lp, recompute r * Ls) made this prompt many calls.
+  options.prefill_latency_ms = lp;
+  options.recompute_latency_ms = r * ls;
+  Result<reuse::ChunkMergeScheduler> old = reuse::ChunkMergeScheduler::Create(options);
+  ASSERT_TRUE(old.ok());
+  Result<reuse::ChunkSchedule> old_schedule = old->Schedule(runs);
+  ASSERT_TRUE(old_schedule.ok());
+  EXPECT_GT(old_schedule->calls.size(), 2 * schedule->calls.size());
 }
 
 }  // namespace
