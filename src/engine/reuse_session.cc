@@ -54,15 +54,15 @@ GraphCosts UncalibratedGraphCosts(const model::ModelConfig& config, int check_la
                                   double recompute_ratio) {
   const int layers = std::max(1, config.num_layers);
   const double dim = config.embedding_dim;
-  const double kv = 2.0 * dim * config.kv_dim();                                // K and V
-  const double rest = 2.0 * dim * config.q_dim() + 3.0 * dim * config.ffn_dim;  // Q, O, MLP
-  const double layer = std::max(1.0, kv + rest);
+  const double qkv = dim * (config.q_dim() + 2.0 * config.kv_dim());       // Q, K and V
+  const double rest = dim * config.q_dim() + 3.0 * dim * config.ffn_dim;  // O and the MLP
+  const double layer = std::max(1.0, qkv + rest);
   const int check = std::clamp(check_layer, 0, layers - 1);
   const double selected = std::ceil(std::clamp(recompute_ratio, 0.0, 1.0) * recompute_capacity);
   const double per_call = kCallOverheadRows * layers * layer;
   GraphCosts costs;
   costs.prefill = per_call + static_cast<double>(prefill_capacity) * layers * layer;
-  costs.recompute = per_call + recompute_capacity * (check * layer + kv) +
+  costs.recompute = per_call + recompute_capacity * (check * layer + qkv) +
                     selected * (rest + (layers - check - 1) * layer);
   return costs;
 }

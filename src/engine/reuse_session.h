@@ -90,15 +90,15 @@ struct ReuseOptions {
 // the layers' projections (one row through one layer costs the same in both graphs; attention
 // and the norms scale alike and are left out, and only the ratio of the two costs matters):
 //  - prefill: its Lp rows through every layer;
-//  - recompute: its Ls rows through the layers before the check layer, their K and V
-//    projections at the check layer (the deviation that selects), and the ceil(r * Ls)
-//    selected rows through the rest of the check layer and every later layer;
+//  - recompute: its Ls rows through the layers before the check layer, their Q, K and V
+//    projections at the check layer (K's deviation selects), and the ceil(r * Ls) selected
+//    rows through the rest of the check layer and every later layer;
 //  - each call: 4 rows through every layer more (what a call costs beyond its rows).
 // So a tiny r still pays for the layers every row runs (at r = 0.004 a recompute call is
 // not free, and a prompt does not become dozens of calls), and a shallow model, whose check
 // layer is most of it, prefers an exact prefill when it costs about the same. Measured
 // against `reprise calibrate` on AMD EPYC Zen 5 (recompute / prefill at capacity 256): smollm2
-// shape 0.29 here, 0.29 measured; stories260K 0.42 / 0.45; TinyStories-656K 0.66 / 0.73.
+// shape 0.29 here, 0.29 measured; stories260K 0.44 / 0.45; TinyStories-656K 0.69 / 0.73.
 struct GraphCosts {
   double prefill = 0;
   double recompute = 0;
