@@ -24,17 +24,17 @@ void AddContext(HtmlReport& page, const ReportContext& context) {
 }
 
 // The methods of the first run, in its order (every run has the same methods).
-std::vector<std::string> MethodNames(std::span<const engine::ReuseBenchResult> results) {
+std::vector<std::string> MethodNames(std::span<const tools::ReuseBenchResult> results) {
   std::vector<std::string> names;
   if (!results.empty()) {
-    for (const engine::MethodStats& m : results.front().methods) names.push_back(m.method);
+    for (const tools::MethodStats& m : results.front().methods) names.push_back(m.method);
   }
   return names;
 }
 
-const engine::MethodStats* FindMethod(const engine::ReuseBenchResult& result,
-                                      const std::string& method) {
-  for (const engine::MethodStats& m : result.methods) {
+const tools::MethodStats* FindMethod(const tools::ReuseBenchResult& result,
+                                     const std::string& method) {
+  for (const tools::MethodStats& m : result.methods) {
     if (m.method == method) return &m;
   }
   return nullptr;
@@ -42,11 +42,11 @@ const engine::MethodStats* FindMethod(const engine::ReuseBenchResult& result,
 
 // One value per method of `result`; NaN where the method did not run.
 template <typename Get>
-std::vector<double> PerMethod(const engine::ReuseBenchResult& result,
+std::vector<double> PerMethod(const tools::ReuseBenchResult& result,
                               const std::vector<std::string>& methods, Get get) {
   std::vector<double> values;
   for (const std::string& method : methods) {
-    const engine::MethodStats* m = FindMethod(result, method);
+    const tools::MethodStats* m = FindMethod(result, method);
     values.push_back(m ? get(*m) : NAN);
   }
   return values;
@@ -54,14 +54,14 @@ std::vector<double> PerMethod(const engine::ReuseBenchResult& result,
 
 // Whether any method's quality was measured (not --no-quality): `none` is the reference and
 // agrees with itself, so measured quality shows as top-1 agreement above zero.
-bool HasQuality(const engine::ReuseBenchResult& result) {
-  for (const engine::MethodStats& m : result.methods) {
+bool HasQuality(const tools::ReuseBenchResult& result) {
+  for (const tools::MethodStats& m : result.methods) {
     if (m.top1_agreement > 0 || m.kl_mean > 0 || m.continuation_agreement > 0) return true;
   }
   return false;
 }
 
-void AddReuseRun(HtmlReport& page, const engine::ReuseBenchResult& r) {
+void AddReuseRun(HtmlReport& page, const tools::ReuseBenchResult& r) {
   page.AddHeading("Workload " + r.workload);
   page.AddParagraph(std::to_string(r.queries) + " queries, " + Fixed(r.prompt_tokens_mean, 0) +
                     " prompt tokens on average; model " + r.model + "; graphs " + r.calibration +
@@ -74,7 +74,7 @@ void AddReuseRun(HtmlReport& page, const engine::ReuseBenchResult& r) {
     start = end + 1;
   }
   std::vector<std::vector<std::string>> rows;
-  for (const engine::MethodStats& m : r.methods) {
+  for (const tools::MethodStats& m : r.methods) {
     rows.push_back({m.method, Fixed(m.ttft_ms_mean, 1), Fixed(m.ttft_ms_p50, 1),
                     Fixed(m.ttft_ms_p90, 1), Fixed(m.speedup_vs_none, 2) + "x", Fixed(m.kl_mean, 5),
                     Fixed(m.top1_agreement, 3), Fixed(m.continuation_agreement, 3),
@@ -89,10 +89,10 @@ void AddReuseRun(HtmlReport& page, const engine::ReuseBenchResult& r) {
 
   BarChart per_query{"TTFT per query: " + r.workload, "ms", {}, {}, false, 1280, 300};
   size_t num_queries = 0;
-  for (const engine::MethodStats& m : r.methods)
+  for (const tools::MethodStats& m : r.methods)
     num_queries = std::max(num_queries, m.ttft_ms.size());
   for (size_t q = 0; q < num_queries; ++q) per_query.categories.push_back(std::to_string(q + 1));
-  for (const engine::MethodStats& m : r.methods) {
+  for (const tools::MethodStats& m : r.methods) {
     std::vector<double> values(num_queries, NAN);
     for (size_t q = 0; q < m.ttft_ms.size(); ++q) values[q] = m.ttft_ms[q];
     per_query.series.push_back({m.method, values});
@@ -117,7 +117,7 @@ ReportContext CurrentReportContext(std::string command, int num_threads) {
   return context;
 }
 
-std::string ReuseBenchReportHtml(std::span<const engine::ReuseBenchResult> results,
+std::string ReuseBenchReportHtml(std::span<const tools::ReuseBenchResult> results,
                                  const ReportContext& context) {
   HtmlReport page("Reprise: KV reuse benchmark");
   AddContext(page, context);
@@ -136,15 +136,15 @@ std::string ReuseBenchReportHtml(std::span<const engine::ReuseBenchResult> resul
               300};
   BarChart agreement{
       "Agreement with a full prefill (higher is better)", "%", methods, {}, false, 620, 300};
-  for (const engine::ReuseBenchResult& r : results) {
-    ttft.series.push_back({r.workload, PerMethod(r, methods, [](const engine::MethodStats& m) {
+  for (const tools::ReuseBenchResult& r : results) {
+    ttft.series.push_back({r.workload, PerMethod(r, methods, [](const tools::MethodStats& m) {
                              return m.ttft_ms_mean;
                            })});
   }
   if (!results.empty()) {
     // The split and the token kinds of the first workload (one chart each per workload below
     // would repeat the same story).
-    const engine::ReuseBenchResult& r = results.front();
+    const tools::ReuseBenchResult& r = results.front();
     split.title += ": " + r.workload;
     split.series = {
         {"matching", PerMethod(r, methods, [](const auto& m) { return m.match_ms_mean; })},
@@ -159,7 +159,7 @@ std::string ReuseBenchReportHtml(std::span<const engine::ReuseBenchResult> resul
         {"new", PerMethod(r, methods, [](const auto& m) { return double(m.tokens_new); })}};
   }
   bool has_quality = false;
-  for (const engine::ReuseBenchResult& r : results) {
+  for (const tools::ReuseBenchResult& r : results) {
     if (!HasQuality(r)) continue;
     has_quality = true;
     kl.series.push_back(
@@ -186,11 +186,11 @@ std::string ReuseBenchReportHtml(std::span<const engine::ReuseBenchResult> resul
   } else {
     page.AddParagraph("Quality was not measured (--no-quality).");
   }
-  for (const engine::ReuseBenchResult& r : results) AddReuseRun(page, r);
+  for (const tools::ReuseBenchResult& r : results) AddReuseRun(page, r);
   return page.Render();
 }
 
-std::string SpeedBenchReportHtml(const engine::SpeedBenchResult& result,
+std::string SpeedBenchReportHtml(const tools::SpeedBenchResult& result,
                                  const std::map<int, double>& peer_tokens_per_second,
                                  int decode_tokens, const ReportContext& context) {
   HtmlReport page("Reprise: prefill and decode speed");

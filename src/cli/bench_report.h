@@ -12,8 +12,8 @@
 #include <span>
 #include <string>
 
-#include "engine/reuse_bench.h"
-#include "engine/speed_bench.h"
+#include "tools/reuse_bench.h"
+#include "tools/speed_bench.h"
 
 namespace reprise::cli {
 
@@ -28,13 +28,13 @@ struct ReportContext {
 ReportContext CurrentReportContext(std::string command, int num_threads);
 
 // A page for one or more `bench reuse` runs (one per workload, same methods).
-std::string ReuseBenchReportHtml(std::span<const engine::ReuseBenchResult> results,
+std::string ReuseBenchReportHtml(std::span<const tools::ReuseBenchResult> results,
                                  const ReportContext& context);
 
 // A page for `bench prefill|decode`. `peer_tokens_per_second` holds llama-bench's figures by
 // prompt length, -1 for decode; empty when it was not measured. `decode_tokens` names the
 // decode test ("tg64").
-std::string SpeedBenchReportHtml(const engine::SpeedBenchResult& result,
+std::string SpeedBenchReportHtml(const tools::SpeedBenchResult& result,
                                  const std::map<int, double>& peer_tokens_per_second,
                                  int decode_tokens, const ReportContext& context);
 

@@ -311,7 +311,7 @@ struct ServeBenchOptions {
   // Reuse recall: called with each request body, in order, before it is sent; returns the
   // tokens of its prompt (as the server's tokenizer and chat template make them) that a
   // window of the planner's min_match_tokens seen in an earlier request's prompt covers, and
-  // remembers the prompt (engine::RequestRecallOracle; the command wires it to the model
+  // remembers the prompt (tools::RequestRecallOracle; the command wires it to the model
   // file given with --tokenizer). Empty = recall is not measured.
   std::function<Result<int64_t>(const nlohmann::json& body)> count_reusable;
 };

@@ -18,10 +18,10 @@
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
-#include "engine/request_recall_oracle.h"
-#include "engine/reuse_bench.h"
-#include "engine/speed_bench.h"
 #include "server/openai_request.h"
+#include "tools/request_recall_oracle.h"
+#include "tools/reuse_bench.h"
+#include "tools/speed_bench.h"
 
 namespace reprise::cli {
 namespace {
@@ -124,7 +124,7 @@ class BenchCommand : public Command {
     }
     ProgressBar progress(ProgressBar::ForStderr(json_));
     options_.progress = progress.Callback();
-    Result<engine::SpeedBenchResult> result = engine::RunSpeedBench(options_);
+    Result<tools::SpeedBenchResult> result = tools::RunSpeedBench(options_);
     progress.Finish();
     if (!result.ok()) return PrintError(name, result.error());
     std::map<int, double> peer;
@@ -380,8 +380,8 @@ class BenchCommand : public Command {
     const bool verbose = reuse_options_.verbose;
     ProgressBar progress(ProgressBar::ForStderr(json_));
     reuse_options_.progress = progress.Callback();
-    Result<engine::ReuseBenchResult> result =
-        engine::RunReuseBench(reuse_options_, [&](const std::string& line) {
+    Result<tools::ReuseBenchResult> result =
+        tools::RunReuseBench(reuse_options_, [&](const std::string& line) {
           if (verbose || line.rfind("query", 0) != 0) progress.PrintLine(line);
         });
     progress.Finish();
@@ -460,11 +460,10 @@ class BenchCommand : public Command {
     Result<DocumentsMode> documents = ParseDocumentsMode(serve_documents_);
     if (!documents.ok()) return PrintError("bench serve", documents.error());
     serve_options_.documents = *documents;
-    std::unique_ptr<engine::RequestRecallOracle> recall;
+    std::unique_ptr<tools::RequestRecallOracle> recall;
     if (!serve_tokenizer_.empty()) {
-      Result<std::unique_ptr<engine::RequestRecallOracle>> opened =
-          engine::RequestRecallOracle::Open(serve_tokenizer_,
-                                            engine::ReuseOptions{}.min_match_tokens);
+      Result<std::unique_ptr<tools::RequestRecallOracle>> opened = tools::RequestRecallOracle::Open(
+          serve_tokenizer_, engine::ReuseOptions{}.min_match_tokens);
       if (!opened.ok()) return PrintError("bench serve", opened.error());
       recall = std::move(opened).value();
       serve_options_.count_reusable = [&recall](const nlohmann::json& body) -> Result<int64_t> {
@@ -506,9 +505,9 @@ class BenchCommand : public Command {
   bool no_quality_ = false;
   CLI::Option* lp_option_ = nullptr;
   CLI::Option* ls_option_ = nullptr;
-  engine::ReuseBenchOptions reuse_options_;
+  tools::ReuseBenchOptions reuse_options_;
   std::vector<std::string> method_names_ = {"none", "prefix", "full", "blend"};
-  engine::SpeedBenchOptions options_;
+  tools::SpeedBenchOptions options_;
   CLI::App* prefill_ = nullptr;
   CLI::App* decode_ = nullptr;
   bool json_ = false;

@@ -7,7 +7,7 @@
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
-#include "engine/calibration.h"
+#include "tools/calibrator.h"
 #include "workload/named_workload.h"
 
 namespace reprise::cli {
@@ -46,7 +46,7 @@ class CalibrateCommand : public Command {
                  options_.max_capacity);
     ProgressBar progress(ProgressBar::ForStderr(/*json=*/false));
     options_.progress = progress.Callback();
-    Result<engine::Calibration> c = engine::Calibrate(**model, options_);
+    Result<engine::Calibration> c = tools::Calibrate(**model, options_);
     progress.Finish();
     if (!c.ok()) return PrintError("calibrate", c.error());
     std::printf("model %s\nmachine %s\n\n%9s %14s %16s\n", model_path_.c_str(), c->machine.c_str(),
@@ -101,7 +101,7 @@ class CalibrateCommand : public Command {
   }
 
   std::string model_path_, workload_, data_dir_;
-  engine::CalibrationOptions options_;
+  tools::CalibrationOptions options_;
 };
 
 }  // namespace

@@ -29,12 +29,12 @@
 #include "cli/commands.h"
 #include "cli/paths.h"
 #include "engine/loaded_model.h"
-#include "engine/reuse_bench.h"
 #include "engine/reuse_session.h"
 #include "engine/sampler.h"
 #include "engine/store_settings.h"
 #include "reprise/engine.h"
 #include "store/chunk_store.h"
+#include "tools/reuse_bench.h"
 #include "workload/docqa_workload.h"
 #include "workload/json_input.h"
 
@@ -521,7 +521,7 @@ class DemoCommand : public Command {
         top1 = same_top1 ? "same" : "DIFF";
         char line[96];
         std::snprintf(line, sizeof(line), "%zu/%zu tokens same, KL %.2g", same, full.answer.size(),
-                      engine::SoftmaxKl(full.logits, o.logits));
+                      tools::SoftmaxKl(full.logits, o.logits));
         answer = line;
         if (runs[m].method == engine::ReuseMethod::kBlend) {
           if (index > 0) {

@@ -3,7 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/commands.h"
-#include "engine/model_inspector.h"
+#include "tools/model_inspector.h"
 
 namespace reprise::cli {
 namespace {
@@ -19,7 +19,7 @@ class InspectCommand : public Command {
   }
 
   int Run() override {
-    Result<engine::ModelReport> report = engine::InspectModel(path_);
+    Result<tools::ModelReport> report = tools::InspectModel(path_);
     if (!report.ok()) return PrintError("inspect", report.error());
     std::string text = json_ ? report->ToJson() + "\n" : report->ToText();
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -39,13 +39,13 @@ TEST(HtmlReportTest, ReportPathsAreCheckedUpFront) {
   EXPECT_EQ(CheckReportPath("").code(), StatusCode::kInvalidArgument);
 }
 
-engine::ReuseBenchResult SampleReuseResult() {
-  engine::ReuseBenchResult r;
+tools::ReuseBenchResult SampleReuseResult() {
+  tools::ReuseBenchResult r;
   r.workload = "docqa <demo>";
   r.model = "m.gguf";
   r.queries = 2;
   for (const char* name : {"none", "blend"}) {
-    engine::MethodStats m;
+    tools::MethodStats m;
     m.method = name;
     m.queries = 2;
     const bool is_blend = m.method == "blend";
@@ -66,7 +66,7 @@ engine::ReuseBenchResult SampleReuseResult() {
 }
 
 TEST(BenchReportTest, ReuseReportHasEveryChart) {
-  const engine::ReuseBenchResult r = SampleReuseResult();
+  const tools::ReuseBenchResult r = SampleReuseResult();
   const std::string html =
       ReuseBenchReportHtml(std::span(&r, 1), ReportContext{"reprise bench reuse", "cpu", "now"});
   for (const char* title :
@@ -79,8 +79,8 @@ TEST(BenchReportTest, ReuseReportHasEveryChart) {
 }
 
 TEST(BenchReportTest, ReuseReportWithoutQualitySaysSo) {
-  engine::ReuseBenchResult r = SampleReuseResult();
-  for (engine::MethodStats& m : r.methods) {
+  tools::ReuseBenchResult r = SampleReuseResult();
+  for (tools::MethodStats& m : r.methods) {
     m.top1_agreement = m.kl_mean = m.continuation_agreement = 0;
   }
   const std::string html = ReuseBenchReportHtml(std::span(&r, 1), ReportContext{});
@@ -89,7 +89,7 @@ TEST(BenchReportTest, ReuseReportWithoutQualitySaysSo) {
 }
 
 TEST(BenchReportTest, SpeedReportShowsThePeerWhenMeasured) {
-  engine::SpeedBenchResult r;
+  tools::SpeedBenchResult r;
   r.model = "m.gguf";
   r.prefill_tokens_per_second = {{128, 500}, {512, 400}};
   r.decode_tokens_per_second = 50;

@@ -1,7 +1,6 @@
-// Graph-size calibration (DESIGN.md §4): profile the latency t(L) of the prefill and
-// selective-recompute graphs at capacities that are multiples of 32, and pick the capacities
-// Lp and Ls that minimise sum_n f(n) * ceil(n / L) * t(L) for a workload's length
-// distribution f. Results are kept per model and machine, and used by default.
+// A graph-size calibration (DESIGN.md §4) as the engine uses it: the latency t(L) of the
+// prefill and selective-recompute graphs at profiled capacities and the capacities Lp and Ls
+// chosen for them, kept in one file per model and machine (tools/calibrator.h measures it).
 #pragma once
 
 #include <cstdint>
@@ -9,27 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "base/progress.h"
 #include "base/status.h"
-#include "engine/loaded_model.h"
+#include "engine/reuse_session.h"
 
 namespace reprise::engine {
-
-struct CalibrationOptions {
-  int min_capacity = 32;
-  int max_capacity = 512;
-  int step = 32;
-  int num_threads = 0;
-  int repetitions = 3;
-  double recompute_ratio = 0.25;
-  // Lengths (tokens) of the pieces each graph kind processes in the target workload, with
-  // their frequencies: prefill sees new-token runs, recompute sees reused runs. Empty = a
-  // default spread over 32..1024.
-  std::map<int, double> prefill_lengths;
-  std::map<int, double> recompute_lengths;
-  // Told of each capacity profiled ("profiling", capacities).
-  ProgressCallback progress;
-};
 
 struct Calibration {
   std::string model_fingerprint;  // hex
@@ -46,12 +28,6 @@ struct Calibration {
   double RecomputeMs(int capacity) const;
 };
 
-// Profiles and chooses. Errors: InvalidArgument for bad ranges, those of the backends.
-Result<Calibration> Calibrate(const LoadedModel& model, const CalibrationOptions& options);
-
-// argmin over the profiled capacities of sum f(n) * ceil(n / L) * t(L).
-int ChooseCapacity(const std::map<int, double>& latency_ms, const std::map<int, double>& lengths);
-
 // A description of this machine: the CPU model name and thread count.
 std::string MachineDescription(int num_threads);
 
@@ -60,5 +36,11 @@ std::string CalibrationPath(const std::string& dir, uint64_t fingerprint, int nu
 
 Status SaveCalibration(const Calibration& calibration, const std::string& path);
 Result<Calibration> LoadCalibration(const std::string& path);
+
+// The one place options meet a calibration: when `dir` holds one for `fingerprint` on this
+// machine with `reuse->num_threads` threads (0 = every core), its Lp, Ls and their latencies
+// replace those of `reuse`, and the result is true. False when there is none (or `dir` is
+// empty); a file that cannot be read counts as none.
+bool ApplyCalibration(const std::string& dir, uint64_t fingerprint, ReuseOptions* reuse);
 
 }  // namespace reprise::engine

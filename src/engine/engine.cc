@@ -8,7 +8,6 @@
 #include <span>
 #include <string>
 
-#include "base/cpu_features.h"
 #include "base/logging.h"
 #include "engine/calibration.h"
 #include "engine/compiled_model.h"
@@ -108,18 +107,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.guard_deviation = options.quality_guard;
     reuse.recompute_min_deviation = options.recompute_min_deviation;
     reuse.stable_min_deviation = options.stable_recompute_min_deviation;
-    if (!options.calibration_dir.empty()) {
-      const int threads =
-          options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;
-      Result<engine::Calibration> calibration = engine::LoadCalibration(engine::CalibrationPath(
-          options.calibration_dir, engine->model_->fingerprint(), threads));
-      if (calibration.ok()) {
-        reuse.prefill_capacity = calibration->prefill_capacity;
-        reuse.recompute_capacity = calibration->recompute_capacity;
-        reuse.prefill_latency_ms = calibration->PrefillMs(reuse.prefill_capacity);
-        reuse.recompute_latency_ms = calibration->RecomputeMs(reuse.recompute_capacity);
-      }
-    }
+    engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
     engine::CompiledModelOptions compiled;
@@ -144,9 +132,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
         settings.disk_mb = options.store_disk_mb;
         settings.codec = KvCodecName(options.store_codec);
         settings.recompute_ratio = options.recompute_ratio;
-        if (reuse.prefill_latency_ms > 0 && reuse.prefill_capacity > 0) {
-          settings.compute_ms_per_token = reuse.prefill_latency_ms / reuse.prefill_capacity;
-        }
+        settings.compute_ms_per_token = engine::ComputeMsPerToken(reuse);
         REPRISE_ASSIGN_OR_RETURN(engine->store_,
                                  engine::OpenChunkStore(*engine->model_, settings));
       }

@@ -1,4 +1,4 @@
-#include "engine/model_inspector.h"
+#include "tools/model_inspector.h"
 
 #include <nlohmann/json.hpp>
 
@@ -7,7 +7,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/vocab.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 
 Result<ModelReport> InspectModel(const std::string& path) {
   REPRISE_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
@@ -92,4 +92,4 @@ std::string ModelReport::ToJson() const {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace reprise::engine
+}  // namespace reprise::tools

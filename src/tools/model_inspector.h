@@ -7,7 +7,7 @@
 
 #include "base/status.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 
 struct ModelReport {
   std::string path;
@@ -37,4 +37,4 @@ struct ModelReport {
 // Errors: NotFound, IoError, Corrupt (the GGUF container itself is malformed).
 Result<ModelReport> InspectModel(const std::string& path);
 
-}  // namespace reprise::engine
+}  // namespace reprise::tools

@@ -1,10 +1,10 @@
-#include "engine/model_inspector.h"
+#include "tools/model_inspector.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-namespace reprise::engine {
+namespace reprise::tools {
 namespace {
 
 // Counts past 2^31 printed as negative numbers when they were ints.
@@ -37,4 +37,4 @@ TEST(ModelReportTest, JsonReplacesInvalidUtf8) {
 }
 
 }  // namespace
-}  // namespace reprise::engine
+}  // namespace reprise::tools

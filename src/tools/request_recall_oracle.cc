@@ -1,11 +1,16 @@
-#include "engine/request_recall_oracle.h"
+#include "tools/request_recall_oracle.h"
 
 #include <utility>
 #include <vector>
 
 #include "engine/request_segments.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
+
+using engine::BuildRequestSegments;
+using engine::EncodePrompt;
+using engine::LoadedModel;
+using engine::PromptSegment;
 
 Result<std::unique_ptr<RequestRecallOracle>> RequestRecallOracle::Open(
     const std::string& model_path, int window) {
@@ -22,4 +27,4 @@ int64_t RequestRecallOracle::CountThenAdd(const GenerateRequest& request) {
   return reusable;
 }
 
-}  // namespace reprise::engine
+}  // namespace reprise::tools

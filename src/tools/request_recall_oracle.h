@@ -16,11 +16,11 @@
 #include "reprise/engine.h"
 #include "reuse/reuse_recall_oracle.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 
 class RequestRecallOracle {
  public:
-  // Errors: those of LoadedModel::Load; InvalidArgument for window < 1.
+  // Errors: those of engine::LoadedModel::Load; InvalidArgument for window < 1.
   static Result<std::unique_ptr<RequestRecallOracle>> Open(const std::string& model_path,
                                                            int window);
 
@@ -28,10 +28,10 @@ class RequestRecallOracle {
   int64_t CountThenAdd(const GenerateRequest& request);
 
  private:
-  RequestRecallOracle(std::unique_ptr<LoadedModel> model, int window)
+  RequestRecallOracle(std::unique_ptr<engine::LoadedModel> model, int window)
       : model_(std::move(model)), oracle_(window) {}
-  std::unique_ptr<LoadedModel> model_;
+  std::unique_ptr<engine::LoadedModel> model_;
   reuse::ReuseRecallOracle oracle_;
 };
 
-}  // namespace reprise::engine
+}  // namespace reprise::tools

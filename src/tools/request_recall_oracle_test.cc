@@ -1,4 +1,4 @@
-#include "engine/request_recall_oracle.h"
+#include "tools/request_recall_oracle.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,12 @@
 #include "engine/request_segments.h"
 #include "support/temp_dir.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 namespace {
+
+using engine::BuildRequestSegments;
+using engine::EncodePrompt;
+using engine::LoadedModel;
 
 std::string Passage(int seed, int words) {
   static const char* kWords[] = {"river",  "stone", "light", "cloud",  "green",  "table",
@@ -70,4 +74,4 @@ TEST_F(RequestRecallOracleTest, RefusesAMissingModelAndAZeroWindow) {
 }
 
 }  // namespace
-}  // namespace reprise::engine
+}  // namespace reprise::tools

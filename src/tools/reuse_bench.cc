@@ -1,4 +1,4 @@
-#include "engine/reuse_bench.h"
+#include "tools/reuse_bench.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "base/cpu_features.h"
 #include "engine/calibration.h"
 #include "engine/sampler.h"
 #include "engine/store_settings.h"
@@ -16,8 +15,20 @@
 #include "store/store_dir.h"
 #include "workload/named_workload.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 namespace {
+
+using engine::Argmax;
+using engine::BudgetMibToBytes;
+using engine::LoadedModel;
+using engine::OpenChunkStore;
+using engine::PrefillReport;
+using engine::PromptSegment;
+using engine::ReuseMethod;
+using engine::ReuseMethodName;
+using engine::ReuseOptions;
+using engine::ReuseSession;
+using engine::StoreSettings;
 
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -107,19 +118,10 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   ReuseOptions tuned = options.reuse;
   std::string calibration_note = "(given)";
   if (!options.calibration_dir.empty() && !options.keep_capacities) {
-    const int threads =
-        tuned.num_threads > 0 ? tuned.num_threads : GetCpuFeatures().num_usable_cores;
-    Result<Calibration> calibration =
-        LoadCalibration(CalibrationPath(options.calibration_dir, model->fingerprint(), threads));
-    if (calibration.ok()) {
-      tuned.prefill_capacity = calibration->prefill_capacity;
-      tuned.recompute_capacity = calibration->recompute_capacity;
-      tuned.prefill_latency_ms = calibration->PrefillMs(calibration->prefill_capacity);
-      tuned.recompute_latency_ms = calibration->RecomputeMs(calibration->recompute_capacity);
-      calibration_note = "(calibrated)";
-    } else {
-      calibration_note = "(defaults; run `reprise calibrate` to tune)";
-    }
+    calibration_note =
+        engine::ApplyCalibration(options.calibration_dir, model->fingerprint(), &tuned)
+            ? "(calibrated)"
+            : "(defaults; run `reprise calibrate` to tune)";
   }
 
   // The oracle (full prefill) always runs, for quality; it is also the `none` method.
@@ -138,9 +140,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     settings.cost_aware = options.store_cost_aware;
     settings.prefetch = options.store_prefetch;
     settings.recompute_ratio = tuned.recompute_ratio;
-    if (tuned.prefill_latency_ms > 0) {
-      settings.compute_ms_per_token = tuned.prefill_latency_ms / tuned.prefill_capacity;
-    }
+    settings.compute_ms_per_token = engine::ComputeMsPerToken(tuned);
     REPRISE_ASSIGN_OR_RETURN(store, OpenChunkStore(*model, settings));
   }
   std::vector<MethodRun> runs;
@@ -590,4 +590,4 @@ std::string ReuseBenchResult::ToText() const {
   return s;
 }
 
-}  // namespace reprise::engine
+}  // namespace reprise::tools

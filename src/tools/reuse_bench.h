@@ -18,14 +18,15 @@
 #include "engine/reuse_session.h"
 #include "reuse/reuse_recall_losses.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 
 struct ReuseBenchOptions {
   std::string model_path;
   std::string data_dir;  // the shared data folder (holds workloads/)
   std::string workload = "docqa";
-  std::vector<ReuseMethod> methods = {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull,
-                                      ReuseMethod::kBlend};
+  std::vector<engine::ReuseMethod> methods = {
+      engine::ReuseMethod::kNone, engine::ReuseMethod::kPrefix, engine::ReuseMethod::kFull,
+      engine::ReuseMethod::kBlend};
   int num_queries = 20;
   int top_chunks = 6;
   int chunk_tokens = 512;
@@ -41,7 +42,7 @@ struct ReuseBenchOptions {
   // Compare with a full prefill of every prompt (KL, top-1, continuation). Off, no oracle
   // runs unless `none` is among the methods, and the quality columns are empty.
   bool measure_quality = true;
-  ReuseOptions reuse;  // capacities, ratio, check layer, ... (method is set per run)
+  engine::ReuseOptions reuse;  // capacities, ratio, check layer, ... (method is set per run)
   // A persistent store (one namespace per method, "bench-<method>"): a second run finds the
   // chunks of the first. Empty = an in-memory cache per method.
   std::string store_dir;
@@ -124,4 +125,4 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
 // KL(p || q) of the softmax distributions of two logit rows, in nats.
 double SoftmaxKl(std::span<const float> p_logits, std::span<const float> q_logits);
 
-}  // namespace reprise::engine
+}  // namespace reprise::tools

@@ -1,4 +1,4 @@
-#include "engine/speed_bench.h"
+#include "tools/speed_bench.h"
 
 #include <sys/resource.h>
 
@@ -13,8 +13,14 @@
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 namespace {
+
+using engine::GraphBackend;
+using engine::GraphBackendOptions;
+using engine::InferenceBackend;
+using engine::LoadedModel;
+using engine::ReferenceBackend;
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -171,4 +177,4 @@ std::string SpeedBenchResult::ToText() const {
   return s;
 }
 
-}  // namespace reprise::engine
+}  // namespace reprise::tools

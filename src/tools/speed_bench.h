@@ -12,7 +12,7 @@
 #include "base/progress.h"
 #include "base/status.h"
 
-namespace reprise::engine {
+namespace reprise::tools {
 
 struct SpeedBenchOptions {
   std::string model_path;
@@ -46,5 +46,4 @@ struct SpeedBenchResult {
 // Errors: those of loading the model; InvalidArgument for bad options.
 Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options);
 
-
-}  // namespace reprise::engine
+}  // namespace reprise::tools
