@@ -41,6 +41,12 @@ void DetectSimd(CpuFeatures& features) {
   if (max_leaf >= 7) {
     __cpuid_count(7, 0, eax, ebx, ecx, edx);
     features.has_avx2 = (ebx & bit_AVX2) != 0;
+    // Bits 5-7 of XCR0: the opmask registers and both halves of the zmm state.
+    constexpr uint64_t kZmmState = 0xe0;
+    const bool os_zmm = (ReadXcr0() & kZmmState) == kZmmState;
+    features.has_avx512 = os_zmm && (ebx & bit_AVX512F) != 0 && (ebx & bit_AVX512BW) != 0 &&
+                          (ebx & bit_AVX512DQ) != 0 && (ebx & bit_AVX512VL) != 0;
+    features.has_avx512_vnni = features.has_avx512 && (ecx & bit_AVX512VNNI) != 0;
   }
 }
 

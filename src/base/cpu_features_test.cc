@@ -30,6 +30,7 @@ TEST(CpuFeaturesTest, CachedCopyMatchesDetection) {
   EXPECT_EQ(cached.has_avx2, fresh.has_avx2);
   EXPECT_EQ(cached.has_fma, fresh.has_fma);
   EXPECT_EQ(cached.has_f16c, fresh.has_f16c);
+  EXPECT_EQ(cached.has_avx512_vnni, fresh.has_avx512_vnni);
   EXPECT_EQ(&cached, &GetCpuFeatures());
 }
 
@@ -40,6 +41,17 @@ TEST(CpuFeaturesTest, DetectsAvx2WhereTheCompilerSeesIt) {
   __builtin_cpu_init();
   const bool builtin = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   EXPECT_EQ(DetectCpuFeatures().has_avx2 && DetectCpuFeatures().has_fma, builtin);
+}
+
+// The same for the AVX-512 VNNI kernels' set (GCC's and Clang's checks include the OS's zmm
+// state, as ours does).
+TEST(CpuFeaturesTest, DetectsAvx512VnniWhereTheCompilerSeesIt) {
+  __builtin_cpu_init();
+  const bool builtin = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                       __builtin_cpu_supports("avx512vnni");
+  EXPECT_EQ(DetectCpuFeatures().has_avx512_vnni, builtin);
+  EXPECT_TRUE(!DetectCpuFeatures().has_avx512_vnni || DetectCpuFeatures().has_avx512);
 }
 #endif
 

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -35,9 +36,17 @@ std::vector<const KernelSet*> AllSets() {
   return sets;
 }
 
-TEST(KernelSetTest, BestIsAvx2WhereSupported) {
+TEST(KernelSetTest, BestIsTheWidestSetSupported) {
   ASSERT_NE(ScalarKernels().matmul, nullptr);
-  if (Avx2Kernels() != nullptr) {
+  if (std::getenv("REPRISE_KERNELS") != nullptr) GTEST_SKIP() << "REPRISE_KERNELS caps the choice";
+  if (Avx512VnniKernels() != nullptr) {
+    EXPECT_EQ(&BestKernels(), Avx512VnniKernels());
+    EXPECT_STREQ(BestKernels().name, "avx512-vnni");
+    // Only the block-format matmul differs from the AVX2 set.
+    ASSERT_NE(Avx2Kernels(), nullptr);
+    EXPECT_EQ(BestKernels().attention, Avx2Kernels()->attention);
+    EXPECT_NE(BestKernels().matmul, Avx2Kernels()->matmul);
+  } else if (Avx2Kernels() != nullptr) {
     EXPECT_EQ(&BestKernels(), Avx2Kernels());
     EXPECT_STREQ(BestKernels().name, "avx2");
   } else {

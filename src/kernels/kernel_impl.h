@@ -1,4 +1,4 @@
-// The kernels behind KernelSet's two tables (kernel_set.cc fills them from these).
+// The kernels behind KernelSet's tables (kernel_set.cc fills them from these).
 //
 // Internal to kernels/. namespace scalar: the portable references, compiled without SIMD
 // flags. namespace avx2: compiled with -mavx2 -mfma -mf16c; calling one on a CPU without
@@ -47,5 +47,12 @@ void F16ToF32Row(const uint16_t* x, int64_t n, float* out);
 void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
                int64_t head_begin, int64_t head_end);
 }  // namespace avx2
+
+// Compiled with the AVX2 flags and -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni;
+// only Avx512VnniKernels() hands it out. The other kernels of that set are the AVX2 ones.
+namespace avx512_vnni {
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end);
+}  // namespace avx512_vnni
 
 }  // namespace reprise::kernels

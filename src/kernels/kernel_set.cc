@@ -1,5 +1,8 @@
 #include "kernels/kernel_set.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "base/cpu_features.h"
 #include "kernels/kernel_impl.h"
 
@@ -40,6 +43,25 @@ KernelSet MakeAvx2Set() {
   return set;
 }
 
+KernelSet MakeAvx512VnniSet() {
+  KernelSet set = MakeAvx2Set();
+  set.name = "avx512-vnni";
+  set.matmul = avx512_vnni::MatMul;
+  return set;
+}
+
+const KernelSet& DetectBestKernels() {
+  const KernelSet* best = Avx512VnniKernels();
+  if (best == nullptr) best = Avx2Kernels();
+  if (best == nullptr) best = &ScalarKernels();
+  const char* cap = std::getenv("REPRISE_KERNELS");
+  if (cap == nullptr) return *best;
+  const std::string_view name(cap);
+  if (name == "scalar") return ScalarKernels();
+  if (name == "avx2" && Avx2Kernels() != nullptr) return *Avx2Kernels();
+  return *best;
+}
+
 }  // namespace
 
 const KernelSet& ScalarKernels() {
@@ -52,9 +74,14 @@ const KernelSet* Avx2Kernels() {
   return GetCpuFeatures().has_avx2_fma_f16c() ? &set : nullptr;
 }
 
+const KernelSet* Avx512VnniKernels() {
+  static const KernelSet set = MakeAvx512VnniSet();
+  return GetCpuFeatures().has_avx512_vnni_set() ? &set : nullptr;
+}
+
 const KernelSet& BestKernels() {
-  const KernelSet* avx2 = Avx2Kernels();
-  return avx2 != nullptr ? *avx2 : ScalarKernels();
+  static const KernelSet& best = DetectBestKernels();
+  return best;
 }
 
 }  // namespace reprise::kernels
