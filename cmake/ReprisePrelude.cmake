@@ -32,6 +32,8 @@ endif()
 # Flags for translation units that hold AVX2+FMA+F16C kernels; callers reach them only
 # after run-time CPU detection.
 set(REPRISE_AVX2_FLAGS -mavx2 -mfma -mf16c)
+# ... those that hold AVX-VNNI kernels (vpdpbusd on ymm, VEX-encoded) ...
+set(REPRISE_AVX_VNNI_FLAGS ${REPRISE_AVX2_FLAGS} -mavxvnni)
 # ... and those that hold AVX-512 (F, BW, DQ, VL) + VNNI kernels.
 set(REPRISE_AVX512_VNNI_FLAGS ${REPRISE_AVX2_FLAGS} -mavx512f -mavx512bw -mavx512dq -mavx512vl
   -mavx512vnni)
@@ -41,15 +43,20 @@ set(REPRISE_AVX512_VNNI_FLAGS ${REPRISE_AVX2_FLAGS} -mavx512f -mavx512bw -mavx51
 # root) is a build-tree requirement only: the installed package (cmake/RepriseInstall.cmake)
 # passes none of it to the programs that embed Reprise.
 function(reprise_library folder)
-  cmake_parse_arguments(ARG "" "" "SOURCES;AVX2_SOURCES;AVX512_VNNI_SOURCES;DEPS;PUBLIC_LIBS"
-    ${ARGN})
+  cmake_parse_arguments(ARG "" ""
+    "SOURCES;AVX2_SOURCES;AVX_VNNI_SOURCES;AVX512_VNNI_SOURCES;DEPS;PUBLIC_LIBS" ${ARGN})
   set(target reprise_${folder})
-  add_library(${target} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES} ${ARG_AVX512_VNNI_SOURCES})
+  add_library(${target} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES} ${ARG_AVX_VNNI_SOURCES}
+    ${ARG_AVX512_VNNI_SOURCES})
   target_link_libraries(${target} PUBLIC $<BUILD_INTERFACE:reprise_options> Threads::Threads
     ${ARG_DEPS} ${ARG_PUBLIC_LIBS})
   if(ARG_AVX2_SOURCES)
     set_source_files_properties(${ARG_AVX2_SOURCES} PROPERTIES COMPILE_OPTIONS
       "${REPRISE_AVX2_FLAGS}")
+  endif()
+  if(ARG_AVX_VNNI_SOURCES)
+    set_source_files_properties(${ARG_AVX_VNNI_SOURCES} PROPERTIES COMPILE_OPTIONS
+      "${REPRISE_AVX_VNNI_FLAGS}")
   endif()
   if(ARG_AVX512_VNNI_SOURCES)
     set_source_files_properties(${ARG_AVX512_VNNI_SOURCES} PROPERTIES COMPILE_OPTIONS

@@ -47,6 +47,11 @@ void DetectSimd(CpuFeatures& features) {
     features.has_avx512 = os_zmm && (ebx & bit_AVX512F) != 0 && (ebx & bit_AVX512BW) != 0 &&
                           (ebx & bit_AVX512DQ) != 0 && (ebx & bit_AVX512VL) != 0;
     features.has_avx512_vnni = features.has_avx512 && (ecx & bit_AVX512VNNI) != 0;
+    const unsigned max_subleaf = eax;
+    if (max_subleaf >= 1) {
+      __cpuid_count(7, 1, eax, ebx, ecx, edx);
+      features.has_avx_vnni = (eax & bit_AVXVNNI) != 0;
+    }
   }
 }
 

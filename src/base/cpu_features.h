@@ -16,12 +16,15 @@ struct CpuFeatures {
   bool has_f16c = false;     // half-float conversions, implies has_avx
   // AVX-512 Foundation, Byte/Word, Doubleword/Quadword and Vector Length extensions, with OS
   // support for the zmm and mask state; and AVX-512 VNNI (vpdpbusd) on top of them.
+  bool has_avx_vnni = false;  // AVX-VNNI (VEX vpdpbusd on ymm), implies has_avx
   bool has_avx512 = false;
   bool has_avx512_vnni = false;  // implies has_avx512
   int num_usable_cores = 1;  // cores in this process's affinity mask, at least 1
 
   // The set the AVX2 kernels of kernels/ are compiled for (-mavx2 -mfma -mf16c).
   bool has_avx2_fma_f16c() const { return has_avx2 && has_fma && has_f16c; }
+  // The set the AVX-VNNI kernels are compiled for (the AVX2 set and -mavxvnni).
+  bool has_avx_vnni_set() const { return has_avx2_fma_f16c() && has_avx_vnni; }
   // The set the AVX-512 VNNI kernels are compiled for (the AVX2 set, -mavx512f/bw/dq/vl/vnni).
   bool has_avx512_vnni_set() const { return has_avx2_fma_f16c() && has_avx512_vnni; }
 };

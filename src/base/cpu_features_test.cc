@@ -52,6 +52,7 @@ TEST(CpuFeaturesTest, DetectsAvx512VnniWhereTheCompilerSeesIt) {
                        __builtin_cpu_supports("avx512vnni");
   EXPECT_EQ(DetectCpuFeatures().has_avx512_vnni, builtin);
   EXPECT_TRUE(!DetectCpuFeatures().has_avx512_vnni || DetectCpuFeatures().has_avx512);
+  EXPECT_EQ(DetectCpuFeatures().has_avx_vnni, __builtin_cpu_supports("avxvnni") != 0);
 }
 #endif
 

@@ -48,6 +48,12 @@ void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end
                int64_t head_begin, int64_t head_end);
 }  // namespace avx2
 
+// Compiled with the AVX2 flags and -mavxvnni; only AvxVnniKernels() hands it out.
+namespace avx_vnni {
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end);
+}  // namespace avx_vnni
+
 // Compiled with the AVX2 flags and -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni;
 // only Avx512VnniKernels() hands it out. The other kernels of that set are the AVX2 ones.
 namespace avx512_vnni {

@@ -43,6 +43,13 @@ KernelSet MakeAvx2Set() {
   return set;
 }
 
+KernelSet MakeAvxVnniSet() {
+  KernelSet set = MakeAvx2Set();
+  set.name = "avx-vnni";
+  set.matmul = avx_vnni::MatMul;
+  return set;
+}
+
 KernelSet MakeAvx512VnniSet() {
   KernelSet set = MakeAvx2Set();
   set.name = "avx512-vnni";
@@ -52,6 +59,7 @@ KernelSet MakeAvx512VnniSet() {
 
 const KernelSet& DetectBestKernels() {
   const KernelSet* best = Avx512VnniKernels();
+  if (best == nullptr) best = AvxVnniKernels();
   if (best == nullptr) best = Avx2Kernels();
   if (best == nullptr) best = &ScalarKernels();
   const char* cap = std::getenv("REPRISE_KERNELS");
@@ -59,6 +67,7 @@ const KernelSet& DetectBestKernels() {
   const std::string_view name(cap);
   if (name == "scalar") return ScalarKernels();
   if (name == "avx2" && Avx2Kernels() != nullptr) return *Avx2Kernels();
+  if (name == "avx-vnni" && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
   return *best;
 }
 
@@ -72,6 +81,11 @@ const KernelSet& ScalarKernels() {
 const KernelSet* Avx2Kernels() {
   static const KernelSet set = MakeAvx2Set();
   return GetCpuFeatures().has_avx2_fma_f16c() ? &set : nullptr;
+}
+
+const KernelSet* AvxVnniKernels() {
+  static const KernelSet set = MakeAvxVnniSet();
+  return GetCpuFeatures().has_avx_vnni_set() ? &set : nullptr;
 }
 
 const KernelSet* Avx512VnniKernels() {

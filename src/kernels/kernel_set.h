@@ -18,7 +18,7 @@ namespace reprise::kernels {
 
 // Immutable after construction; the returned references live for the whole process.
 struct KernelSet {
-  const char* name = nullptr;  // "scalar", "avx2", "avx512-vnni"
+  const char* name = nullptr;  // "scalar", "avx2", "avx-vnni", "avx512-vnni"
 
   MatMulFn matmul = nullptr;
   QuantizeRowFn quantize_row = nullptr;
@@ -39,13 +39,17 @@ const KernelSet& ScalarKernels();
 // The AVX2 kernels, or null when this CPU (or OS) cannot run them.
 const KernelSet* Avx2Kernels();
 
+// The AVX2 kernels with the block-format matmuls' int8 dot products in AVX-VNNI (vpdpbusd on
+// ymm: Intel client CPUs since Alder Lake, AMD since Zen 5), or null when this CPU cannot.
+const KernelSet* AvxVnniKernels();
+
 // The AVX2 kernels with the block-format matmuls in AVX-512 VNNI (vpdpbusd on zmm: Intel
 // since Ice Lake, AMD since Zen 4), or null when this CPU (or OS) cannot run them.
 const KernelSet* Avx512VnniKernels();
 
-// The fastest set this CPU runs: Avx512VnniKernels(), else Avx2Kernels(), else
-// ScalarKernels(). The environment variable REPRISE_KERNELS=avx2 or =scalar caps the choice
-// (to compare the sets on one machine); it is read once.
+// The fastest set this CPU runs: Avx512VnniKernels(), else AvxVnniKernels(), else
+// Avx2Kernels(), else ScalarKernels(). The environment variable REPRISE_KERNELS=avx-vnni,
+// =avx2 or =scalar picks a narrower set (to compare the sets on one machine); it is read once.
 const KernelSet& BestKernels();
 
 }  // namespace reprise::kernels

@@ -51,7 +51,8 @@ inline OwnedPacked Pack(PackedFormat format, DType src_type, const std::vector<u
 inline std::vector<const KernelSet*> SimdSets() {
   std::vector<const KernelSet*> sets;
   if (const KernelSet* avx2 = Avx2Kernels()) sets.push_back(avx2);
-  if (const KernelSet* vnni = Avx512VnniKernels()) sets.push_back(vnni);
+  if (const KernelSet* vnni = AvxVnniKernels()) sets.push_back(vnni);
+  if (const KernelSet* vnni512 = Avx512VnniKernels()) sets.push_back(vnni512);
   return sets;
 }
 

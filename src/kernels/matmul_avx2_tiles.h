@@ -1,0 +1,460 @@
+// The AVX2 matmul kernels over the packed layouts (packed_matrix.h), for two instruction sets:
+// AVX2 (matmul_avx2.cc) and AVX-VNNI (matmul_avx_vnni.cc: the same tiles with vpdpbusd on ymm
+// for the int8 dot products, as on Intel's client CPUs since Alder Lake, which have no
+// AVX-512). Each of those translation units includes this header once, compiled with its own
+// flags; everything here is in an anonymous namespace, so neither shares code with the other.
+//
+// One vector register holds the 8 outputs of a group of 8 weight rows for one token, so a
+// register tile is T tokens x G groups of float accumulators, T <= 4. The tile walks all of
+// K; the driver walks tiles over the N range (groups) inside chunks of M sized so that the
+// chunk's activations stay in L2 while every group of the range streams past them.
+//
+// Int8 dot products without VNNI: _mm256_maddubs_epi16 multiplies unsigned by signed bytes
+// and adds pairs into int16; _mm256_madd_epi16 with ones adds pairs of those into int32.
+//  - Q8_0 (signed weights): maddubs(|a|, sign(w, a)) = a * w per byte, with the sign moved
+//    onto the weight. A pair of products reaches 2 * 127 * 127, so each chunk of 4 values
+//    goes to int32 right away.
+//  - Q4_0: the nibbles are unsigned (value + 8), so maddubs(nibble, a) needs no sign trick,
+//    and a pair is at most 2 * 15 * 127: the 8 chunks of a block add up in int16 without
+//    overflow and reach int32 with one madd per block. The +8 is removed with the
+//    activation block sum: sum((nib - 8) * a) = sum(nib * a) - 8 * sum(a).
+// With VNNI, _mm256_dpbusd_avx_epi32 does the unsigned-by-signed products of 4 bytes and
+// their sum into int32 in one instruction (same operands, same exact sums).
+// Per block, the exact int32 sum becomes float and is added with one FMA scaled by
+// d_weight * d_activation: the same operations, in the same order, as the scalar reference.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/activation_quant.h"
+#include "kernels/kernel_impl.h"
+#include "kernels/quant_blocks.h"
+
+namespace reprise::kernels {
+namespace {
+
+constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
+constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
+constexpr int64_t kScaleBytes = kPackRows * 2;
+
+// Activations of one M chunk should fit in L2 next to the weights streaming through.
+constexpr int64_t kActivationChunkBytes = 192 * 1024;
+
+constexpr int kMaxTileTokens = 4;
+
+// The tile functions must inline into RunTile so that their accumulator arrays live in
+// registers; as separate functions they would go through the stack on every FMA.
+#define REPRISE_ALWAYS_INLINE inline __attribute__((always_inline))
+
+// How far ahead of its reads the one-token (decode) kernel prefetches each weight stream.
+constexpr int64_t kPrefetchBytes = 2048;
+
+inline __m256i Broadcast4Bytes(const int8_t* p) {
+  int32_t value;
+  std::memcpy(&value, p, sizeof(value));
+  return _mm256_set1_epi32(value);
+}
+
+inline float LoadFloat(const uint8_t* p) {
+  float value;
+  std::memcpy(&value, p, sizeof(value));
+  return value;
+}
+
+inline int32_t LoadInt(const uint8_t* p) {
+  int32_t value;
+  std::memcpy(&value, p, sizeof(value));
+  return value;
+}
+
+// Where one tile's operands are.
+struct TileOperands {
+  const uint8_t* groups;  // first group of the tile; group g at groups + g * group_bytes
+  int64_t group_bytes;
+  const uint8_t* rows;  // first activation row of the tile
+  int64_t row_stride;   // bytes between activation rows
+  int64_t k;
+};
+
+// Writes 8 outputs of group `group` for one token, clipped to [n_begin, n_end).
+inline void StoreGroup(__m256 value, const MatMulOutput& out, int64_t m, int64_t group,
+                       int64_t n_begin, int64_t n_end) {
+  float* dst = out.data + m * out.stride;
+  const int64_t first = group * kPackRows;
+  if (first >= n_begin && first + kPackRows <= n_end) {
+    if (out.accumulate) value = _mm256_add_ps(value, _mm256_loadu_ps(dst + first));
+    _mm256_storeu_ps(dst + first, value);
+    return;
+  }
+  alignas(32) float lanes[kPackRows];
+  _mm256_store_ps(lanes, value);
+  const int64_t lo = std::max(first, n_begin);
+  const int64_t hi = std::min(first + kPackRows, n_end);
+  for (int64_t n = lo; n < hi; ++n) {
+    dst[n] = out.accumulate ? dst[n] + lanes[n - first] : lanes[n - first];
+  }
+}
+
+// Where a tile's results go: token rows m.., groups group.., clipped to [n_begin, n_end).
+struct TileTarget {
+  const MatMulOutput* out;
+  int64_t m;
+  int64_t group;
+  int64_t n_begin;
+  int64_t n_end;
+};
+
+template <bool kVnni, int T, int G>
+REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& target) {
+  __m256 acc[T][G];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[t][g] = _mm256_setzero_ps();
+  }
+  const int64_t num_blocks = op.k / kQK;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t scales_offset = op.k;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const uint8_t* block[G];
+    __m256 dw[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      block[g] = op.groups + g * op.group_bytes + b * kQ8GroupBlockBytes;
+      if constexpr (T == 1) {
+        // Decode streams the weights from DRAM once: fetch ahead of the hardware prefetcher.
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 64), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 128), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 192), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 256), _MM_HINT_T0);
+      }
+      dw[g] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block[g])));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* row = op.rows + t * op.row_stride;
+      const int8_t* a = reinterpret_cast<const int8_t*>(row) + b * kQK;
+      __m256i isum[G];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) isum[g] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+        const __m256i av = Broadcast4Bytes(a + 4 * c);
+        const __m256i abs_a = _mm256_abs_epi8(av);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m256i wv =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + c * 32));
+          if constexpr (kVnni) {
+            isum[g] = _mm256_dpbusd_avx_epi32(isum[g], abs_a, _mm256_sign_epi8(wv, av));
+          } else {
+            const __m256i p = _mm256_maddubs_epi16(abs_a, _mm256_sign_epi8(wv, av));
+            isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(p, ones));
+          }
+        }
+      }
+      const __m256 da = _mm256_set1_ps(LoadFloat(row + scales_offset + 4 * b));
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        acc[t][g] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g]), _mm256_mul_ps(dw[g], da), acc[t][g]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      StoreGroup(acc[t][g], *target.out, target.m + t, target.group + g, target.n_begin,
+                 target.n_end);
+    }
+  }
+}
+
+template <bool kVnni, int T, int G>
+REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& target) {
+  __m256 acc[T][G];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[t][g] = _mm256_setzero_ps();
+  }
+  const int64_t num_blocks = op.k / kQK;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const int64_t scales_offset = op.k;
+  const int64_t sums_offset = op.k + num_blocks * 4;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const uint8_t* block[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      block[g] = op.groups + g * op.group_bytes + b * kQ4GroupBlockBytes;
+      if constexpr (T == 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 64), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 128), _MM_HINT_T0);
+      }
+    }
+    __m256i sum16[T][G];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) sum16[t][g] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      __m256i lo[G];
+      __m256i hi[G];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const __m256i raw =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + p * 32));
+        lo[g] = _mm256_and_si256(raw, low_mask);
+        hi[g] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int8_t* a = reinterpret_cast<const int8_t*>(op.rows + t * op.row_stride) + b * kQK;
+        const __m256i a_lo = Broadcast4Bytes(a + 4 * p);
+        const __m256i a_hi = Broadcast4Bytes(a + 16 + 4 * p);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          if constexpr (kVnni) {  // sum16 holds int32 sums here
+            sum16[t][g] = _mm256_dpbusd_avx_epi32(sum16[t][g], lo[g], a_lo);
+            sum16[t][g] = _mm256_dpbusd_avx_epi32(sum16[t][g], hi[g], a_hi);
+          } else {
+            sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(lo[g], a_lo));
+            sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(hi[g], a_hi));
+          }
+        }
+      }
+    }
+    __m256 dw[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      dw[g] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block[g])));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* row = op.rows + t * op.row_stride;
+      const __m256 da = _mm256_set1_ps(LoadFloat(row + scales_offset + 4 * b));
+      const __m256i offset = _mm256_set1_epi32(8 * LoadInt(row + sums_offset + 4 * b));
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const __m256i block_sum = kVnni ? sum16[t][g] : _mm256_madd_epi16(sum16[t][g], ones);
+        const __m256i isum = _mm256_sub_epi32(block_sum, offset);
+        acc[t][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw[g], da), acc[t][g]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      StoreGroup(acc[t][g], *target.out, target.m + t, target.group + g, target.n_begin,
+                 target.n_end);
+    }
+  }
+}
+
+template <int T, int G>
+REPRISE_ALWAYS_INLINE void TileF32(const TileOperands& op, const TileTarget& target) {
+  __m256 acc[T][G];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[t][g] = _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < op.k; ++k) {
+    __m256 w[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      w[g] = _mm256_loadu_ps(reinterpret_cast<const float*>(op.groups + g * op.group_bytes) +
+                             k * kPackRows);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256 a =
+          _mm256_broadcast_ss(reinterpret_cast<const float*>(op.rows + t * op.row_stride) + k);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[t][g] = _mm256_fmadd_ps(w[g], a, acc[t][g]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      StoreGroup(acc[t][g], *target.out, target.m + t, target.group + g, target.n_begin,
+                 target.n_end);
+    }
+  }
+}
+
+template <int T, int G>
+REPRISE_ALWAYS_INLINE void TileF16(const TileOperands& op, const TileTarget& target) {
+  __m256 acc[T][G];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[t][g] = _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < op.k; ++k) {
+    __m256 w[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      w[g] = _mm256_cvtph_ps(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(op.groups + g * op.group_bytes + k * kPackRows * 2)));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256 a =
+          _mm256_broadcast_ss(reinterpret_cast<const float*>(op.rows + t * op.row_stride) + k);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[t][g] = _mm256_fmadd_ps(w[g], a, acc[t][g]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      StoreGroup(acc[t][g], *target.out, target.m + t, target.group + g, target.n_begin,
+                 target.n_end);
+    }
+  }
+}
+
+// kQ8Vnni / kQ4Vnni: the block formats with vpdpbusd (only in a TU built with -mavxvnni).
+enum class Kind { kQ8, kQ4, kQ8Vnni, kQ4Vnni, kF32, kF16 };
+
+constexpr bool IsBlockKind(Kind kind) { return kind != Kind::kF32 && kind != Kind::kF16; }
+
+template <Kind kKind, int T, int G>
+__attribute__((noinline)) void RunTile(const TileOperands& op, const MatMulOutput& out, int64_t m,
+                                       int64_t group, int64_t n_begin, int64_t n_end) {
+  const TileTarget target{&out, m, group, n_begin, n_end};
+  if constexpr (kKind == Kind::kQ8 || kKind == Kind::kQ8Vnni) {
+    TileQ8<kKind == Kind::kQ8Vnni, T, G>(op, target);
+  } else if constexpr (kKind == Kind::kQ4 || kKind == Kind::kQ4Vnni) {
+    TileQ4<kKind == Kind::kQ4Vnni, T, G>(op, target);
+  } else if constexpr (kKind == Kind::kF32) {
+    TileF32<T, G>(op, target);
+  } else {
+    TileF16<T, G>(op, target);
+  }
+}
+
+// Tiles of T tokens over a group range, G groups at a time, then the remainder one by one.
+template <Kind kKind, int T, int G>
+void RunGroupRange(TileOperands op, const MatMulOutput& out, int64_t m, int64_t group_begin,
+                   int64_t group_end, int64_t n_begin, int64_t n_end, const uint8_t* w_data) {
+  int64_t group = group_begin;
+  for (; group + G <= group_end; group += G) {
+    op.groups = w_data + group * op.group_bytes;
+    RunTile<kKind, T, G>(op, out, m, group, n_begin, n_end);
+  }
+  for (; group < group_end; ++group) {
+    op.groups = w_data + group * op.group_bytes;
+    RunTile<kKind, T, 1>(op, out, m, group, n_begin, n_end);
+  }
+}
+
+// One tile of `tokens` (1..4) tokens by G groups.
+template <Kind kKind, int G>
+void RunTokens(const TileOperands& op, int64_t tokens, const MatMulOutput& out, int64_t m,
+               int64_t group, int64_t n_begin, int64_t n_end) {
+  switch (tokens) {
+    case 4:
+      RunTile<kKind, 4, G>(op, out, m, group, n_begin, n_end);
+      break;
+    case 3:
+      RunTile<kKind, 3, G>(op, out, m, group, n_begin, n_end);
+      break;
+    case 2:
+      RunTile<kKind, 2, G>(op, out, m, group, n_begin, n_end);
+      break;
+    default:
+      RunTile<kKind, 1, G>(op, out, m, group, n_begin, n_end);
+      break;
+  }
+}
+
+// The driver: M chunks that fit L2; inside a chunk, groups outer, token tiles inner, so a
+// tile's weights (a few KB per group) stay in L1 across the chunk's tokens.
+template <Kind kKind, int G>
+void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, int64_t row_bytes,
+                const MatMulOutput& out, int64_t m_begin, int64_t m_end, int64_t n_begin,
+                int64_t n_end) {
+  const int64_t group_begin = n_begin / kPackRows;
+  const int64_t group_end = (n_end + kPackRows - 1) / kPackRows;
+  TileOperands op{nullptr, static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols};
+  const int64_t chunk =
+      std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
+                                            kMaxTileTokens * kMaxTileTokens);
+  for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
+    const int64_t m1 = std::min(m_end, m0 + chunk);
+    if (m1 - m0 == 1) {
+      // Decode: one token streams every weight once, best as one sequential stream per
+      // thread (one group at a time) for the block formats, whose per-block integer work
+      // hides the FMA latency; the float formats need 4 groups (4 FMA chains) for that.
+      op.rows = rows + m0 * row_stride;
+      constexpr int kDecodeGroups = IsBlockKind(kKind) ? 1 : 4;
+      RunGroupRange<kKind, 1, kDecodeGroups>(op, out, m0, group_begin, group_end, n_begin, n_end,
+                                             w.data);
+      continue;
+    }
+    int64_t group = group_begin;
+    for (; group < group_end; group += G) {
+      const int64_t num_groups = std::min<int64_t>(G, group_end - group);
+      op.groups = w.data + group * op.group_bytes;
+      for (int64_t m = m0; m < m1; m += kMaxTileTokens) {
+        op.rows = rows + m * row_stride;
+        const int64_t tokens = std::min<int64_t>(kMaxTileTokens, m1 - m);
+        if (num_groups == G) {
+          RunTokens<kKind, G>(op, tokens, out, m, group, n_begin, n_end);
+        } else {
+          RunTokens<kKind, 1>(op, tokens, out, m, group, n_begin, n_end);
+          for (int64_t extra = 1; extra < num_groups; ++extra) {
+            TileOperands next = op;
+            next.groups = op.groups + extra * op.group_bytes;
+            RunTokens<kKind, 1>(next, tokens, out, m, group + extra, n_begin, n_end);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The whole matmul (the KernelSet::matmul contract); kVnni picks the block kinds' dot product.
+template <bool kVnni>
+void MatMulAvx2(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out,
+                int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end) {
+  REPRISE_DCHECK(0 <= m_begin && m_begin <= m_end);
+  REPRISE_DCHECK(0 <= n_begin && n_begin <= n_end && n_end <= w.rows);
+  if (m_begin == m_end || n_begin == n_end) return;
+  switch (w.format) {
+    case PackedFormat::kQ8_0x8:
+      MatMulKind<kVnni ? Kind::kQ8Vnni : Kind::kQ8, 2>(
+          w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
+      break;
+    case PackedFormat::kQ4_0x8:
+      MatMulKind<kVnni ? Kind::kQ4Vnni : Kind::kQ4, 1>(
+          w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
+      break;
+    case PackedFormat::kF32x8:
+      MatMulKind<Kind::kF32, 3>(w, reinterpret_cast<const uint8_t*>(x.f32), x.f32_stride * 4,
+                                w.cols * 4, out, m_begin, m_end, n_begin, n_end);
+      break;
+    case PackedFormat::kF16x8:
+      MatMulKind<Kind::kF16, 3>(w, reinterpret_cast<const uint8_t*>(x.f32), x.f32_stride * 4,
+                                w.cols * 4, out, m_begin, m_end, n_begin, n_end);
+      break;
+  }
+}
+
+}  // namespace
+}  // namespace reprise::kernels
