@@ -125,6 +125,8 @@ class GraphBackend : public InferenceBackend {
   ThreadPool& pool() { return compiled_->pool(); }
   kv::KvCache& kv_cache() { return *kv_; }
   int prefill_capacity() const { return prefill_->capacity(); }
+  // Time every op of this backend's graph calls into `times` (graph::Executor::set_op_times).
+  void set_op_times(graph::OpTimes* times) { executor_->set_op_times(times); }
 
  private:
   GraphBackend() = default;

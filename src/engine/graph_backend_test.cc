@@ -139,6 +139,35 @@ TEST_F(GraphBackendTest, ForcedQ8PackingOfFloatWeights) {
   CompareWithReference({"tiny f16 as q8", Path("tiny", DType::kF16), 3e-2}, options, {11});
 }
 
+// The op profile of `bench prefill`: every multiply-add of the projections and the head is
+// counted once (rows x N x K), attention and the other ops take time, and turning the profile
+// off stops the counting.
+TEST_F(GraphBackendTest, OpTimesCountEveryMatmulMultiplyAdd) {
+  std::unique_ptr<LoadedModel> model =
+      std::move(LoadedModel::Load(Path("tiny-qwen3", DType::kQ8_0))).value();
+  GraphBackendOptions options;
+  options.context_tokens = 64;
+  options.prefill_capacity = 16;
+  auto backend = std::move(GraphBackend::Create(*model, options)).value();
+  graph::OpTimes times;
+  backend->set_op_times(&times);
+  const int length = 21;  // two calls: 16 rows, then 5
+  ASSERT_TRUE(backend->Append(Prompt(length, model->config().vocab_size, 3)).ok());
+  backend->set_op_times(nullptr);
+  const model::ModelConfig& c = model->config();
+  const double per_row_layer =
+      static_cast<double>(c.embedding_dim) * (c.q_dim() + 2.0 * c.kv_dim() + 3.0 * c.ffn_dim) +
+      static_cast<double>(c.q_dim()) * c.embedding_dim;
+  const double head = static_cast<double>(c.vocab_size) * c.embedding_dim;  // last row, per call
+  EXPECT_DOUBLE_EQ(times.matmul_macs, length * c.num_layers * per_row_layer + 2 * head);
+  EXPECT_GT(times.matmul_ms, 0.0);
+  EXPECT_GT(times.attention_ms, 0.0);
+  EXPECT_GT(times.other_ms, 0.0);
+  const double counted = times.matmul_macs;
+  ASSERT_TRUE(backend->Append(Prompt(3, c.vocab_size, 4)).ok());
+  EXPECT_EQ(times.matmul_macs, counted);
+}
+
 TEST_F(GraphBackendTest, RejectsBadInputWithoutChangingState) {
   std::unique_ptr<LoadedModel> model =
       std::move(LoadedModel::Load(Path("tiny", DType::kQ8_0))).value();

@@ -1,6 +1,7 @@
 #include "graph/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -50,8 +51,26 @@ void Executor::Run(ExecutionContext& context, int shard_begin, int shard_end) {
   for (int i = first_op; i < end_op; ++i) {
     const int phase = i >= graph.first_selected_op() ? 1 : 0;
     const RowSet rows = context.rows(phase);
-    RunOp(graph.ops()[static_cast<size_t>(i)], context, rows,
-          i >= graph.first_single_row_op() ? 1 : rows.num_rows);
+    const Op& op = graph.ops()[static_cast<size_t>(i)];
+    const int num_rows = i >= graph.first_single_row_op() ? 1 : rows.num_rows;
+    if (op_times_ == nullptr) {
+      RunOp(op, context, rows, num_rows);
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      RunOp(op, context, rows, num_rows);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      if (const auto* matmul = std::get_if<MatMulOp>(&op)) {
+        op_times_->matmul_ms += ms;
+        op_times_->matmul_macs +=
+            static_cast<double>(num_rows) * matmul->matrix->rows * matmul->matrix->cols;
+      } else if (std::holds_alternative<AttentionOp>(op)) {
+        op_times_->attention_ms += ms;
+      } else {
+        op_times_->other_ms += ms;
+      }
+    }
     if (context.aborted()) return;  // the quality guard stopped a recompute run
   }
 }

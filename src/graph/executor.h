@@ -11,6 +11,16 @@
 
 namespace reprise::graph {
 
+// Where the runs of an executor spent their time, by kind of op, summed over runs (for
+// `reprise bench prefill`'s profile). Matmuls: the multiply-adds they computed (rows x N x K),
+// so that time gives the achieved rate.
+struct OpTimes {
+  double matmul_ms = 0;
+  double attention_ms = 0;
+  double other_ms = 0;  // norms, RoPE, SwiGLU, KV stores, quantization, selection, ...
+  double matmul_macs = 0;
+};
+
 class Executor {
  public:
   // `pool` and `kernels` must outlive the executor.
@@ -24,11 +34,16 @@ class Executor {
   const kernels::KernelSet& kernels() const { return *kernels_; }
   ThreadPool& pool() const { return *pool_; }
 
+  // Adds every op's time to `times` from now on (null: stop; the default). Timing costs two
+  // clock reads per op; `times` must outlive its use.
+  void set_op_times(OpTimes* times) { op_times_ = times; }
+
  private:
   void RunOp(const Op& op, ExecutionContext& context, const RowSet& set, int rows);
 
   ThreadPool* pool_;
   const kernels::KernelSet* kernels_;
+  OpTimes* op_times_ = nullptr;
 };
 
 }  // namespace reprise::graph

@@ -12,6 +12,7 @@
 #include "engine/graph_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
+#include "graph/executor.h"
 
 namespace reprise::tools {
 namespace {
@@ -108,6 +109,23 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
       }
       result.prefill_tokens_per_second[length] = Median(rates);
       result.kv_cache_mb = std::max(result.kv_cache_mb, kv_mb(length));
+      if (auto* graphs = dynamic_cast<GraphBackend*>(backend.get())) {
+        graph::OpTimes times;
+        backend->Truncate(0);
+        graphs->set_op_times(&times);
+        Result<std::span<const float>> profiled = backend->Append(prompt);
+        graphs->set_op_times(nullptr);
+        if (!profiled.ok()) return profiled.error();
+        const double total_ms = times.matmul_ms + times.attention_ms + times.other_ms;
+        if (total_ms > 0) {
+          PrefillProfile& p = result.prefill_profile[length];
+          p.matmul_share = times.matmul_ms / total_ms;
+          p.attention_share = times.attention_ms / total_ms;
+          p.other_share = times.other_ms / total_ms;
+          p.matmul_gmacs_per_second =
+              times.matmul_ms > 0 ? times.matmul_macs / (times.matmul_ms * 1e6) : 0.0;
+        }
+      }
     }
   }
   if (options.run_decode) {
@@ -148,6 +166,14 @@ std::string SpeedBenchResult::ToJson() const {
     prefill[std::to_string(length)] = tps;
   }
   j["prefill_tps"] = prefill;
+  nlohmann::json profile = nlohmann::json::object();
+  for (const auto& [length, p] : prefill_profile) {
+    profile[std::to_string(length)] = {{"matmul_share", p.matmul_share},
+                                       {"attention_share", p.attention_share},
+                                       {"other_share", p.other_share},
+                                       {"matmul_gmacs_per_s", p.matmul_gmacs_per_second}};
+  }
+  j["prefill_profile"] = profile;
   j["decode_tps"] = decode_tokens_per_second;
   j["peak_rss_mb"] = peak_rss_mb;
   j["model_file_mb"] = model_file_mb;
@@ -161,8 +187,19 @@ std::string SpeedBenchResult::ToText() const {
   std::snprintf(line, sizeof(line), "model %s\nbackend %s\n", model.c_str(), backend.c_str());
   s += line;
   for (const auto& [length, tps] : prefill_tokens_per_second) {
-    std::snprintf(line, sizeof(line), "prefill %5d tokens: %8.1f tok/s\n", length, tps);
+    std::snprintf(line, sizeof(line), "prefill %5d tokens: %8.1f tok/s", length, tps);
     s += line;
+    const auto profile = prefill_profile.find(length);
+    if (profile != prefill_profile.end()) {
+      const PrefillProfile& p = profile->second;
+      std::snprintf(line, sizeof(line),
+                    "   time: matmul %2.0f%%, attention %2.0f%%, other %2.0f%%; matmuls %.0f "
+                    "GMAC/s",
+                    100 * p.matmul_share, 100 * p.attention_share, 100 * p.other_share,
+                    p.matmul_gmacs_per_second);
+      s += line;
+    }
+    s += "\n";
   }
   if (decode_tokens_per_second > 0) {
     std::snprintf(line, sizeof(line), "decode:              %8.1f tok/s\n",

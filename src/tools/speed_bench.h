@@ -28,11 +28,21 @@ struct SpeedBenchOptions {
   ProgressCallback progress;
 };
 
+// One extra prefill run of a length with every graph op timed (graph::OpTimes): the shares of
+// its time in the matmuls, in attention and in everything else, and the matmuls' rate.
+struct PrefillProfile {
+  double matmul_share = 0;
+  double attention_share = 0;
+  double other_share = 0;
+  double matmul_gmacs_per_second = 0;  // multiply-adds (int8 or float) per second, / 1e9
+};
+
 struct SpeedBenchResult {
   std::string model;
   std::string backend;
   int num_threads = 0;
   std::map<int, double> prefill_tokens_per_second;  // by prompt length
+  std::map<int, PrefillProfile> prefill_profile;    // by prompt length (compiled graphs only)
   double decode_tokens_per_second = 0.0;
   double peak_rss_mb = 0.0;
   double model_file_mb = 0.0;
