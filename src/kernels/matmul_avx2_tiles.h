@@ -19,7 +19,9 @@
 //    overflow and reach int32 with one madd per block. The +8 is removed with the
 //    activation block sum: sum((nib - 8) * a) = sum(nib * a) - 8 * sum(a).
 // With VNNI, _mm256_dpbusd_avx_epi32 does the unsigned-by-signed products of 4 bytes and
-// their sum into int32 in one instruction (same operands, same exact sums).
+// their sum into int32 in one instruction: for Q4_0 with the same operands; for Q8_0 the
+// activations become unsigned by a +128 bias, removed with the weights' block sums (see
+// TileQ8). The int32 block sums are the same exact integers either way.
 // Per block, the exact int32 sum becomes float and is added with one FMA scaled by
 // d_weight * d_activation: the same operations, in the same order, as the scalar reference.
 #pragma once
@@ -135,6 +137,23 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
       }
       dw[g] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block[g])));
     }
+    // VNNI: the activations are made unsigned by adding 128 (a xor 0x80), so the block sum
+    // is sum((a + 128) * w) - 128 * sum(w); 128 * sum(w) of each row is one vpdpbusd of 0x80
+    // bytes with the weights per chunk, shared by the tile's tokens.
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256i bias_sum[G];
+    if constexpr (kVnni) {
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        bias_sum[g] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+          bias_sum[g] = _mm256_dpbusd_avx_epi32(bias_sum[g], bias,
+                                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                                    block[g] + kScaleBytes + c * 32)));
+        }
+      }
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const uint8_t* row = op.rows + t * op.row_stride;
@@ -145,18 +164,28 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         const __m256i av = Broadcast4Bytes(a + 4 * c);
-        const __m256i abs_a = _mm256_abs_epi8(av);
+        if constexpr (kVnni) {
+          const __m256i biased_a = _mm256_xor_si256(av, bias);
 #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) {
-          const __m256i wv =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + c * 32));
-          if constexpr (kVnni) {
-            isum[g] = _mm256_dpbusd_avx_epi32(isum[g], abs_a, _mm256_sign_epi8(wv, av));
-          } else {
+          for (int g = 0; g < G; ++g) {
+            const __m256i wv = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + c * 32));
+            isum[g] = _mm256_dpbusd_avx_epi32(isum[g], biased_a, wv);
+          }
+        } else {
+          const __m256i abs_a = _mm256_abs_epi8(av);
+#pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) {
+            const __m256i wv = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + c * 32));
             const __m256i p = _mm256_maddubs_epi16(abs_a, _mm256_sign_epi8(wv, av));
             isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(p, ones));
           }
         }
+      }
+      if constexpr (kVnni) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) isum[g] = _mm256_sub_epi32(isum[g], bias_sum[g]);
       }
       const __m256 da = _mm256_set1_ps(LoadFloat(row + scales_offset + 4 * b));
 #pragma GCC unroll 4
