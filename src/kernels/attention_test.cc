@@ -200,6 +200,19 @@ TEST(AttentionTest, PartialRangesLeaveTheRestUntouched) {
   Check(p, "empty", 2, 2, 0, 8);
 }
 
+// Every width of a head that the vector loops split differently: 8 (stories260K), 24, 40, 48,
+// 80, 96, 112 and 256 (the largest) dims take the 16-wide, 8-wide and remainder paths.
+TEST(AttentionTest, EveryHeadWidthTheVectorLoopsSplit) {
+  uint64_t seed = 20;
+  for (int64_t head_dim : {8, 24, 40, 48, 80, 96, 112, 256}) {
+    Problem p = MakeProblem(++seed, 5, 4, 2, head_dim, 75);
+    for (int64_t i = 0; i < p.num_queries; ++i) {
+      p.query_positions[i] = static_cast<int32_t>(40 + 8 * i);
+    }
+    CheckAll(p, "head_dim " + std::to_string(head_dim));
+  }
+}
+
 TEST(AttentionTest, AllQueriesPaddingGiveZeros) {
   Problem p = MakeProblem(7, 3, 2, 1, 16, 10);
   p.query_positions = {-1, -1, -1};

@@ -1,26 +1,28 @@
 // Inline AVX2 helpers shared by the *_avx2.cc kernels: horizontal reductions and a
-// vectorised exp. Include only from translation units compiled with -mavx2 -mfma -mf16c.
+// vectorised exp. Include only from translation units compiled with -mavx2 -mfma -mf16c (or
+// wider). Static: each translation unit keeps its own copy, compiled with its own flags, so a
+// copy built for AVX-512 is never linked into an AVX2 caller.
 #pragma once
 
 #include <immintrin.h>
 
 namespace reprise::kernels::avx2 {
 
-inline float HorizontalSum(__m256 v) {
+static inline float HorizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
 
-inline float HorizontalMax(__m256 v) {
+static inline float HorizontalMax(__m256 v) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
   s = _mm_max_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
 
-inline int32_t HorizontalSum(__m256i v) {
+static inline int32_t HorizontalSum(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
@@ -30,7 +32,7 @@ inline int32_t HorizontalSum(__m256i v) {
 // e^x, relative error below 1e-7 for x in [-87, 88]; 0 below -87.33 (and for -inf), clamped
 // at e^88 above. x = n ln2 + r with |r| <= ln2 / 2; e^r by its Taylor polynomial of degree
 // 7 (Horner, FMA); 2^n built in the exponent field.
-inline __m256 Exp(__m256 x) {
+static inline __m256 Exp(__m256 x) {
   const __m256 kMin = _mm256_set1_ps(-87.33f);
   const __m256 underflow = _mm256_cmp_ps(x, kMin, _CMP_LT_OQ);
   x = _mm256_min_ps(_mm256_max_ps(x, kMin), _mm256_set1_ps(88.0f));

@@ -61,4 +61,11 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
             int64_t m_end, int64_t n_begin, int64_t n_end);
 }  // namespace avx512_vnni
 
+// Compiled with the same flags as avx512_vnni (AVX-512 F is what it needs); only
+// Avx512VnniKernels() hands it out.
+namespace avx512 {
+void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
+               int64_t head_begin, int64_t head_end);
+}  // namespace avx512
+
 }  // namespace reprise::kernels

@@ -54,6 +54,7 @@ KernelSet MakeAvx512VnniSet() {
   KernelSet set = MakeAvx2Set();
   set.name = "avx512-vnni";
   set.matmul = avx512_vnni::MatMul;
+  set.attention = avx512::Attention;
   return set;
 }
 
