@@ -2,7 +2,9 @@
 // AVX2 (matmul_avx2.cc) and AVX-VNNI (matmul_avx_vnni.cc: the same tiles with vpdpbusd on ymm
 // for the int8 dot products, as on Intel's client CPUs since Alder Lake, which have no
 // AVX-512). Each of those translation units includes this header once, compiled with its own
-// flags; everything here is in an anonymous namespace, so neither shares code with the other.
+// flags, and so does matmul_avx512_vnni.cc for the tile plumbing (TileOperands, TileTarget,
+// StoreGroup) and the AVX2 kernel of its odd groups; everything here is in an anonymous
+// namespace, so no two of them share code.
 //
 // One vector register holds the 8 outputs of a group of 8 weight rows for one token, so a
 // register tile is T tokens x G groups of float accumulators, T <= 4. The tile walks all of

@@ -17,53 +17,21 @@
 // Both give the exact int32 block dot product; it becomes float and is added with one FMA
 // scaled by d_weight * d_activation, as in the scalar reference.
 
-// GCC 12 reports its own AVX-512 intrinsics (which start from an undefined register on
-// purpose) as reading an uninitialized value when they are inlined (GCC bug 105593, fixed in
-// GCC 13); the warning points into the header, so it is silenced there only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 #include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
 #include "kernels/activation_quant.h"
+#include "kernels/avx512_intrinsics.h"
 #include "kernels/kernel_impl.h"
+#include "kernels/matmul_avx2_tiles.h"  // TileOperands, TileTarget, StoreGroup, the block sizes
 #include "kernels/quant_blocks.h"
 
 namespace reprise::kernels::avx512_vnni {
 namespace {
 
-constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
-constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
-constexpr int64_t kScaleBytes = kPackRows * 2;
-
-// Activations of one M chunk should fit in L2 next to the weights streaming through.
-constexpr int64_t kActivationChunkBytes = 192 * 1024;
-
-constexpr int kMaxTileTokens = 4;
+constexpr int kMaxPairTileTokens = 4;
 constexpr int kTilePairs = 2;  // group pairs per tile: 32 output rows
-
-#define REPRISE_ALWAYS_INLINE inline __attribute__((always_inline))
-
-inline int32_t LoadInt(const void* p) {
-  int32_t value;
-  std::memcpy(&value, p, sizeof(value));
-  return value;
-}
-
-inline float LoadFloat(const uint8_t* p) {
-  float value;
-  std::memcpy(&value, p, sizeof(value));
-  return value;
-}
 
 // 32 bytes at `a` (group g) and 32 at `b` (group g + 1) as one register.
 inline __m512i LoadPair(const uint8_t* a, const uint8_t* b) {
@@ -78,42 +46,6 @@ inline __m512 LoadPairScales(const uint8_t* a, const uint8_t* b) {
       _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)))),
       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), 1);
 }
-
-// Where one tile's operands are.
-struct TileOperands {
-  const uint8_t* groups;  // first group of the tile; group g at groups + g * group_bytes
-  int64_t group_bytes;
-  const uint8_t* rows;  // first activation row of the tile
-  int64_t row_stride;   // bytes between activation rows
-  int64_t k;
-};
-
-// Writes the 8 outputs of `group` for token row m, clipped to [n_begin, n_end).
-inline void StoreGroup(__m256 value, const MatMulOutput& out, int64_t m, int64_t group,
-                       int64_t n_begin, int64_t n_end) {
-  float* dst = out.data + m * out.stride;
-  const int64_t first = group * kPackRows;
-  if (first >= n_begin && first + kPackRows <= n_end) {
-    if (out.accumulate) value = _mm256_add_ps(value, _mm256_loadu_ps(dst + first));
-    _mm256_storeu_ps(dst + first, value);
-    return;
-  }
-  alignas(32) float lanes[kPackRows];
-  _mm256_store_ps(lanes, value);
-  const int64_t lo = std::max(first, n_begin);
-  const int64_t hi = std::min(first + kPackRows, n_end);
-  for (int64_t n = lo; n < hi; ++n) {
-    dst[n] = out.accumulate ? dst[n] + lanes[n - first] : lanes[n - first];
-  }
-}
-
-struct TileTarget {
-  const MatMulOutput* out;
-  int64_t m;
-  int64_t group;  // first group of the tile
-  int64_t n_begin;
-  int64_t n_end;
-};
 
 template <int T, int P>
 REPRISE_ALWAYS_INLINE void StoreTile(const __m512 (&acc)[T][P], const TileTarget& target) {
@@ -131,7 +63,7 @@ REPRISE_ALWAYS_INLINE void StoreTile(const __m512 (&acc)[T][P], const TileTarget
 }
 
 template <int T, int P>
-REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& target) {
+REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& target) {
   __m512 acc[T][P];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -166,7 +98,7 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        const int8_t* a = reinterpret_cast<const int8_t*>(op.rows + t * op.row_stride) + b * kQK;
+        const uint8_t* a = op.rows + t * op.row_stride + b * kQK;
         const __m512i av = _mm512_xor_si512(_mm512_set1_epi32(LoadInt(a + 4 * c)), bias);
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) isum[t][p] = _mm512_dpbusd_epi32(isum[t][p], av, w[p]);
@@ -190,7 +122,7 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
 }
 
 template <int T, int P>
-REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& target) {
+REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& target) {
   __m512 acc[T][P];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -226,7 +158,7 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        const int8_t* a = reinterpret_cast<const int8_t*>(op.rows + t * op.row_stride) + b * kQK;
+        const uint8_t* a = op.rows + t * op.row_stride + b * kQK;
         const __m512i a_lo = _mm512_set1_epi32(LoadInt(a + 4 * q));
         const __m512i a_hi = _mm512_set1_epi32(LoadInt(a + 16 + 4 * q));
 #pragma GCC unroll 4
@@ -254,35 +186,36 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
   StoreTile<T, P>(acc, target);
 }
 
-enum class Kind { kQ8, kQ4 };
+enum class PairKind { kQ8, kQ4 };
 
-template <Kind kKind, int T, int P>
-__attribute__((noinline)) void RunTile(const TileOperands& op, const MatMulOutput& out, int64_t m,
-                                       int64_t group, int64_t n_begin, int64_t n_end) {
+template <PairKind kKind, int T, int P>
+__attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulOutput& out,
+                                           int64_t m, int64_t group, int64_t n_begin,
+                                           int64_t n_end) {
   const TileTarget target{&out, m, group, n_begin, n_end};
-  if constexpr (kKind == Kind::kQ8) {
-    TileQ8<T, P>(op, target);
+  if constexpr (kKind == PairKind::kQ8) {
+    PairTileQ8<T, P>(op, target);
   } else {
-    TileQ4<T, P>(op, target);
+    PairTileQ4<T, P>(op, target);
   }
 }
 
 // One tile of `tokens` (1..4) tokens by P group pairs.
-template <Kind kKind, int P>
-void RunTokens(const TileOperands& op, int64_t tokens, const MatMulOutput& out, int64_t m,
-               int64_t group, int64_t n_begin, int64_t n_end) {
+template <PairKind kKind, int P>
+void RunPairTokens(const TileOperands& op, int64_t tokens, const MatMulOutput& out, int64_t m,
+                   int64_t group, int64_t n_begin, int64_t n_end) {
   switch (tokens) {
     case 4:
-      RunTile<kKind, 4, P>(op, out, m, group, n_begin, n_end);
+      RunPairTile<kKind, 4, P>(op, out, m, group, n_begin, n_end);
       break;
     case 3:
-      RunTile<kKind, 3, P>(op, out, m, group, n_begin, n_end);
+      RunPairTile<kKind, 3, P>(op, out, m, group, n_begin, n_end);
       break;
     case 2:
-      RunTile<kKind, 2, P>(op, out, m, group, n_begin, n_end);
+      RunPairTile<kKind, 2, P>(op, out, m, group, n_begin, n_end);
       break;
     default:
-      RunTile<kKind, 1, P>(op, out, m, group, n_begin, n_end);
+      RunPairTile<kKind, 1, P>(op, out, m, group, n_begin, n_end);
       break;
   }
 }
@@ -290,27 +223,27 @@ void RunTokens(const TileOperands& op, int64_t tokens, const MatMulOutput& out, 
 // The groups [group_begin, group_end) with an even count, as the AVX2 driver walks them: M
 // chunks that fit L2; inside a chunk, group pairs outer, token tiles inner, so a tile's
 // weights stay in L1 across the chunk's tokens.
-template <Kind kKind>
+template <PairKind kKind>
 void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, int64_t row_bytes,
                  const MatMulOutput& out, int64_t m_begin, int64_t m_end, int64_t group_begin,
                  int64_t group_end, int64_t n_begin, int64_t n_end) {
   TileOperands op{nullptr, static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols};
-  const int64_t chunk =
-      std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
-                                            kMaxTileTokens * kMaxTileTokens);
+  const int64_t chunk = std::max<int64_t>(kMaxPairTileTokens,
+                                          kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
+                                              kMaxPairTileTokens * kMaxPairTileTokens);
   constexpr int64_t kTileGroups = 2 * kTilePairs;
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);
     for (int64_t group = group_begin; group < group_end; group += kTileGroups) {
       op.groups = w.data + group * op.group_bytes;
       const bool whole = group + kTileGroups <= group_end;
-      for (int64_t m = m0; m < m1; m += kMaxTileTokens) {
+      for (int64_t m = m0; m < m1; m += kMaxPairTileTokens) {
         op.rows = rows + m * row_stride;
-        const int64_t tokens = std::min<int64_t>(kMaxTileTokens, m1 - m);
+        const int64_t tokens = std::min<int64_t>(kMaxPairTileTokens, m1 - m);
         if (whole) {
-          RunTokens<kKind, kTilePairs>(op, tokens, out, m, group, n_begin, n_end);
+          RunPairTokens<kKind, kTilePairs>(op, tokens, out, m, group, n_begin, n_end);
         } else {
-          RunTokens<kKind, 1>(op, tokens, out, m, group, n_begin, n_end);
+          RunPairTokens<kKind, 1>(op, tokens, out, m, group, n_begin, n_end);
         }
       }
     }
@@ -338,11 +271,11 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
   if (pairs_end > group_begin) {
     const int64_t row_bytes = QuantizedRowBytes(w.cols);
     if (w.format == PackedFormat::kQ8_0x8) {
-      MatMulPairs<Kind::kQ8>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
-                             pairs_end, n_begin, n_end);
+      MatMulPairs<PairKind::kQ8>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
+                                 pairs_end, n_begin, n_end);
     } else {
-      MatMulPairs<Kind::kQ4>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
-                             pairs_end, n_begin, n_end);
+      MatMulPairs<PairKind::kQ4>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
+                                 pairs_end, n_begin, n_end);
     }
   }
   if (pairs_end < group_end) {
