@@ -117,4 +117,9 @@ bool ApplyCalibration(const std::string& dir, uint64_t fingerprint, ReuseOptions
   return true;
 }
 
+double ComputeMsPerToken(const ReuseOptions& reuse) {
+  if (reuse.prefill_latency_ms <= 0 || reuse.prefill_capacity <= 0) return 0.0;
+  return reuse.prefill_latency_ms / reuse.prefill_capacity;
+}
+
 }  // namespace reprise::engine

@@ -43,4 +43,8 @@ Result<Calibration> LoadCalibration(const std::string& path);
 // empty); a file that cannot be read counts as none.
 bool ApplyCalibration(const std::string& dir, uint64_t fingerprint, ReuseOptions* reuse);
 
+// The full-prefill cost of one token that `reuse` was calibrated to (prefill latency over Lp),
+// for StoreSettings::compute_ms_per_token; 0 without a calibration.
+double ComputeMsPerToken(const ReuseOptions& reuse);
+
 }  // namespace reprise::engine

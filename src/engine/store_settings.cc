@@ -44,9 +44,4 @@ Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& mod
   return store::ChunkStore::Open(options);
 }
 
-double ComputeMsPerToken(const ReuseOptions& reuse) {
-  if (reuse.prefill_latency_ms <= 0 || reuse.prefill_capacity <= 0) return 0.0;
-  return reuse.prefill_latency_ms / reuse.prefill_capacity;
-}
-
 }  // namespace reprise::engine

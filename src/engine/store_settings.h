@@ -8,7 +8,6 @@
 
 #include "base/status.h"
 #include "engine/loaded_model.h"
-#include "engine/reuse_session.h"
 #include "store/chunk_store.h"
 
 namespace reprise::engine {
@@ -33,10 +32,6 @@ struct StoreSettings {
   // Full prefill cost of one token, for eviction costs; 0 = estimated from the model size.
   double compute_ms_per_token = 0.0;
 };
-
-// The full-prefill cost of one token that `reuse` was calibrated to (prefill latency over Lp),
-// for StoreSettings::compute_ms_per_token; 0 without a calibration.
-double ComputeMsPerToken(const ReuseOptions& reuse);
 
 // Errors: InvalidArgument (bad codec, budgets outside [1, kMaxBudgetMib]), those of
 // ChunkStore::Open.

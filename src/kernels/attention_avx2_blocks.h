@@ -14,14 +14,13 @@
 // Tiles that no row of the block can see are skipped before any conversion.
 #pragma once
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "base/check.h"
 #include "kernels/avx2_math.h"
 #include "kernels/kernel_impl.h"
+#include "kernels/x86_intrinsics.h"
 
 namespace reprise::kernels {
 namespace {

@@ -2,8 +2,8 @@
 // registers, compiled with the AVX-512 flags (REPRISE_AVX512_VNNI_FLAGS).
 
 #include "kernels/attention_avx2_blocks.h"
-#include "kernels/avx512_intrinsics.h"
 #include "kernels/kernel_impl.h"
+#include "kernels/x86_intrinsics.h"
 
 namespace reprise::kernels::avx512 {
 

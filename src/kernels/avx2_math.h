@@ -4,7 +4,7 @@
 // copy built for AVX-512 is never linked into an AVX2 caller.
 #pragma once
 
-#include <immintrin.h>
+#include "kernels/x86_intrinsics.h"
 
 namespace reprise::kernels::avx2 {
 

@@ -1,8 +1,6 @@
 // AVX2 row kernels (elementwise.h, activation_quant.h). Tails shorter than a vector go
 // through the scalar kernels, so every length is accepted.
 
-#include <immintrin.h>
-
 #include <cmath>
 #include <cstring>
 
@@ -10,6 +8,7 @@
 #include "kernels/activation_quant.h"
 #include "kernels/avx2_math.h"
 #include "kernels/kernel_impl.h"
+#include "kernels/x86_intrinsics.h"
 
 namespace reprise::kernels::avx2 {
 namespace {

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "base/cpu_features.h"
+#include "base/logging.h"
 #include "kernels/kernel_impl.h"
 
 namespace reprise::kernels {
@@ -69,6 +70,11 @@ const KernelSet& DetectBestKernels() {
   if (name == "scalar") return ScalarKernels();
   if (name == "avx2" && Avx2Kernels() != nullptr) return *Avx2Kernels();
   if (name == "avx-vnni" && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
+  if (name != best->name) {
+    REPRISE_LOG(kWarning) << "REPRISE_KERNELS=" << name
+                          << " names no kernel set this CPU runs (scalar, avx2, avx-vnni); using "
+                          << best->name;
+  }
   return *best;
 }
 

@@ -28,8 +28,6 @@
 // d_weight * d_activation: the same operations, in the same order, as the scalar reference.
 #pragma once
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -37,6 +35,7 @@
 #include "kernels/activation_quant.h"
 #include "kernels/kernel_impl.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/x86_intrinsics.h"
 
 namespace reprise::kernels {
 namespace {

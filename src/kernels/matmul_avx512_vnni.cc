@@ -22,10 +22,10 @@
 
 #include "base/check.h"
 #include "kernels/activation_quant.h"
-#include "kernels/avx512_intrinsics.h"
 #include "kernels/kernel_impl.h"
 #include "kernels/matmul_avx2_tiles.h"  // TileOperands, TileTarget, StoreGroup, the block sizes
 #include "kernels/quant_blocks.h"
+#include "kernels/x86_intrinsics.h"
 
 namespace reprise::kernels::avx512_vnni {
 namespace {

@@ -1,4 +1,6 @@
-// <immintrin.h> for the translation units compiled with AVX-512 flags. GCC 12 reports its own
+// <immintrin.h> for the SIMD kernels: every kernel header and translation unit includes it
+// through this file, so it is always the first inclusion whatever the include order. GCC 12
+// reports its own
 // AVX-512 intrinsics (which start from an undefined register on purpose) as reading an
 // uninitialized value when they are inlined (GCC bug 105593, fixed in GCC 13); the warning
 // points into the header, so it is silenced there only.
