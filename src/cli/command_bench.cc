@@ -104,6 +104,8 @@ class BenchCommand : public Command {
                      "Prefill graph capacity (0 = min(length, 128))")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 16));
+    prefill_->add_flag("!--no-peak", options_.measure_peak,
+                       "Skip measuring the machine's peak (the matmuls' fraction of it)");
     decode_->add_option("-n,--tokens", options_.decode_tokens, "Tokens to generate")
         ->default_val(64)
         ->check(IntegerIn(1, 8192));

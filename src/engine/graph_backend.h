@@ -127,6 +127,8 @@ class GraphBackend : public InferenceBackend {
   int prefill_capacity() const { return prefill_->capacity(); }
   // Time every op of this backend's graph calls into `times` (graph::Executor::set_op_times).
   void set_op_times(graph::OpTimes* times) { executor_->set_op_times(times); }
+  // The kernels this backend's graphs run.
+  const kernels::KernelSet& kernels() const { return executor_->kernels(); }
 
  private:
   GraphBackend() = default;

@@ -81,8 +81,8 @@ class GraphBackendTest : public ::testing::Test {
         convert::MakeModelOptions options;
         options.shape = shape;
         options.weight_type = type;
-        const std::string path = dir_->path() + "/" + shape + "-" +
-                                 std::string(DTypeName(type)) + ".gguf";
+        const std::string path =
+            dir_->path() + "/" + shape + "-" + std::string(DTypeName(type)) + ".gguf";
         ASSERT_TRUE(convert::MakeModel(options, path).ok());
       }
     }
@@ -99,9 +99,12 @@ testing_support::TempDir* GraphBackendTest::dir_ = nullptr;
 // order; int8-activation formats add the activations' quantization error.
 double ToleranceFor(DType type) {
   switch (type) {
-    case DType::kF32: return 2e-3;
-    case DType::kF16: return 2e-3;
-    default: return 3e-2;
+    case DType::kF32:
+      return 2e-3;
+    case DType::kF16:
+      return 2e-3;
+    default:
+      return 3e-2;
   }
 }
 
@@ -163,9 +166,29 @@ TEST_F(GraphBackendTest, OpTimesCountEveryMatmulMultiplyAdd) {
   EXPECT_GT(times.matmul_ms, 0.0);
   EXPECT_GT(times.attention_ms, 0.0);
   EXPECT_GT(times.other_ms, 0.0);
+  // Q8_0 layers multiply int8 products.
+  EXPECT_GE(times.matmul_int8_macs, length * c.num_layers * per_row_layer);
+  EXPECT_LE(times.matmul_int8_macs, times.matmul_macs);
+  EXPECT_GT(times.matmul_int8_ms, 0.0);
+  EXPECT_LE(times.matmul_int8_ms, times.matmul_ms);
   const double counted = times.matmul_macs;
   ASSERT_TRUE(backend->Append(Prompt(3, c.vocab_size, 4)).ok());
   EXPECT_EQ(times.matmul_macs, counted);
+}
+
+TEST_F(GraphBackendTest, OpTimesCountNoInt8WorkInAFloatModel) {
+  std::unique_ptr<LoadedModel> model =
+      std::move(LoadedModel::Load(Path("tiny-qwen3", DType::kF32))).value();
+  GraphBackendOptions options;
+  options.context_tokens = 64;
+  options.prefill_capacity = 16;
+  auto backend = std::move(GraphBackend::Create(*model, options)).value();
+  graph::OpTimes times;
+  backend->set_op_times(&times);
+  ASSERT_TRUE(backend->Append(Prompt(9, model->config().vocab_size, 3)).ok());
+  EXPECT_GT(times.matmul_macs, 0.0);
+  EXPECT_EQ(times.matmul_int8_macs, 0.0);
+  EXPECT_EQ(times.matmul_int8_ms, 0.0);
 }
 
 TEST_F(GraphBackendTest, RejectsBadInputWithoutChangingState) {

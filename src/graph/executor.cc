@@ -62,9 +62,14 @@ void Executor::Run(ExecutionContext& context, int shard_begin, int shard_end) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();
       if (const auto* matmul = std::get_if<MatMulOp>(&op)) {
-        op_times_->matmul_ms += ms;
-        op_times_->matmul_macs +=
+        const double macs =
             static_cast<double>(num_rows) * matmul->matrix->rows * matmul->matrix->cols;
+        op_times_->matmul_ms += ms;
+        op_times_->matmul_macs += macs;
+        if (kernels::UsesQuantizedActivations(matmul->matrix->format)) {
+          op_times_->matmul_int8_ms += ms;
+          op_times_->matmul_int8_macs += macs;
+        }
       } else if (std::holds_alternative<AttentionOp>(op)) {
         op_times_->attention_ms += ms;
       } else {

@@ -19,6 +19,10 @@ struct OpTimes {
   double attention_ms = 0;
   double other_ms = 0;  // norms, RoPE, SwiGLU, KV stores, quantization, selection, ...
   double matmul_macs = 0;
+  // The part of the matmul figures spent in the block formats, whose products are int8
+  // (kernels::UsesQuantizedActivations); the rest multiply floats.
+  double matmul_int8_ms = 0;
+  double matmul_int8_macs = 0;
 };
 
 class Executor {

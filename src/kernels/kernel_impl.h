@@ -11,6 +11,7 @@
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
+#include "kernels/peak_loop.h"
 
 namespace reprise::kernels {
 
@@ -29,6 +30,8 @@ void F32ToF16Row(const float* x, int64_t n, uint16_t* out);
 void F16ToF32Row(const uint16_t* x, int64_t n, float* out);
 void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
                int64_t head_begin, int64_t head_end);
+PeakLoop Int8PeakLoop();
+PeakLoop Float32PeakLoop();
 }  // namespace scalar
 
 namespace avx2 {
@@ -46,12 +49,15 @@ void F32ToF16Row(const float* x, int64_t n, uint16_t* out);
 void F16ToF32Row(const uint16_t* x, int64_t n, float* out);
 void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
                int64_t head_begin, int64_t head_end);
+PeakLoop Int8PeakLoop();
+PeakLoop Float32PeakLoop();
 }  // namespace avx2
 
 // Compiled with the AVX2 flags and -mavxvnni; only AvxVnniKernels() hands it out.
 namespace avx_vnni {
 void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
             int64_t m_end, int64_t n_begin, int64_t n_end);
+PeakLoop Int8PeakLoop();
 }  // namespace avx_vnni
 
 // Compiled with the AVX2 flags and -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni;
@@ -59,6 +65,8 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
 namespace avx512_vnni {
 void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
             int64_t m_end, int64_t n_begin, int64_t n_end);
+PeakLoop Int8PeakLoop();
+PeakLoop Float32PeakLoop();
 }  // namespace avx512_vnni
 
 // Compiled with the same flags as avx512_vnni (AVX-512 F is what it needs); only

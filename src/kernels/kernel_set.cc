@@ -24,6 +24,8 @@ KernelSet MakeScalarSet() {
   set.f32_to_f16 = scalar::F32ToF16Row;
   set.f16_to_f32 = scalar::F16ToF32Row;
   set.attention = scalar::Attention;
+  set.int8_peak = scalar::Int8PeakLoop();
+  set.float_peak = scalar::Float32PeakLoop();
   return set;
 }
 
@@ -41,6 +43,8 @@ KernelSet MakeAvx2Set() {
   set.f32_to_f16 = avx2::F32ToF16Row;
   set.f16_to_f32 = avx2::F16ToF32Row;
   set.attention = avx2::Attention;
+  set.int8_peak = avx2::Int8PeakLoop();
+  set.float_peak = avx2::Float32PeakLoop();
   return set;
 }
 
@@ -48,6 +52,7 @@ KernelSet MakeAvxVnniSet() {
   KernelSet set = MakeAvx2Set();
   set.name = "avx-vnni";
   set.matmul = avx_vnni::MatMul;
+  set.int8_peak = avx_vnni::Int8PeakLoop();
   return set;
 }
 
@@ -56,6 +61,8 @@ KernelSet MakeAvx512VnniSet() {
   set.name = "avx512-vnni";
   set.matmul = avx512_vnni::MatMul;
   set.attention = avx512::Attention;
+  set.int8_peak = avx512_vnni::Int8PeakLoop();
+  set.float_peak = avx512_vnni::Float32PeakLoop();
   return set;
 }
 

@@ -13,6 +13,7 @@
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
+#include "kernels/peak_loop.h"
 
 namespace reprise::kernels {
 
@@ -31,6 +32,10 @@ struct KernelSet {
   F32ToF16Fn f32_to_f16 = nullptr;
   F16ToF32Fn f16_to_f32 = nullptr;
   AttentionFn attention = nullptr;
+
+  // The multiply-add instructions the matmuls are measured against (peak_loop.h).
+  PeakLoop int8_peak;
+  PeakLoop float_peak;
 };
 
 // The portable reference kernels.

@@ -41,8 +41,8 @@ std::vector<int32_t> RandomTokens(int n, int vocab, uint64_t seed) {
 }
 
 Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
-                                                      const SpeedBenchOptions& options,
-                                                      int context, int prefill_capacity) {
+                                                      const SpeedBenchOptions& options, int context,
+                                                      int prefill_capacity) {
   if (options.use_reference) {
     REPRISE_ASSIGN_OR_RETURN(auto backend, ReferenceBackend::Create(model, context));
     return std::unique_ptr<InferenceBackend>(std::move(backend));
@@ -56,7 +56,6 @@ Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
 }
 
 }  // namespace
-
 
 Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
   if (options.repetitions < 1 || options.repetitions > 1000) {
@@ -85,10 +84,13 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
   // Each figure takes a warm-up run and `repetitions` timed ones.
   const int64_t runs_per_figure = options.repetitions + 1;
   const int64_t num_runs =
-      runs_per_figure * ((options.run_prefill ? static_cast<int64_t>(options.prefill_lengths.size())
-                                              : 0) +
-                         (options.run_decode ? 1 : 0));
+      runs_per_figure *
+      ((options.run_prefill ? static_cast<int64_t>(options.prefill_lengths.size()) : 0) +
+       (options.run_decode ? 1 : 0));
   int64_t runs_done = 0;
+  const kernels::KernelSet* graph_kernels = nullptr;  // of the profiled prefills
+  int graph_threads = 0;
+  std::map<int, graph::OpTimes> profiled_times;
   if (options.run_prefill) {
     for (int length : options.prefill_lengths) {
       const int capacity =
@@ -124,14 +126,18 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
           p.other_share = times.other_ms / total_ms;
           p.matmul_gmacs_per_second =
               times.matmul_ms > 0 ? times.matmul_macs / (times.matmul_ms * 1e6) : 0.0;
+          p.int8_matmul_share = times.matmul_ms > 0 ? times.matmul_int8_ms / times.matmul_ms : 0.0;
+          graph_kernels = &graphs->kernels();
+          graph_threads = backend->num_threads();
+          profiled_times[length] = times;
         }
       }
     }
   }
   if (options.run_decode) {
     const int context = options.decode_tokens + 1;
-    REPRISE_ASSIGN_OR_RETURN(auto backend, MakeBackend(*model, options, context,
-                                                       std::min(context, 32)));
+    REPRISE_ASSIGN_OR_RETURN(auto backend,
+                             MakeBackend(*model, options, context, std::min(context, 32)));
     result.backend = backend->name();
     result.num_threads = backend->num_threads();
     const std::vector<int32_t> tokens = RandomTokens(options.decode_tokens, vocab, 7);
@@ -152,7 +158,17 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
     result.kv_cache_mb = std::max(result.kv_cache_mb, kv_mb(context));
   }
   ReportProgress(options.progress, "measuring", runs_done, num_runs, "runs");
-  result.peak_rss_mb = PeakRssMb();
+  result.peak_rss_mb = PeakRssMb();  // before the peak's buffer
+  if (options.measure_peak && graph_kernels != nullptr) {
+    result.peak = MeasureMachinePeak(*graph_kernels, graph_threads);
+    for (const auto& [length, times] : profiled_times) {
+      if (times.matmul_ms <= 0) continue;
+      const double float_macs = times.matmul_macs - times.matmul_int8_macs;
+      const double ideal_ms = times.matmul_int8_macs / (result.peak->int8_gmacs_per_second * 1e6) +
+                              float_macs / (result.peak->float_gmacs_per_second * 1e6);
+      result.prefill_profile[length].matmul_peak_fraction = ideal_ms / times.matmul_ms;
+    }
+  }
   return result;
 }
 
@@ -171,9 +187,20 @@ std::string SpeedBenchResult::ToJson() const {
     profile[std::to_string(length)] = {{"matmul_share", p.matmul_share},
                                        {"attention_share", p.attention_share},
                                        {"other_share", p.other_share},
-                                       {"matmul_gmacs_per_s", p.matmul_gmacs_per_second}};
+                                       {"matmul_gmacs_per_s", p.matmul_gmacs_per_second},
+                                       {"int8_matmul_share", p.int8_matmul_share},
+                                       {"matmul_peak_fraction", p.matmul_peak_fraction}};
   }
   j["prefill_profile"] = profile;
+  if (peak.has_value()) {
+    j["machine_peak"] = {{"kernels", peak->kernels},
+                         {"threads", peak->threads},
+                         {"int8_instruction", peak->int8_instruction},
+                         {"int8_gmacs_per_s", peak->int8_gmacs_per_second},
+                         {"float_instruction", peak->float_instruction},
+                         {"float_gmacs_per_s", peak->float_gmacs_per_second},
+                         {"read_gb_per_s", peak->read_gb_per_second}};
+  }
   j["decode_tps"] = decode_tokens_per_second;
   j["peak_rss_mb"] = peak_rss_mb;
   j["model_file_mb"] = model_file_mb;
@@ -198,9 +225,14 @@ std::string SpeedBenchResult::ToText() const {
                     100 * p.matmul_share, 100 * p.attention_share, 100 * p.other_share,
                     p.matmul_gmacs_per_second);
       s += line;
+      if (p.matmul_peak_fraction > 0) {
+        std::snprintf(line, sizeof(line), " = %.0f%% of peak", 100 * p.matmul_peak_fraction);
+        s += line;
+      }
     }
     s += "\n";
   }
+  if (peak.has_value()) s += peak->ToText();
   if (decode_tokens_per_second > 0) {
     std::snprintf(line, sizeof(line), "decode:              %8.1f tok/s\n",
                   decode_tokens_per_second);

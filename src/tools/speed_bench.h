@@ -6,11 +6,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/progress.h"
 #include "base/status.h"
+#include "tools/machine_peak.h"
 
 namespace reprise::tools {
 
@@ -24,6 +26,9 @@ struct SpeedBenchOptions {
   bool run_prefill = true;
   bool run_decode = true;
   bool use_reference = false;
+  // Measure the machine's peak on the benchmark's threads (tools::MeasureMachinePeak, about a
+  // second) and report the matmuls' fraction of it.
+  bool measure_peak = true;
   // Told of each timed run ("measuring", runs; the warm-up runs included).
   ProgressCallback progress;
 };
@@ -35,6 +40,10 @@ struct PrefillProfile {
   double attention_share = 0;
   double other_share = 0;
   double matmul_gmacs_per_second = 0;  // multiply-adds (int8 or float) per second, / 1e9
+  double int8_matmul_share = 0;        // of the matmuls' time, in the int8 (block) formats
+  // The matmuls' time at the machine's peak (int8 work at the int8 peak, float work at the
+  // float peak) over their measured time; 0 when the peak was not measured.
+  double matmul_peak_fraction = 0;
 };
 
 struct SpeedBenchResult {
@@ -43,6 +52,7 @@ struct SpeedBenchResult {
   int num_threads = 0;
   std::map<int, double> prefill_tokens_per_second;  // by prompt length
   std::map<int, PrefillProfile> prefill_profile;    // by prompt length (compiled graphs only)
+  std::optional<MachinePeak> peak;  // of the kernels and threads the graphs ran on
   double decode_tokens_per_second = 0.0;
   double peak_rss_mb = 0.0;
   double model_file_mb = 0.0;
