@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "cli/bench_accuracy.h"
 #include "cli/bench_concurrent.h"
 #include "cli/bench_report.h"
 #include "cli/bench_serve.h"
@@ -75,6 +76,7 @@ class BenchCommand : public Command {
     sub->require_subcommand(1);
     RegisterReuse(*sub);
     sessions_.Register(*sub);
+    accuracy_.Register(*sub);
     concurrent_.Register(*sub);
     RegisterServe(*sub);
     prefill_ = sub->add_subcommand("prefill", "Prompt-processing tokens/s per prompt length");
@@ -115,6 +117,7 @@ class BenchCommand : public Command {
   int Run() override {
     if (reuse_->parsed()) return RunReuse();
     if (sessions_.parsed()) return sessions_.Run();
+    if (accuracy_.parsed()) return accuracy_.Run();
     if (concurrent_.parsed()) return concurrent_.Run();
     if (serve_->parsed()) return RunServe();
     options_.run_prefill = prefill_->parsed();
@@ -139,8 +142,8 @@ class BenchCommand : public Command {
       peer = *measured;
     }
     if (!report_path_.empty()) {
-      std::string command = std::string("reprise ") + name + " -m " + options_.model_path +
-                            " -t " + std::to_string(result->num_threads) + " -r " +
+      std::string command = std::string("reprise ") + name + " -m " + options_.model_path + " -t " +
+                            std::to_string(result->num_threads) + " -r " +
                             std::to_string(options_.repetitions);
       if (options_.run_prefill) {
         command += " --lengths ";
@@ -197,7 +200,8 @@ class BenchCommand : public Command {
                                   "TTFT and quality of the KV reuse methods on a real workload");
     CLI::App* s = reuse_;
     s->add_option("-m,--model", reuse_options_.model_path, "GGUF model file")->required();
-    s->add_option("--workload", reuse_options_.workload, "docqa, docqa-distractor, docqa-shuffled (12 documents "
+    s->add_option("--workload", reuse_options_.workload,
+                  "docqa, docqa-distractor, docqa-shuffled (12 documents "
                   "recurring in new orders), chat, chat-window, skills; each with -plain (e.g. "
                   "docqa-plain: the documents pasted into one message)")
         ->default_val("docqa");
@@ -322,18 +326,19 @@ class BenchCommand : public Command {
     std::string methods;
     for (const std::string& m : method_names_) methods += (methods.empty() ? "" : ",") + m;
     const engine::ReuseOptions& r = reuse_options_.reuse;
-    std::string command = "reprise bench reuse -m " + reuse_options_.model_path +
-                          " --workload " + reuse_options_.workload + " --methods " + methods +
-                          " --queries " + std::to_string(reuse_options_.num_queries) +
-                          " --top-chunks " + std::to_string(reuse_options_.top_chunks) +
-                          " --chunk-tokens " + std::to_string(reuse_options_.chunk_tokens) +
-                          " --ratio " + std::to_string(r.recompute_ratio).substr(0, 5);
+    std::string command = "reprise bench reuse -m " + reuse_options_.model_path + " --workload " +
+                          reuse_options_.workload + " --methods " + methods + " --queries " +
+                          std::to_string(reuse_options_.num_queries) + " --top-chunks " +
+                          std::to_string(reuse_options_.top_chunks) + " --chunk-tokens " +
+                          std::to_string(reuse_options_.chunk_tokens) + " --ratio " +
+                          std::to_string(r.recompute_ratio).substr(0, 5);
     if (reuse_options_.warm_corpus) command += " --warm-corpus";
     if (reuse_options_.warm_retrieved_only) command += " --warm-retrieved-only";
     if (!reuse_options_.store_dir.empty()) command += " --store " + reuse_options_.store_dir;
     if (eviction_ != "cost") command += " --eviction " + eviction_;
     if (reuse_options_.reuse.chunking != engine::ReuseOptions{}.chunking) {
-      command += std::string(" --chunking ") + engine::ChunkingModeName(reuse_options_.reuse.chunking);
+      command +=
+          std::string(" --chunking ") + engine::ChunkingModeName(reuse_options_.reuse.chunking);
     }
     if (no_prefetch_) command += " --no-prefetch";
     if (reuse_options_.cold_flash) command += " --cold-flash";
@@ -393,9 +398,8 @@ class BenchCommand : public Command {
       const int threads = reuse_options_.reuse.num_threads > 0
                               ? reuse_options_.reuse.num_threads
                               : static_cast<int>(std::thread::hardware_concurrency());
-      const std::string html =
-          ReuseBenchReportHtml(std::span(&*result, 1),
-                               CurrentReportContext(ReuseCommandLine(), threads));
+      const std::string html = ReuseBenchReportHtml(
+          std::span(&*result, 1), CurrentReportContext(ReuseCommandLine(), threads));
       Status written = WriteFileAtomically(report_path_, html);
       if (!written.ok()) return PrintError("bench reuse", written);
       if (!json_) std::fprintf(stderr, "wrote the report %s\n", report_path_.c_str());
@@ -406,8 +410,9 @@ class BenchCommand : public Command {
   // `bench serve`: the trace replayed over HTTP (cli/bench_serve.h).
   void RegisterServe(CLI::App& bench) {
     serve_ = bench.add_subcommand(
-        "serve", "Replay a request trace over HTTP against Reprise's or any OpenAI-compatible "
-                 "server: TTFT, decode tokens/s, reuse");
+        "serve",
+        "Replay a request trace over HTTP against Reprise's or any OpenAI-compatible "
+        "server: TTFT, decode tokens/s, reuse");
     CLI::App* s = serve_;
     s->add_option("--url", serve_options_.url, "Server URL, http://host:port")->required();
     s->add_option("--trace", serve_options_.trace, "Request trace")
@@ -477,10 +482,10 @@ class BenchCommand : public Command {
         return recall->CountThenAdd(request.generate);
       };
     }
-    Result<ServeBenchRun> run = RunServeBench(
-        serve_options_, [](const RequestMeasurement& m, int index, int total) {
-          std::fprintf(stderr, "\r[%d/%d] %s TTFT %.1f ms   ", index + 1, total,
-                       m.phase.c_str(), m.ttft_ms);
+    Result<ServeBenchRun> run =
+        RunServeBench(serve_options_, [](const RequestMeasurement& m, int index, int total) {
+          std::fprintf(stderr, "\r[%d/%d] %s TTFT %.1f ms   ", index + 1, total, m.phase.c_str(),
+                       m.ttft_ms);
           if (index + 1 == total) std::fprintf(stderr, "\n");
         });
     if (!run.ok()) {
@@ -494,6 +499,7 @@ class BenchCommand : public Command {
 
   CLI::App* reuse_ = nullptr;
   BenchSessions sessions_;
+  BenchAccuracy accuracy_;
   BenchConcurrent concurrent_;
   CLI::App* serve_ = nullptr;
   ServeBenchOptions serve_options_;

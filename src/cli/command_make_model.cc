@@ -20,8 +20,10 @@ class MakeModelCommand : public Command {
     sub->add_option("--shape", options_.shape, "Architecture shape")
         ->check(CLI::IsMember(shapes))
         ->default_val("tiny");
-    sub->add_option("--type", type_, "Weight type: f32, f16, bf16, q8_0, q4_0")
-        ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}))
+    sub->add_option("--type", type_,
+                    "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, or q4_k_m (Q4_K with "
+                    "Q6_K where llama.cpp's Q4_K_M puts it)")
+        ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"}))
         ->default_val("f16");
     sub->add_option("--vocab", options_.vocab_path,
                     "tiktoken rank file (Llama 3 or Qwen); default: a synthetic vocabulary")
@@ -35,7 +37,14 @@ class MakeModelCommand : public Command {
   }
 
   int Run() override {
-    options_.weight_type = *ParseDTypeName(type_);
+    if (type_ == "q4_k_m") {
+      options_.weight_type = DType::kQ4_K;
+      options_.q4_k_m_mix = true;
+    } else if (type_ == "q4_k" || type_ == "q6_k") {
+      options_.weight_type = type_ == "q4_k" ? DType::kQ4_K : DType::kQ6_K;
+    } else {
+      options_.weight_type = *ParseDTypeName(type_);
+    }
     if (layers_ > 0) options_.num_layers = layers_;
     ProgressBar progress(ProgressBar::ForStderr(/*json=*/false));
     options_.progress = progress.Callback();

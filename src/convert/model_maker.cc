@@ -52,10 +52,9 @@ Result<tokenizer::Vocab> VocabForShape(const MakeModelOptions& options, const Mo
   REPRISE_ASSIGN_OR_RETURN(tokenizer::Vocab vocab,
                            tokenizer::VocabFromTiktoken(options.vocab_path, family));
   if (vocab.tokens.size() > static_cast<size_t>(shape.vocab_size)) {
-    return InvalidArgumentError("vocabulary of " + options.vocab_path + " has " +
-                                std::to_string(vocab.tokens.size()) +
-                                " tokens, more than the shape's " +
-                                std::to_string(shape.vocab_size));
+    return InvalidArgumentError(
+        "vocabulary of " + options.vocab_path + " has " + std::to_string(vocab.tokens.size()) +
+        " tokens, more than the shape's " + std::to_string(shape.vocab_size));
   }
   // Pad to the embedding size, as the released models do.
   const size_t real = vocab.tokens.size();
@@ -70,7 +69,14 @@ Result<tokenizer::Vocab> VocabForShape(const MakeModelOptions& options, const Mo
   return vocab;
 }
 
+constexpr uint32_t kFileTypeQ4_K_M = 15;  // llama.cpp's general.file_type "mostly Q4_K_M"
+
 }  // namespace
+
+bool UsesMoreBits(int layer, int num_layers) {
+  const int eighth = num_layers / 8;
+  return layer < eighth || layer >= 7 * num_layers / 8 || (layer - eighth) % 3 == 2;
+}
 
 const std::vector<ModelShape>& KnownShapes() {
   static const std::vector<ModelShape> shapes = {
@@ -197,7 +203,11 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
     w.SetU32(a + "rope.scaling.original_context_length", 8192);
   }
   tokenizer::WriteVocabToGguf(vocab, w);
+  if (options.q4_k_m_mix && options.weight_type != DType::kQ4_K) {
+    return InvalidArgumentError("the Q4_K_M mix needs weight type Q4_K");
+  }
   SetFileType(w, options.weight_type);
+  if (options.q4_k_m_mix) w.SetU32("general.file_type", kFileTypeQ4_K_M);
 
   Random rng(options.seed);
   const DType type = options.weight_type;
@@ -207,15 +217,18 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
   const uint64_t ff = static_cast<uint64_t>(shape.ffn_dim);
   const uint64_t v = static_cast<uint64_t>(shape.vocab_size);
   uint64_t params = 0;
-  auto matrix = [&](const std::string& name, uint64_t in, uint64_t out, float stddev) -> Status {
+  // The stored type of a matrix: `type`, or Q6_K where the Q4_K_M mix puts more bits.
+  auto matrix = [&](const std::string& name, uint64_t in, uint64_t out, float stddev,
+                    bool more_bits = false) -> Status {
     params += in * out;
-    return AddEncodedTensor(w, name, {in, out}, RandomValues(rng, in * out, stddev), type);
+    const DType stored = options.q4_k_m_mix && more_bits ? DType::kQ6_K : type;
+    return AddEncodedTensor(w, name, {in, out}, RandomValues(rng, in * out, stddev), stored);
   };
   auto vector = [&](const std::string& name, std::vector<float> values) -> Status {
     params += values.size();
     return AddEncodedTensor(w, name, {values.size()}, values, DType::kF32);
   };
-  REPRISE_RETURN_IF_ERROR(matrix("token_embd.weight", d, v, 0.5f));
+  REPRISE_RETURN_IF_ERROR(matrix("token_embd.weight", d, v, 0.5f, shape.tied_embeddings));
   const float proj = 1.0f / std::sqrt(static_cast<float>(d));
   const float down = 1.0f / std::sqrt(static_cast<float>(ff)) / std::sqrt(2.0f * shape.num_layers);
   const float attn_out =
@@ -226,7 +239,8 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
     REPRISE_RETURN_IF_ERROR(vector(b + "attn_norm.weight", NormWeights(rng, d)));
     REPRISE_RETURN_IF_ERROR(matrix(b + "attn_q.weight", d, qd, proj));
     REPRISE_RETURN_IF_ERROR(matrix(b + "attn_k.weight", d, kvd, proj));
-    REPRISE_RETURN_IF_ERROR(matrix(b + "attn_v.weight", d, kvd, proj));
+    const bool more_bits = UsesMoreBits(l, shape.num_layers);
+    REPRISE_RETURN_IF_ERROR(matrix(b + "attn_v.weight", d, kvd, proj, more_bits));
     if (shape.arch == "qwen2") {
       REPRISE_RETURN_IF_ERROR(vector(b + "attn_q.bias", RandomValues(rng, qd, 0.1f)));
       REPRISE_RETURN_IF_ERROR(vector(b + "attn_k.bias", RandomValues(rng, kvd, 0.1f)));
@@ -241,11 +255,11 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
     REPRISE_RETURN_IF_ERROR(vector(b + "ffn_norm.weight", NormWeights(rng, d)));
     REPRISE_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", d, ff, proj));
     REPRISE_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", d, ff, proj));
-    REPRISE_RETURN_IF_ERROR(matrix(b + "ffn_down.weight", ff, d, down));
+    REPRISE_RETURN_IF_ERROR(matrix(b + "ffn_down.weight", ff, d, down, more_bits));
   }
   REPRISE_RETURN_IF_ERROR(vector("output_norm.weight", NormWeights(rng, d)));
   if (!shape.tied_embeddings) {
-    REPRISE_RETURN_IF_ERROR(matrix("output.weight", d, v, proj));
+    REPRISE_RETURN_IF_ERROR(matrix("output.weight", d, v, proj, /*more_bits=*/true));
   }
   if (shape.llama3_rope_scaling) {
     std::vector<float> factors =

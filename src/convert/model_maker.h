@@ -40,7 +40,11 @@ inline constexpr int kMaxMadeLayers = 1024;
 struct MakeModelOptions {
   std::string shape = "tiny";
   DType weight_type = DType::kF16;  // F32, F16, BF16, Q8_0, Q4_0 (and the other writable types)
-  std::string vocab_path;           // tiktoken rank file; empty = synthetic vocabulary
+  // With weight_type Q4_K: the mix llama.cpp calls Q4_K_M, the form most published GGUF files
+  // take — the output matrix (the token embedding when it is tied) and the attn_v and
+  // ffn_down matrices of the layers UsesMoreBits picks in Q6_K, the rest in Q4_K.
+  bool q4_k_m_mix = false;
+  std::string vocab_path;  // tiktoken rank file; empty = synthetic vocabulary
   uint64_t seed = 1234;
   // Overrides the shape's layer count (small test files); in [1, kMaxMadeLayers].
   std::optional<int> num_layers;
@@ -54,6 +58,10 @@ struct MakeModelSummary {
   uint64_t file_bytes = 0;
   std::string vocab_description;
 };
+
+// The layers whose attn_v and ffn_down get Q6_K in a Q4_K_M mix: the first and last eighth of
+// the `num_layers` layers and every third layer between them.
+bool UsesMoreBits(int layer, int num_layers);
 
 // A synthetic SPM vocabulary of `num_tokens` entries: <unk>, <s>, </s>, the 256 byte tokens,
 // then generated pieces with decreasing scores. Every text can be encoded (byte fallback).

@@ -1,7 +1,6 @@
-#include "convert/model_maker.h"
-
 #include <gtest/gtest.h>
 
+#include "convert/model_maker.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
 #include "support/shared_data.h"

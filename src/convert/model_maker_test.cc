@@ -55,13 +55,53 @@ TEST(ModelMakerTest, EveryWeightTypeLoadsAndAgreesWithF32) {
       Result<MakeModelSummary> made = MakeModel(options, path);
       ASSERT_TRUE(made.ok()) << made.error().ToString();
       gguf::GgufFile file = std::move(gguf::GgufFile::Open(path)).value();
-      const bool fits = GetDTypeInfo(c.type).block_elements <= 64 || std::string(shape) == "tiny-256";
+      const bool fits =
+          GetDTypeInfo(c.type).block_elements <= 64 || std::string(shape) == "tiny-256";
       EXPECT_EQ(file.FindTensor("blk.0.ffn_up.weight")->dtype, fits ? c.type : DType::kF16);
       const double error = RelativeError(LastLogits(path), reference);
       EXPECT_LT(error, c.tolerance) << shape << " " << DTypeName(c.type);
       EXPECT_GT(error, 0.0) << shape << " " << DTypeName(c.type);
     }
   }
+}
+
+TEST(ModelMakerTest, UsesMoreBitsPicksTheEndsAndEveryThirdLayer) {
+  std::vector<int> picked;
+  for (int l = 0; l < 16; ++l) {
+    if (UsesMoreBits(l, 16)) picked.push_back(l);
+  }
+  // An eighth of 16 is 2: layers 0-1 and 14-15, and 2 + 3k + 2 between them.
+  EXPECT_EQ(picked, (std::vector<int>{0, 1, 4, 7, 10, 13, 14, 15}));
+}
+
+// The Q4_K_M mix: Q6_K for the output matrix and for attn_v / ffn_down of the layers
+// UsesMoreBits picks, Q4_K elsewhere; the file says Q4_K_M; the model loads and computes.
+TEST(ModelMakerTest, Q4KMMixPutsQ6KWhereLlamaCppDoes) {
+  testing_support::TempDir dir;
+  MakeModelOptions options;
+  options.shape = "tiny-256";
+  options.num_layers = 8;
+  options.weight_type = DType::kQ4_K;
+  options.q4_k_m_mix = true;
+  const std::string path = dir.path() + "/q4km.gguf";
+  ASSERT_TRUE(MakeModel(options, path).ok());
+  gguf::GgufFile file = std::move(gguf::GgufFile::Open(path)).value();
+  EXPECT_EQ(file.GetU32("general.file_type").value(), 15u);
+  EXPECT_EQ(file.FindTensor("output.weight")->dtype, DType::kQ6_K);
+  EXPECT_EQ(file.FindTensor("token_embd.weight")->dtype, DType::kQ4_K);
+  for (int l = 0; l < 8; ++l) {
+    SCOPED_TRACE(l);
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const DType more = (l == 0 || l == 3 || l == 6 || l == 7) ? DType::kQ6_K : DType::kQ4_K;
+    EXPECT_EQ(file.FindTensor(b + "attn_v.weight")->dtype, more);
+    EXPECT_EQ(file.FindTensor(b + "ffn_down.weight")->dtype, more);
+    EXPECT_EQ(file.FindTensor(b + "attn_q.weight")->dtype, DType::kQ4_K);
+    EXPECT_EQ(file.FindTensor(b + "ffn_up.weight")->dtype, DType::kQ4_K);
+  }
+  EXPECT_EQ(LastLogits(path).size(), 512u);
+
+  options.weight_type = DType::kQ8_0;  // the mix is a Q4_K recipe
+  EXPECT_FALSE(MakeModel(options, dir.path() + "/bad.gguf").ok());
 }
 
 TEST(ModelMakerTest, SyntheticVocabularyEncodesAnyText) {
