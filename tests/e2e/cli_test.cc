@@ -344,6 +344,23 @@ TEST_F(CliTest, BenchSessionsComparesSessionsWithEngines) {
   EXPECT_NE(Reprise("bench sessions -m " + model_ + " -n 0").exit_code, 0);
 }
 
+TEST_F(CliTest, BenchAccuracyComparesTheGraphsWithTheReferenceForward) {
+  const std::string text = dir_->path() + "/accuracy.txt";
+  std::ofstream(text) << "Once upon a time there was a little dog who liked to run in the park.";
+  Outcome o = Reprise("bench accuracy -m " + model_ + " -t 1 --text " + text +
+                      " --step 4 --continuation 4 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_GT(j["positions"].get<int>(), 1);
+  EXPECT_EQ(j["reference"], model_);
+  EXPECT_GE(j["kl_mean"].get<double>(), 0.0);
+  EXPECT_LT(j["kl_mean"].get<double>(), 0.05);
+  Outcome missing = Reprise("bench accuracy -m " + model_ + " --reference " + dir_->path() +
+                            "/missing.gguf");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("reprise bench accuracy:"), std::string::npos) << missing.err;
+}
+
 TEST_F(CliTest, BenchReuseReportsEveryMethod) {
   REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
   REPRISE_REQUIRE_SHARED_FILE(locomo, "workloads/locomo/locomo10.json");
@@ -635,6 +652,8 @@ TEST_F(CliHostileInputTest, NumericOptionsAreRangeChecked) {
       {"bench reuse -m " + model_ + " --queries 0", "--queries"},
       {"bench reuse -m " + model_ + " --cache-mb 17592186044417", "--cache-mb"},
       {"bench reuse -m " + model_ + " --guard nan", "--guard"},
+      {"bench accuracy -m " + model_ + " --step 0", "--step"},
+      {"bench accuracy -m " + model_ + " --tokens 1", "--tokens"},
   };
   for (const auto& [args, message] : cases) {
     Outcome o = Reprise(args);
