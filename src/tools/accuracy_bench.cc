@@ -10,6 +10,7 @@
 #include "engine/graph_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
+#include "engine/sampler.h"  // Argmax
 #include "tokenizer/tokenizer.h"
 #include "tools/reuse_bench.h"  // SoftmaxKl
 #include "tools/sample_text.h"
@@ -20,11 +21,8 @@ namespace {
 using engine::GraphBackend;
 using engine::InferenceBackend;
 using engine::LoadedModel;
+using engine::Argmax;
 using engine::ReferenceBackend;
-
-int32_t Argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
 
 double Entropy(std::span<const float> logits) {
   const double max = *std::max_element(logits.begin(), logits.end());
