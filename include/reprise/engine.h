@@ -48,7 +48,7 @@ enum class ReuseMethod : uint8_t {
   kFull,    // cached chunks at new positions, nothing recomputed (the Prompt Cache baseline)
   kBlend,   // cached chunks at new positions with selective recompute
 };
-const char* ReuseMethodName(ReuseMethod method);  // "none", "prefix", "full", "blend"
+const char* ReuseMethodName(ReuseMethod method);              // "none", "prefix", "full", "blend"
 Result<ReuseMethod> ParseReuseMethod(std::string_view name);  // Errors: InvalidArgument
 
 // How the store keeps KV on flash.
@@ -56,7 +56,7 @@ enum class KvCodec : uint8_t {
   kF16,   // as computed
   kInt8,  // INT8 after a Hadamard rotation: half the bytes
 };
-const char* KvCodecName(KvCodec codec);  // "f16", "int8"
+const char* KvCodecName(KvCodec codec);               // "f16", "int8"
 Result<KvCodec> ParseKvCodec(std::string_view name);  // Errors: InvalidArgument
 
 // EngineOptions::stable_recompute_min_deviation's default (docs/benchmarks.md, "Adaptive
@@ -108,6 +108,11 @@ struct EngineOptions {
   std::string name_space = "default";
   int64_t store_disk_mb = 8192;
   KvCodec store_codec = KvCodec::kF16;
+  // Admission control: the store writes a chunk to flash once its text was seen in this many
+  // prompts; chunks of "system", "document", "skill" and "tool" segments (declared reusable)
+  // at once. Until then a chunk lives in the memory pool only, so one-off text (questions,
+  // a document retrieved once) does not evict what recurs. 1 = write every chunk. 1-1000.
+  int store_admit_after = 1;
   // Where `reprise calibrate` keeps its results; empty = do not look.
   std::string calibration_dir;
 };
@@ -176,7 +181,7 @@ struct ReuseReport {
   // store's flash (this request's alone, whatever else runs in the namespace).
   int64_t chunks_from_memory = 0;
   int64_t chunks_from_flash = 0;
-  int guard_fallbacks = 0;         // recompute calls the quality guard prefilled in full
+  int guard_fallbacks = 0;  // recompute calls the quality guard prefilled in full
 };
 
 struct GenerateResult {
@@ -234,8 +239,7 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // As Engine::Generate, on this session.
-  Result<GenerateResult> Generate(const GenerateRequest& request,
-                                  const TextCallback& on_text = {});
+  Result<GenerateResult> Generate(const GenerateRequest& request, const TextCallback& on_text = {});
   const std::string& name_space() const { return name_space_; }
 
  private:
@@ -269,8 +273,7 @@ class Engine {
   // Each call starts a new sequence; with reuse on, KV of earlier requests in the same
   // namespace is reused. Thread-safe (see the top of this file). Errors: InvalidArgument
   // (empty or over-long prompt, bad sampling options, bad namespace name), Cancelled.
-  Result<GenerateResult> Generate(const GenerateRequest& request,
-                                  const TextCallback& on_text = {});
+  Result<GenerateResult> Generate(const GenerateRequest& request, const TextCallback& on_text = {});
 
   // One line describing the model and the backend.
   std::string Describe() const;

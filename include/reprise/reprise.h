@@ -57,19 +57,22 @@ typedef struct reprise_session reprise_session;
 typedef struct reprise_cancel_token reprise_cancel_token;
 
 typedef struct reprise_engine_options {
-  const char* model_path;  /* a GGUF file; required */
-  int context_tokens;      /* per session; 0 = the model's, at most 4096 */
-  int sessions;            /* requests that run at once; default 1 */
-  int num_threads;         /* 0 = every core */
-  reprise_reuse_method reuse;  /* default REPRISE_REUSE_PREFIX */
-  double recompute_ratio;  /* blend; default 0.25 */
-  int64_t cache_mb;        /* memory for cached KV, MiB; default 1024 */
-  const char* store_dir;   /* a persistent KV store folder; NULL = memory only */
-  const char* name_space;  /* of requests that name none; NULL = "default" */
-  int64_t store_disk_mb;   /* default 8192 */
+  const char* model_path;     /* a GGUF file; required */
+  int context_tokens;         /* per session; 0 = the model's, at most 4096 */
+  int sessions;               /* requests that run at once; default 1 */
+  int num_threads;            /* 0 = every core */
+  reprise_reuse_method reuse; /* default REPRISE_REUSE_PREFIX */
+  double recompute_ratio;     /* blend; default 0.25 */
+  int64_t cache_mb;           /* memory for cached KV, MiB; default 1024 */
+  const char* store_dir;      /* a persistent KV store folder; NULL = memory only */
+  const char* name_space;     /* of requests that name none; NULL = "default" */
+  int64_t store_disk_mb;      /* default 8192 */
   reprise_kv_codec store_codec;
-  int batch_decode; /* nonzero: concurrent sessions' decode steps run as one graph
-                       call (more tokens/s in all); default 1 */
+  int batch_decode;      /* nonzero: concurrent sessions' decode steps run as one graph
+                            call (more tokens/s in all); default 1 */
+  int store_admit_after; /* write a chunk to flash once its text was seen in this many
+                            prompts (system, document, skill and tool segments at once);
+                            default 1 = every chunk */
 } reprise_engine_options;
 
 typedef struct reprise_segment {
@@ -84,16 +87,16 @@ typedef struct reprise_document {
 } reprise_document;
 
 typedef struct reprise_request {
-  const char* prompt;                /* used when num_segments is 0 */
-  const reprise_segment* segments;   /* a prompt made of segments, as they come */
+  const char* prompt;              /* used when num_segments is 0 */
+  const reprise_segment* segments; /* a prompt made of segments, as they come */
   size_t num_segments;
-  int chat;                /* nonzero: format `prompt` with the model's chat template */
-  int max_new_tokens;      /* default 128 */
-  float temperature;       /* 0 = greedy (default) */
-  int top_k;               /* default 40 */
-  float top_p;             /* default 0.95 */
+  int chat;           /* nonzero: format `prompt` with the model's chat template */
+  int max_new_tokens; /* default 128 */
+  float temperature;  /* 0 = greedy (default) */
+  int top_k;          /* default 40 */
+  float top_p;        /* default 0.95 */
   uint64_t seed;
-  const char* name_space;  /* NULL = the engine's or the session's */
+  const char* name_space;       /* NULL = the engine's or the session's */
   reprise_cancel_token* cancel; /* NULL = not cancellable */
   /* Appended after the fields above (see the conventions at the top). */
   /* Each its own segment, its KV reused wherever it appears: in a chat after the leading
@@ -113,8 +116,8 @@ typedef struct reprise_reuse_report {
 } reprise_reuse_report;
 
 typedef struct reprise_result {
-  char* text;         /* the generated text; owned, freed by reprise_result_free */
-  char* stop_reason;  /* "length", "end of generation", "context full", "stopped", "cancelled" */
+  char* text;        /* the generated text; owned, freed by reprise_result_free */
+  char* stop_reason; /* "length", "end of generation", "context full", "stopped", "cancelled" */
   int prompt_tokens;
   int generated_tokens;
   double ttft_ms;
@@ -150,9 +153,8 @@ REPRISE_API reprise_status reprise_session_open(reprise_engine* engine, const ch
                                                 reprise_session** session, char** error);
 REPRISE_API reprise_status reprise_session_generate(reprise_session* session,
                                                     const reprise_request* request,
-                                                    reprise_text_callback on_text,
-                                                    void* user_data, reprise_result* result,
-                                                    char** error);
+                                                    reprise_text_callback on_text, void* user_data,
+                                                    reprise_result* result, char** error);
 REPRISE_API void reprise_session_close(reprise_session* session);
 
 /* Cancellation: create a token, put it in requests, call reprise_cancel from any thread. A

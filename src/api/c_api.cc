@@ -2,8 +2,6 @@
 // handles around Engine and Session, statuses as codes with messages, callbacks as function
 // pointers. Nothing here throws across the C boundary: the C++ API never throws, and the
 // allocations below are the only other source of exceptions (caught: Internal).
-#include "reprise/reprise.h"
-
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "reprise/engine.h"
+#include "reprise/reprise.h"
 
 struct reprise_engine {
   std::unique_ptr<reprise::Engine> engine;
@@ -98,13 +97,12 @@ reprise_status ToRequest(const reprise_request* in, reprise::GenerateRequest& ou
   out.prompt = OrEmpty(in->prompt);
   for (size_t i = 0; i < in->num_segments; ++i) {
     if (in->segments[i].text == nullptr) {
-      return Fail(REPRISE_INVALID_ARGUMENT, "segment " + std::to_string(i) + " has no text",
-                  error);
+      return Fail(REPRISE_INVALID_ARGUMENT, "segment " + std::to_string(i) + " has no text", error);
     }
     out.segments.push_back({OrEmpty(in->segments[i].role), in->segments[i].text});
   }
-  if (reprise_status s = ToDocuments(in->documents, in->num_documents, "document",
-                                     out.documents, error);
+  if (reprise_status s =
+          ToDocuments(in->documents, in->num_documents, "document", out.documents, error);
       s != REPRISE_OK) {
     return s;
   }
@@ -174,8 +172,8 @@ reprise_status GenerateOn(Target* target, const char* what, const reprise_reques
                           char** error) {
   return Guarded(error, [&]() -> reprise_status {
     if (target == nullptr || result == nullptr) {
-      return Fail(REPRISE_INVALID_ARGUMENT,
-                  std::string(what) + " and result must not be NULL", error);
+      return Fail(REPRISE_INVALID_ARGUMENT, std::string(what) + " and result must not be NULL",
+                  error);
     }
     *result = reprise_result{};
     reprise::GenerateRequest r;
@@ -192,16 +190,26 @@ const char* reprise_version(void) { return REPRISE_VERSION; }
 
 const char* reprise_status_name(reprise_status status) {
   switch (status) {
-    case REPRISE_OK: return "ok";
-    case REPRISE_INVALID_ARGUMENT: return "invalid argument";
-    case REPRISE_NOT_FOUND: return "not found";
-    case REPRISE_CORRUPT: return "corrupt";
-    case REPRISE_IO_ERROR: return "i/o error";
-    case REPRISE_RESOURCE_EXHAUSTED: return "resource exhausted";
-    case REPRISE_UNAVAILABLE: return "unavailable";
-    case REPRISE_CANCELLED: return "cancelled";
-    case REPRISE_UNIMPLEMENTED: return "unimplemented";
-    case REPRISE_INTERNAL: return "internal";
+    case REPRISE_OK:
+      return "ok";
+    case REPRISE_INVALID_ARGUMENT:
+      return "invalid argument";
+    case REPRISE_NOT_FOUND:
+      return "not found";
+    case REPRISE_CORRUPT:
+      return "corrupt";
+    case REPRISE_IO_ERROR:
+      return "i/o error";
+    case REPRISE_RESOURCE_EXHAUSTED:
+      return "resource exhausted";
+    case REPRISE_UNAVAILABLE:
+      return "unavailable";
+    case REPRISE_CANCELLED:
+      return "cancelled";
+    case REPRISE_UNIMPLEMENTED:
+      return "unimplemented";
+    case REPRISE_INTERNAL:
+      return "internal";
   }
   return "unknown status";
 }
@@ -221,10 +229,11 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->store_disk_mb = d.store_disk_mb;
   options->store_codec = REPRISE_CODEC_F16;
   options->batch_decode = d.batch_decode ? 1 : 0;
+  options->store_admit_after = d.store_admit_after;
 }
 
-reprise_status reprise_engine_create(const reprise_engine_options* options,
-                                     reprise_engine** engine, char** error) {
+reprise_status reprise_engine_create(const reprise_engine_options* options, reprise_engine** engine,
+                                     char** error) {
   return Guarded(error, [&]() -> reprise_status {
     if (options == nullptr || engine == nullptr) {
       return Fail(REPRISE_INVALID_ARGUMENT, "options and engine must not be NULL", error);
@@ -258,6 +267,7 @@ reprise_status reprise_engine_create(const reprise_engine_options* options,
     o.store_disk_mb = options->store_disk_mb;
     o.store_codec = codec == REPRISE_CODEC_INT8 ? reprise::KvCodec::kInt8 : reprise::KvCodec::kF16;
     o.batch_decode = options->batch_decode != 0;
+    o.store_admit_after = options->store_admit_after;
     reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
     if (!made.ok()) return Fail(made.error(), error);
     auto handle = std::make_unique<reprise_engine>();

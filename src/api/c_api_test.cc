@@ -1,13 +1,12 @@
 // The C API (reprise/reprise.h) as a C caller uses it: handles, status codes with messages,
 // streaming callbacks, sessions in namespaces, cancellation — on the demo kit's model.
-#include "reprise/reprise.h"
-
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstring>
 #include <string>
 
+#include "reprise/reprise.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -17,7 +16,7 @@ const std::string kModel = std::string(REPRISE_SOURCE_DIR) + "/data/demo/stories
 struct Stream {
   std::string text;
   int calls = 0;
-  int stop_after = -1;                   // return 0 on this call
+  int stop_after = -1;                     // return 0 on this call
   reprise_cancel_token* cancel = nullptr;  // cancel on call 2
 };
 
@@ -52,8 +51,9 @@ TEST_F(CApiTest, GeneratesStreamsAndReportsReuse) {
   Create();
   EXPECT_NE(std::string(reprise_engine_describe(engine_)).find("context 512"), std::string::npos);
   const reprise_segment segments[] = {
-      {"document", "Lily went to the park with her mom. They saw a big red ball under a tree. "
-                   "Lily wanted to play with it, but the ball belonged to a boy named Tom."},
+      {"document",
+       "Lily went to the park with her mom. They saw a big red ball under a tree. "
+       "Lily wanted to play with it, but the ball belonged to a boy named Tom."},
       {"question", "One day,"}};
   reprise_request request;
   reprise_request_init(&request);
@@ -101,6 +101,16 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
   std::memcpy(&options_.store_codec, &bad, sizeof(bad));
   EXPECT_EQ(reprise_engine_create(&options_, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
   options_.store_codec = REPRISE_CODEC_F16;
+  EXPECT_EQ(options_.store_admit_after, 1);  // the default: every chunk written
+  reprise::testing_support::TempDir dir;
+  const std::string store = dir.path() + "/store";
+  options_.store_dir = store.c_str();
+  options_.store_admit_after = 0;
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, &error), REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("sightings"), std::string::npos) << error;
+  reprise_string_free(error);
+  options_.store_dir = nullptr;
+  options_.store_admit_after = 1;
   Create();
   reprise_request request;
   reprise_request_init(&request);
@@ -119,6 +129,8 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
 }
 
 // Fields added later come after the first version's, which keep their offsets.
+static_assert(offsetof(reprise_engine_options, store_admit_after) >
+              offsetof(reprise_engine_options, batch_decode));
 static_assert(offsetof(reprise_request, documents) > offsetof(reprise_request, cancel) &&
               offsetof(reprise_request, max_prompt_tokens) > offsetof(reprise_request, skills));
 
@@ -190,8 +202,9 @@ TEST_F(CApiTest, SessionsKeepTheirNamespacesApart) {
   EXPECT_EQ(reprise_session_open(engine_, "tab\there", &bad, nullptr), REPRISE_INVALID_ARGUMENT);
   reprise_request request;
   reprise_request_init(&request);
-  request.prompt = "Once upon a time, there was a little girl named Lily. She loved to play "
-                   "outside in the sun with her dog and her friends from the big house.";
+  request.prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play "
+      "outside in the sun with her dog and her friends from the big house.";
   request.max_new_tokens = 4;
   reprise_result r;
   ASSERT_EQ(reprise_session_generate(a, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);

@@ -56,8 +56,7 @@ class RunCommand : public Command {
     sub->add_flag("--reference", options_.use_reference,
                   "Use the plain float reference forward pass (slow)");
     sub->add_flag("--stats", stats_, "Print timing to stderr at the end");
-    sub->add_option("--reuse", reuse_name_,
-                    "KV reuse across requests: none, prefix, full, blend")
+    sub->add_option("--reuse", reuse_name_, "KV reuse across requests: none, prefix, full, blend")
         ->default_val("prefix")
         ->check(CLI::IsMember({"none", "prefix", "full", "blend"}));
     sub->add_option("--ratio", options_.recompute_ratio, "Recompute ratio r for blend")
@@ -94,6 +93,11 @@ class RunCommand : public Command {
     sub->add_option("--disk-mb", options_.store_disk_mb, "Flash budget of the store, MiB")
         ->default_val(8192)
         ->check(BudgetMib());
+    sub->add_option("--admit-after", options_.store_admit_after,
+                    "Write a chunk to flash once its text was seen in N prompts (system, document, "
+                    "skill and tool segments at once); 1 = every chunk")
+        ->default_val(options_.store_admit_after)
+        ->check(CLI::Range(1, 1000));
     sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));

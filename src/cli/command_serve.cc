@@ -3,10 +3,11 @@
 // SIGTERM or SIGINT drains it: no new connections, running requests finish (cancelled after
 // --drain-seconds), the store is flushed, and the process exits 0.
 
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <pthread.h>
 #include <thread>
 
 #include "base/logging.h"
@@ -112,6 +113,11 @@ class ServeCommand : public Command {
     sub->add_option("--disk-mb", engine_.store_disk_mb, "Flash budget of the store, MiB")
         ->default_val(8192)
         ->check(BudgetMib());
+    sub->add_option("--admit-after", engine_.store_admit_after,
+                    "Write a chunk to flash once its text was seen in N prompts (system, document, "
+                    "skill and tool segments at once); 1 = every chunk")
+        ->default_val(engine_.store_admit_after)
+        ->check(CLI::Range(1, 1000));
     sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));

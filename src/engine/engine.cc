@@ -42,12 +42,11 @@ Result<KvCodec> ParseKvCodec(std::string_view name) {
   return InvalidArgumentError("unknown KV codec '" + std::string(name) + "' (f16, int8)");
 }
 
-static_assert(static_cast<int>(ReuseMethod::kNone) == static_cast<int>(engine::ReuseMethod::kNone) &&
-              static_cast<int>(ReuseMethod::kPrefix) ==
-                  static_cast<int>(engine::ReuseMethod::kPrefix) &&
-              static_cast<int>(ReuseMethod::kFull) == static_cast<int>(engine::ReuseMethod::kFull) &&
-              static_cast<int>(ReuseMethod::kBlend) ==
-                  static_cast<int>(engine::ReuseMethod::kBlend));
+static_assert(
+    static_cast<int>(ReuseMethod::kNone) == static_cast<int>(engine::ReuseMethod::kNone) &&
+    static_cast<int>(ReuseMethod::kPrefix) == static_cast<int>(engine::ReuseMethod::kPrefix) &&
+    static_cast<int>(ReuseMethod::kFull) == static_cast<int>(engine::ReuseMethod::kFull) &&
+    static_cast<int>(ReuseMethod::kBlend) == static_cast<int>(engine::ReuseMethod::kBlend));
 
 static_assert(kDefaultStableRecomputeMinDeviation == engine::kDefaultStableMinDeviation);
 
@@ -131,10 +130,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
         settings.pool_mb = options.cache_mb;
         settings.disk_mb = options.store_disk_mb;
         settings.codec = KvCodecName(options.store_codec);
+        settings.admit_after = options.store_admit_after;
         settings.recompute_ratio = options.recompute_ratio;
         settings.compute_ms_per_token = engine::ComputeMsPerToken(reuse);
-        REPRISE_ASSIGN_OR_RETURN(engine->store_,
-                                 engine::OpenChunkStore(*engine->model_, settings));
+        REPRISE_ASSIGN_OR_RETURN(engine->store_, engine::OpenChunkStore(*engine->model_, settings));
       }
     }
   }
@@ -215,9 +214,8 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   {
     std::unique_lock<std::mutex> lock(shared_->mutex);
     ++shared_->waiting;
-    shared_->slot_freed.wait(lock, [&] {
-      return !shared_->idle_slots.empty() || shared_->slots < options_.sessions;
-    });
+    shared_->slot_freed.wait(
+        lock, [&] { return !shared_->idle_slots.empty() || shared_->slots < options_.sessions; });
     --shared_->waiting;
     if (!shared_->idle_slots.empty()) {
       slot = std::move(shared_->idle_slots.back());
@@ -293,8 +291,8 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
                                   std::to_string(request.max_prompt_tokens) + ")");
     }
     reference.Truncate(0);
-    REPRISE_ASSIGN_OR_RETURN(stats, engine::Generate(reference, tok, result.prompt_tokens,
-                                                     options, collect, &result.generated_tokens));
+    REPRISE_ASSIGN_OR_RETURN(stats, engine::Generate(reference, tok, result.prompt_tokens, options,
+                                                     collect, &result.generated_tokens));
     result.reuse.tokens_new = static_cast<int>(result.prompt_tokens.size());
   } else {
     engine::ReuseSession& reuse = *session.reuse_;

@@ -20,9 +20,9 @@ const std::string kModel = std::string(REPRISE_SOURCE_DIR) + "/data/demo/stories
 
 // A document long enough to be cached as chunks, different for each `seed`.
 std::string Document(int seed) {
-  static const char* kWords[] = {"Lily",  "played", "with",  "her",  "ball",   "in",
-                                 "the",   "park",   "Tom",   "saw",  "a",      "big",
-                                 "tree",  "and",    "a",     "cat",  "jumped", "happy"};
+  static const char* kWords[] = {"Lily", "played", "with", "her", "ball",   "in",
+                                 "the",  "park",   "Tom",  "saw", "a",      "big",
+                                 "tree", "and",    "a",    "cat", "jumped", "happy"};
   std::string out;
   uint32_t x = static_cast<uint32_t>(seed) * 2654435761u + 11;
   for (int i = 0; i < 160; ++i) {
@@ -35,8 +35,8 @@ std::string Document(int seed) {
 
 GenerateRequest DocumentRequest(const std::string& name_space, int max_new_tokens = 4) {
   GenerateRequest r;
-  r.segments = {{"document", Document(1)}, {"document", Document(2)},
-                {"question", "Once upon a time"}};
+  r.segments = {
+      {"document", Document(1)}, {"document", Document(2)}, {"question", "Once upon a time"}};
   r.max_new_tokens = max_new_tokens;
   r.name_space = name_space;
   return r;
@@ -79,9 +79,8 @@ TEST_P(EngineApiTest, TwoSessionsInDifferentNamespacesNeverShareAChunk) {
   Result<GenerateResult> other = (*bob)->Generate(request);
   ASSERT_TRUE(other.ok()) << other.error().ToString();
   EXPECT_EQ(other->name_space, "bob");
-  EXPECT_EQ(other->reuse.tokens_prefix + other->reuse.tokens_reused +
-                other->reuse.tokens_recomputed,
-            0);
+  EXPECT_EQ(
+      other->reuse.tokens_prefix + other->reuse.tokens_reused + other->reuse.tokens_recomputed, 0);
   EXPECT_EQ(other->reuse.chunks_from_memory + other->reuse.chunks_from_flash, 0);
   // Nor through the engine's slots, naming bob's or a third namespace per request.
   request.name_space = "carol";
@@ -133,10 +132,10 @@ TEST_P(EngineApiTest, CancellationStopsAGeneration) {
   Result<GenerateResult> next = (*engine)->Generate(request);
   ASSERT_TRUE(next.ok()) << next.error().ToString();
   EXPECT_GT(next->reuse.tokens_prefix, 0);
-  EXPECT_EQ(std::vector<int32_t>(stopped->generated_tokens.begin(),
-                                 stopped->generated_tokens.begin() + 3),
-            std::vector<int32_t>(next->generated_tokens.begin(),
-                                 next->generated_tokens.begin() + 3));
+  EXPECT_EQ(
+      std::vector<int32_t>(stopped->generated_tokens.begin(),
+                           stopped->generated_tokens.begin() + 3),
+      std::vector<int32_t>(next->generated_tokens.begin(), next->generated_tokens.begin() + 3));
 }
 
 // Requests running at once (their decode steps batched into one graph call: the default)
@@ -214,7 +213,8 @@ TEST_P(EngineApiTest, TheNextChatTurnReusesTheWholeConversation) {
   // Everything up to the new question is an exact prefix: the first prompt and the reply.
   const int first_turn = static_cast<int>(r1->prompt_tokens.size() + r1->generated_tokens.size());
   EXPECT_GE(r2->reuse.tokens_prefix, first_turn - 2)
-      << "prompt 1: " << r1->prompt_tokens.size() << ", reply: " << r1->generated_tokens.size() << " [" << r1->text << "] stop " << r1->stop_reason
+      << "prompt 1: " << r1->prompt_tokens.size() << ", reply: " << r1->generated_tokens.size()
+      << " [" << r1->text << "] stop " << r1->stop_reason
       << ", prompt 2: " << r2->prompt_tokens.size();
   EXPECT_EQ(r2->reuse.tokens_prefix + r2->reuse.tokens_new,
             static_cast<int>(r2->prompt_tokens.size()));
@@ -258,11 +258,10 @@ TEST(EngineContextTest, DocumentsAndSkillsAreSegmentsInTheirPlace) {
   Result<GenerateResult> r = (*engine)->Generate(plain);
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   // A plain prompt: each text and a blank line, skills first, then the prompt.
-  EXPECT_EQ(r->prompt_tokens,
-            SegmentTokens(**engine,
-                          {"Be kind.\n\n", "Lily had a ball.\n\n", "Tom had a cat.\n\n",
-                           "Once upon a time"},
-                          false));
+  EXPECT_EQ(r->prompt_tokens, SegmentTokens(**engine,
+                                            {"Be kind.\n\n", "Lily had a ball.\n\n",
+                                             "Tom had a cat.\n\n", "Once upon a time"},
+                                            false));
 
   // A chat (this model's template is the plain layout): the leading system messages, the
   // skills, the documents, each a system turn, then the other messages.
@@ -274,8 +273,7 @@ TEST(EngineContextTest, DocumentsAndSkillsAreSegmentsInTheirPlace) {
             SegmentTokens(**engine,
                           {"System: You tell stories.\n", "System: Skill s:\nBe kind.\n",
                            "System: Document a:\nLily had a ball.\n",
-                           "System: Document:\nTom had a cat.\n", "User: Go on.\n",
-                           "Assistant:"},
+                           "System: Document:\nTom had a cat.\n", "User: Go on.\n", "Assistant:"},
                           true));
 }
 
@@ -364,6 +362,47 @@ TEST(EngineStoreTest, TwoEnginesOneAfterTheOtherFindEachOthersChunks) {
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->reuse.tokens_prefix, 0);
   EXPECT_EQ(other->reuse.chunks_from_flash, 0);
+}
+
+TEST(EngineStoreTest, AdmissionWritesDeclaredDocumentsAtOnceAndPlainTextWhenItRecurs) {
+  testing_support::TempDir dir;
+  EngineOptions options = Options(ReuseMethod::kBlend);
+  options.store_dir = dir.path() + "/store";
+  options.store_admit_after = 2;
+  GenerateRequest documents = DocumentRequest("app");
+  GenerateRequest plain;
+  plain.prompt = Document(7) + Document(8);
+  plain.max_new_tokens = 2;
+  plain.name_space = "app";
+  const auto run = [&](const GenerateRequest& request) {
+    Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+    EXPECT_TRUE(engine.ok()) << engine.error().ToString();
+    Result<GenerateResult> r = (*engine)->Generate(request);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return std::move(r).value();
+  };
+  // Each run is a new process's engine: only what was written to flash carries over.
+  run(documents);
+  GenerateResult again = run(documents);  // declared documents: written at once
+  EXPECT_GT(again.reuse.tokens_prefix, static_cast<int>(again.prompt_tokens.size()) / 2);
+  EXPECT_GT(again.reuse.chunks_from_flash, 0);
+  run(plain);
+  GenerateResult second = run(plain);        // seen once before: nothing of it was written ...
+  EXPECT_LE(second.reuse.tokens_prefix, 1);  // (BOS opens every prompt: declared)
+  GenerateResult third = run(plain);         // ... but its second sighting was
+  EXPECT_GT(third.reuse.tokens_prefix, static_cast<int>(third.prompt_tokens.size()) / 2);
+  EXPECT_GT(third.reuse.chunks_from_flash, 0);
+  EXPECT_EQ(third.generated_tokens, second.generated_tokens);
+}
+
+TEST(EngineStoreTest, AdmissionOptionIsChecked) {
+  testing_support::TempDir dir;
+  EngineOptions options = Options(ReuseMethod::kBlend);
+  options.store_dir = dir.path() + "/store";
+  options.store_admit_after = 0;
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.error().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

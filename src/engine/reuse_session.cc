@@ -54,7 +54,7 @@ GraphCosts UncalibratedGraphCosts(const model::ModelConfig& config, int check_la
                                   double recompute_ratio) {
   const int layers = std::max(1, config.num_layers);
   const double dim = config.embedding_dim;
-  const double qkv = dim * (config.q_dim() + 2.0 * config.kv_dim());       // Q, K and V
+  const double qkv = dim * (config.q_dim() + 2.0 * config.kv_dim());      // Q, K and V
   const double rest = dim * config.q_dim() + 3.0 * dim * config.ffn_dim;  // O and the MLP
   const double layer = std::max(1.0, qkv + rest);
   const int check = std::clamp(check_layer, 0, layers - 1);
@@ -130,11 +130,15 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   s->positions_.resize(static_cast<size_t>(options.context_tokens));
   for (size_t i = 0; i < s->positions_.size(); ++i) s->positions_[i] = static_cast<int32_t>(i);
   s->forced_.resize(static_cast<size_t>(std::max(1, s->backend_->recompute_capacity())));
-  REPRISE_ASSIGN_OR_RETURN(SegmentChunker chunker,
-                           SegmentChunker::Create(model.tokenizer(), options.chunking,
-                                                  options.chunk_tokens));
+  REPRISE_ASSIGN_OR_RETURN(
+      SegmentChunker chunker,
+      SegmentChunker::Create(model.tokenizer(), options.chunking, options.chunk_tokens));
   s->chunker_ = std::make_unique<SegmentChunker>(std::move(chunker));
   return s;
+}
+
+bool IsDeclaredReusableRole(std::string_view role) {
+  return role == "system" || role == "document" || role == "skill" || role == "tool";
 }
 
 tokenizer::EncodeOptions SegmentEncodeOptions(const PromptSegment& segment) {
@@ -149,6 +153,7 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   prompt_.clear();
   chunks_.clear();
+  chunk_declared_reusable_.clear();
   // BOS is a chunk of its own: a segment's chunks then hold the same tokens (and content
   // hash) whether the segment opens a prompt or comes later, so a document cached alone is
   // found as a whole chunk in any prompt.
@@ -159,6 +164,7 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
     chunk.end = 1;
     chunk.content = kv::HashTokens(fingerprint_, std::span(&bos, 1));
     chunks_.push_back(chunk);
+    chunk_declared_reusable_.push_back(1);  // opens every prompt
     prompt_.push_back(bos);
   }
   for (size_t s = 0; s < segments.size(); ++s) {
@@ -174,6 +180,7 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
       const std::span<const int32_t> chunk_ids(ids.data() + begin, end - begin);
       chunk.content = kv::HashTokens(fingerprint_, chunk_ids);
       chunks_.push_back(chunk);
+      chunk_declared_reusable_.push_back(IsDeclaredReusableRole(segments[s].role) ? 1 : 0);
       begin = end;
     }
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
@@ -451,6 +458,7 @@ Result<double> ReuseSession::StoreChunks() {
     entry->content = c.content;
     entry->exact = exact;
     entry->provenance = ProvenanceOf(c.begin, c.end);
+    entry->declared_reusable = chunk_declared_reusable_[i] != 0;
     entry->tokens.assign(prompt_.begin() + c.begin, prompt_.begin() + c.end);
     // Kept in the KV file for inspection; decoded here, off the time-to-first-token path.
     entry->text = model_->tokenizer().Decode(entry->tokens, tokenizer::DecodeOptions{true, false});
@@ -497,9 +505,9 @@ Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
   }
   // The reply's KV is exact only when everything before it was.
   const bool exact = first_inexact_token_ >= n_prompt;
-  kv::ChunkId parent =
-      last_segment_first_chunk_ == 0 ? kv::kRootChunkId
-                                     : chunk_ids_[static_cast<size_t>(last_segment_first_chunk_ - 1)];
+  kv::ChunkId parent = last_segment_first_chunk_ == 0
+                           ? kv::kRootChunkId
+                           : chunk_ids_[static_cast<size_t>(last_segment_first_chunk_ - 1)];
   std::vector<kv::ChunkId> stored_ids(chunk_ids_.begin(),
                                       chunk_ids_.begin() + last_segment_first_chunk_);
   int stored = 0;

@@ -38,11 +38,11 @@ struct ReuseOptions {
   ReuseMethod method = ReuseMethod::kBlend;
   int context_tokens = 4096;
   int num_threads = 0;
-  int chunk_tokens = 512;         // longest chunk a segment is cut into
+  int chunk_tokens = 512;                          // longest chunk a segment is cut into
   ChunkingMode chunking = ChunkingMode::kContent;  // where segments are cut (segment_chunker.h)
-  int prefill_capacity = 128;     // Lp
-  int recompute_capacity = 256;   // Ls
-  double recompute_ratio = 0.25;  // r
+  int prefill_capacity = 128;                      // Lp
+  int recompute_capacity = 256;                    // Ls
+  double recompute_ratio = 0.25;                   // r
   int check_layer = 1;
   bool deviation_includes_v = false;
   // Keep the check layer's fresh K/V for every reused token (see model::CompileOptions).
@@ -117,6 +117,12 @@ struct PromptSegment {
   std::vector<tokenizer::TextRange> literal_ranges;
 };
 
+// Whether a segment of this role is declared reusable context — "system", "document",
+// "skill", "tool": a store with admission control writes its chunks at once instead of
+// waiting for them to recur (store/admission.h). Questions, turns and plain prompts are
+// not: they are written once they recur.
+bool IsDeclaredReusableRole(std::string_view role);
+
 // How `segment` is encoded (no BOS: the session adds it once). The options borrow the
 // segment's ranges: valid while it lives.
 tokenizer::EncodeOptions SegmentEncodeOptions(const PromptSegment& segment);
@@ -125,10 +131,10 @@ struct PrefillReport {
   int prompt_tokens = 0;
   int tokens_prefix = 0;
   int tokens_prefix_inexact = 0;  // of those, continuing KV an earlier request blended
-  int tokens_nonprefix = 0;   // reused at a new position and not recomputed
-  int tokens_recomputed = 0;  // reused, then recomputed by selection
+  int tokens_nonprefix = 0;       // reused at a new position and not recomputed
+  int tokens_recomputed = 0;      // reused, then recomputed by selection
   int tokens_new = 0;
-  double ttft_ms = 0.0;  // prefill time: match + KV preparation + compute
+  double ttft_ms = 0.0;   // prefill time: match + KV preparation + compute
   double match_ms = 0.0;  // tokenizing and planning (the cache's index only)
   // Waiting for reused KV before graph calls: the loading and placing that computing did not
   // hide (KvPreparer). The rest of the work ran beside the graphs: placing (kv_place_ms) and
@@ -160,8 +166,7 @@ class ReuseSession {
   // Runs the prompt made of `segments` (BOS first, as the vocabulary says) and leaves the
   // session ready to decode. Errors: InvalidArgument (empty prompt, or longer than the
   // context or than `max_prompt_tokens` when that is > 0).
-  Result<PrefillReport> Prefill(std::span<const PromptSegment> segments,
-                                int max_prompt_tokens = 0);
+  Result<PrefillReport> Prefill(std::span<const PromptSegment> segments, int max_prompt_tokens = 0);
 
   // The logits after the last prompt (or generated) token. Valid until the next call.
   std::span<const float> logits() const { return backend_->last_logits(); }
@@ -232,9 +237,9 @@ class ReuseSession {
   ReuseOptions options_;
   kv::ChunkCache* cache_;
   const std::atomic<bool>* cancel_ = nullptr;
-  int last_segment_begin_ = 0;        // where the last prompt's last segment starts
-  int last_segment_first_chunk_ = 0;  // and its first chunk
-  bool prefilled_ = false;                    // the last Prefill completed
+  int last_segment_begin_ = 0;                 // where the last prompt's last segment starts
+  int last_segment_first_chunk_ = 0;           // and its first chunk
+  bool prefilled_ = false;                     // the last Prefill completed
   kv::ChunkCache* prefilled_cache_ = nullptr;  // the cache it was planned against
   uint64_t fingerprint_ = 0;
   std::unique_ptr<GraphBackend> backend_;
@@ -242,6 +247,7 @@ class ReuseSession {
   std::unique_ptr<SegmentChunker> chunker_;
   std::vector<int32_t> prompt_;
   std::vector<reuse::PromptChunk> chunks_;
+  std::vector<uint8_t> chunk_declared_reusable_;  // per chunk: IsDeclaredReusableRole
   std::vector<kv::ChunkId> chunk_ids_;
   std::vector<reuse::TokenKind> planned_kinds_;
   int first_inexact_token_ = 0;     // tokens from here on hold approximate KV

@@ -35,6 +35,7 @@ Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& mod
   options.model_fingerprint = model.fingerprint();
   options.cost_aware = settings.cost_aware;
   options.prefetch = settings.prefetch;
+  options.admit_after_sightings = settings.admit_after;
   // About 60 MB of weights streamed per millisecond per token on this class of CPU when
   // prefilling in batches; only the ratios between costs matter to the policy.
   const double compute = settings.compute_ms_per_token > 0

@@ -23,11 +23,14 @@ Result<int64_t> BudgetMibToBytes(int64_t mib, std::string_view what);
 
 struct StoreSettings {
   std::string dir;
-  int64_t pool_mb = 512;   // memory pool
-  int64_t disk_mb = 8192;  // flash budget
+  int64_t pool_mb = 512;      // memory pool
+  int64_t disk_mb = 8192;     // flash budget
   std::string codec = "f16";  // "f16" (exact) or "int8" (INT8 + Hadamard)
   bool cost_aware = true;     // false: LRU eviction (ablation)
   bool prefetch = true;
+  // Admission control (store/admission.h): write a chunk once its text was seen in this many
+  // prompts (declared reusable ones at once); 1 = every chunk.
+  int admit_after = 1;
   double recompute_ratio = 0.25;
   // Full prefill cost of one token, for eviction costs; 0 = estimated from the model size.
   double compute_ms_per_token = 0.0;

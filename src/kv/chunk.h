@@ -72,7 +72,7 @@ struct KvProvenance {
 std::string DescribeProvenance(const KvProvenance& provenance);
 
 struct ChunkEntry {
-  ChunkId id = 0;          // prefix-tree node
+  ChunkId id = 0;  // prefix-tree node
   ChunkId parent = kRootChunkId;
   ContentHash content = 0;
   // KV equals a full prefill of the path from the root. A kComputed chunk is inexact when
@@ -83,6 +83,10 @@ struct ChunkEntry {
   // The chunk's text (detokenized), kept in the store's KV file for inspection; may be
   // empty. Nothing looks chunks up by it.
   std::string text;
+  // The app declared the chunk's segment reusable (a system prompt, a document, a skill): a
+  // store with admission control writes it at once instead of waiting for it to recur
+  // (store/admission.h). Not stored.
+  bool declared_reusable = false;
   // Shared so that a request that found the chunk keeps its KV alive while the cache may
   // evict the entry concurrently.
   std::shared_ptr<const ChunkKv> kv;

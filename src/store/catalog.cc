@@ -137,8 +137,7 @@ Result<CatalogRow> ReadRow(const SqliteStatement& s) {
 
 // Runs a bound statement and collects its rows. A row that cannot be read is skipped and
 // counted in `num_skipped`, so that one bad row never hides the others.
-Result<std::vector<CatalogRow>> CollectRows(SqliteStatement& s,
-                                            std::atomic<int64_t>* num_skipped) {
+Result<std::vector<CatalogRow>> CollectRows(SqliteStatement& s, std::atomic<int64_t>* num_skipped) {
   ScopedReset reset(s);
   std::vector<CatalogRow> rows;
   while (true) {
@@ -229,9 +228,8 @@ struct Catalog::Connections {
   std::mutex read_mutex;
   SqliteDb reader REPRISE_GUARDED_BY(read_mutex);
   struct {
-    SqliteStatement find, find_row, find_content, children, co_count, co_partners,
-        list_all, list_namespace, namespaces, stats, begin, commit, counter, invalid_rows,
-        span_rows;
+    SqliteStatement find, find_row, find_content, children, co_count, co_partners, list_all,
+        list_namespace, namespaces, stats, begin, commit, counter, invalid_rows, span_rows;
   } r REPRISE_GUARDED_BY(read_mutex);
 };
 
@@ -276,8 +274,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
     REPRISE_ASSIGN_OR_RETURN(
         w.span_insert,
         db.Prepare("INSERT OR IGNORE INTO chunk_spans (fingerprint, row_id) VALUES (?1, ?2)"));
-    REPRISE_ASSIGN_OR_RETURN(w.span_clear,
-                             db.Prepare("DELETE FROM chunk_spans WHERE row_id = ?1"));
+    REPRISE_ASSIGN_OR_RETURN(w.span_clear, db.Prepare("DELETE FROM chunk_spans WHERE row_id = ?1"));
   }
 
   std::lock_guard lock(c->read_mutex);
@@ -385,7 +382,8 @@ Status Catalog::BackfillSpansLocked() {
   SqliteDb& db = connections_->writer;
   REPRISE_ASSIGN_OR_RETURN(
       const int64_t pending,
-      db.QueryInt64("SELECT COALESCE(MAX(value), 0) FROM meta WHERE key = 'spans_backfill_pending'"));
+      db.QueryInt64(
+          "SELECT COALESCE(MAX(value), 0) FROM meta WHERE key = 'spans_backfill_pending'"));
   if (pending == 0) return Status::Ok();
   REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db));
   REPRISE_ASSIGN_OR_RETURN(
@@ -549,6 +547,61 @@ Status Catalog::AddCoAccess(std::string_view name_space, std::span<const kv::Chu
   return transaction.Commit();
 }
 
+Status Catalog::RecordSightings(std::span<const SightingRow> rows, int64_t keep_rows) {
+  if (options_.read_only) return ReadOnlyError();
+  if (rows.empty()) return Status::Ok();
+  std::lock_guard lock(connections_->write_mutex);
+  SqliteDb& db = connections_->writer;
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db));
+  REPRISE_ASSIGN_OR_RETURN(
+      SqliteStatement upsert,
+      db.Prepare("INSERT INTO sightings (namespace, content_hash, count, last_seen_us) "
+                 "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (namespace, content_hash) DO UPDATE SET "
+                 "count = MAX(count, excluded.count), "
+                 "last_seen_us = MAX(last_seen_us, excluded.last_seen_us)"));
+  for (const SightingRow& row : rows) {
+    REPRISE_RETURN_IF_ERROR(upsert.BindText(1, row.name_space));
+    REPRISE_RETURN_IF_ERROR(upsert.BindUint64(2, row.content));
+    REPRISE_RETURN_IF_ERROR(upsert.BindInt64(3, row.count));
+    REPRISE_RETURN_IF_ERROR(upsert.BindInt64(4, row.last_seen_us));
+    REPRISE_RETURN_IF_ERROR(upsert.Run());
+  }
+  REPRISE_ASSIGN_OR_RETURN(const int64_t num_rows, db.QueryInt64("SELECT COUNT(*) FROM sightings"));
+  if (num_rows > keep_rows) {
+    REPRISE_RETURN_IF_ERROR(
+        db.Exec("DELETE FROM sightings WHERE rowid IN (SELECT rowid FROM sightings ORDER BY "
+                "last_seen_us LIMIT " +
+                std::to_string(num_rows - std::max<int64_t>(keep_rows, 0)) + ")"));
+  }
+  return transaction.Commit();
+}
+
+Result<std::vector<SightingRow>> Catalog::RecentSightings(int64_t limit) {
+  std::lock_guard lock(connections_->read_mutex);
+  REPRISE_ASSIGN_OR_RETURN(
+      SqliteStatement s,
+      connections_->reader.Prepare("SELECT namespace, content_hash, count, last_seen_us FROM "
+                                   "sightings ORDER BY last_seen_us DESC LIMIT ?1"));
+  REPRISE_RETURN_IF_ERROR(s.BindInt64(1, limit));
+  std::vector<SightingRow> rows;
+  while (true) {
+    REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());
+    if (!has_row) return rows;
+    rows.push_back({s.ColumnText(0), s.ColumnUint64(1), s.ColumnInt64(2), s.ColumnInt64(3)});
+  }
+}
+
+Status Catalog::ClearSightings(std::optional<std::string_view> name_space) {
+  if (options_.read_only) return ReadOnlyError();
+  std::lock_guard lock(connections_->write_mutex);
+  SqliteDb& db = connections_->writer;
+  if (!name_space) return db.Exec("DELETE FROM sightings");
+  REPRISE_ASSIGN_OR_RETURN(SqliteStatement s,
+                           db.Prepare("DELETE FROM sightings WHERE namespace = ?1"));
+  REPRISE_RETURN_IF_ERROR(s.BindText(1, *name_space));
+  return s.Run();
+}
+
 Result<int64_t> Catalog::CoAccessCount(std::string_view name_space, kv::ChunkId a, kv::ChunkId b) {
   if (a > b) std::swap(a, b);
   std::lock_guard lock(connections_->read_mutex);
@@ -599,8 +652,8 @@ Status Catalog::SetPinned(std::string_view name_space, std::optional<kv::ChunkId
 }
 
 Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
-                                                     std::span<const uint64_t> fingerprints,
-                                                     int max_rows_per_fingerprint, int limit) {
+                                                    std::span<const uint64_t> fingerprints,
+                                                    int max_rows_per_fingerprint, int limit) {
   std::vector<SpanMatch> out;
   if (limit <= 0 || fingerprints.empty() || max_rows_per_fingerprint < 1) return out;
   std::lock_guard lock(connections_->read_mutex);

@@ -31,6 +31,7 @@
 
 #include "base/status.h"
 #include "kv/chunk.h"
+#include "store/admission.h"
 #include "store/kv_codec.h"
 
 namespace reprise::store {
@@ -132,8 +133,8 @@ class Catalog {
   Result<std::vector<CatalogRow>> Children(std::string_view name_space, kv::ChunkId parent,
                                            int max_rows = 256);
 
-  // Removes rows (and their span fingerprints and co-access pairs) in one transaction; unknown ids are
-  // skipped. The caller removes the files afterwards.
+  // Removes rows (and their span fingerprints and co-access pairs) in one transaction; unknown ids
+  // are skipped. The caller removes the files afterwards.
   Status Delete(std::span<const int64_t> row_ids);
 
   // For each row: last access = time_us, access_count + 1, and one hit for `tier`.
@@ -146,6 +147,15 @@ class Catalog {
   // The chunks most often used together with `chunk_id`, highest count first.
   Result<std::vector<CoAccessPartner>> CoAccessPartners(std::string_view name_space,
                                                         kv::ChunkId chunk_id, int limit);
+
+  // Admission control's sightings (admission.h), one transaction: each row's count becomes
+  // the larger of the stored and the given one (so two processes that both counted never
+  // lower it), its time the later. Then only the `keep_rows` most recently seen rows stay.
+  Status RecordSightings(std::span<const SightingRow> rows, int64_t keep_rows);
+  // The `limit` most recently seen rows, latest first.
+  Result<std::vector<SightingRow>> RecentSightings(int64_t limit);
+  // Forgets the sightings of `name_space`, or every sighting.
+  Status ClearSightings(std::optional<std::string_view> name_space);
 
   // Pins or unpins one chunk, or every chunk of the namespace when `chunk_id` is nullopt.
   // Errors: NotFound when the given chunk has no row.

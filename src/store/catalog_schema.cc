@@ -94,12 +94,28 @@ ALTER TABLE chunks ADD COLUMN recompute_ratio REAL NOT NULL DEFAULT 0;
 ALTER TABLE chunks ADD COLUMN check_layer INTEGER NOT NULL DEFAULT -1;
 )sql";
 
+// Admission control (admission.h): how often each content was seen in a prompt, for the
+// chunks not (yet) written; counts survive restarts, so a chunk a CLI run saw once is
+// admitted when the next run sees it again. Bounded: the least recently seen rows are
+// trimmed (Catalog::TrimSightings).
+constexpr std::string_view kVersion6 = R"sql(
+CREATE TABLE sightings (
+  namespace TEXT NOT NULL,
+  content_hash INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  last_seen_us INTEGER NOT NULL,
+  PRIMARY KEY (namespace, content_hash)
+);
+CREATE INDEX sightings_by_time ON sightings (last_seen_us);
+)sql";
+
 constexpr CatalogMigration kMigrations[] = {
     {1, "chunks, co_access, FTS5 keyword index", kVersion1},
     {2, "prefix-tree children index; hit counts per tier", kVersion2},
     {3, "span fingerprint index for sub-chunk candidates", kVersion3},
     {4, "keyword index dropped", kVersion4},
     {5, "KV provenance per chunk", kVersion5},
+    {6, "sightings for admission control", kVersion6},
 };
 static_assert(std::size(kMigrations) == kCatalogSchemaVersion);
 

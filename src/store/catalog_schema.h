@@ -30,7 +30,7 @@
 
 namespace reprise::store {
 
-inline constexpr int kCatalogSchemaVersion = 5;
+inline constexpr int kCatalogSchemaVersion = 6;
 
 struct CatalogMigration {
   int to_version = 0;

@@ -77,6 +77,11 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
     return InvalidArgumentError("store budgets must be positive");
   }
   if (options.writeback_batch < 1) return InvalidArgumentError("write-back batch must be >= 1");
+  if (options.admit_after_sightings < 1 || options.admit_after_sightings > 1000) {
+    return InvalidArgumentError("admission needs 1 to 1000 sightings, not " +
+                                std::to_string(options.admit_after_sightings));
+  }
+  if (options.max_sightings < 2) return InvalidArgumentError("max_sightings must be >= 2");
   REPRISE_RETURN_IF_ERROR(ValidateCostModel(options.costs));
   std::unique_ptr<ChunkStore> s(new ChunkStore(options));
   REPRISE_ASSIGN_OR_RETURN(s->flash_, FlashTier::Open(options));
@@ -98,12 +103,25 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
         std::make_unique<MemoryPool>(options.pool_bytes, std::make_unique<LruEvictionPolicy>());
     s->flash_policy_ = std::make_unique<LruEvictionPolicy>();
   }
+  s->sightings_ = std::make_unique<SightingCounter>(static_cast<size_t>(options.max_sightings));
+  if (s->AdmissionActive()) {
+    for (const SightingRow& row : s->flash_->RecentSightings(options.max_sightings)) {
+      s->sightings_->Restore(row);
+    }
+  }
   WriteBackSink* sink = s.get();  // a private base: converted here, inside the class
   s->write_back_ = std::make_unique<WriteBack>(sink, options.writeback_batch);
   return s;
 }
 
 ChunkStore::~ChunkStore() {
+  if (write_back_ != nullptr) {  // null when Open failed
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<SightingRow> sightings = sightings_->TakeChanged();
+    if (!sightings.empty() && flash_->is_persistent()) {
+      write_back_->EnqueueAccess(AccessJob{"", {}, std::move(sightings)});
+    }
+  }
   // Finishes the queue while the rest of the store is still here.
   write_back_.reset();
 }
@@ -122,7 +140,31 @@ Result<std::unique_ptr<kv::ChunkCache>> ChunkStore::OpenValidNamespace(std::stri
   return OpenNamespace(std::move(name_space));
 }
 
-void ChunkStore::EvictPoolLocked() { stats_.pool_evictions += pool_->EvictOverBudget(Now()); }
+void ChunkStore::EvictPoolLocked() {
+  stats_.pool_evictions += pool_->EvictOverBudget(Now(), &stats_.dropped_unadmitted);
+}
+
+bool ChunkStore::AdmissionActive() const { return options_.admit_after_sightings > 1; }
+
+int64_t ChunkStore::NowUs() const { return static_cast<int64_t>(Now() * 1e6); }
+
+void ChunkStore::AdmitLocked(const std::string& ns, kv::ChunkId id) {
+  std::shared_ptr<const kv::ChunkEntry> entry = pool_->Admit(ns, id);
+  if (!entry) return;
+  if (write_back_->Enqueue(WriteJob{ns, entry})) {
+    ++stats_.admitted_on_recurrence;
+  } else {
+    pool_->MarkNotWritten(ns, entry.get());  // persistence went off meanwhile
+  }
+}
+
+void ChunkStore::SightInPoolLocked(const std::string& ns, const kv::ChunkEntry& entry) {
+  const PoolSlot* slot = pool_->Find(ns, entry.id);
+  if (slot == nullptr || !slot->awaiting_admission) return;
+  if (sightings_->Sight(ns, entry.content, NowUs()) >= options_.admit_after_sightings) {
+    AdmitLocked(ns, entry.id);
+  }
+}
 
 Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry) {
   if (!entry || !entry->kv) return InvalidArgumentError("a chunk needs its KV");
@@ -132,10 +174,16 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
                                   " bytes exceeds the memory pool");
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  const bool persistent = flash_->is_persistent();
+  // Admission control: an undeclared chunk waits in memory until its content recurs.
+  bool admitted = true;
+  if (persistent && AdmissionActive() && !entry->declared_reusable) {
+    admitted = sightings_->Sight(ns, entry->content, NowUs()) >= options_.admit_after_sightings;
+  }
   // Queued before it is placed, under the pool lock: the write-back thread marks it written
   // under that lock too, so never before it is in the pool.
-  const bool queued = flash_->is_persistent() && write_back_->Enqueue(WriteJob{ns, entry});
-  pool_->Add(ns, std::move(entry), queued, false, Now());
+  const bool queued = persistent && admitted && write_back_->Enqueue(WriteJob{ns, entry});
+  pool_->Add(ns, std::move(entry), queued, false, Now(), persistent && !admitted);
   ++ns_stats_[ns].inserts;
   EvictPoolLocked();
   return Status::Ok();
@@ -148,6 +196,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
       ++ns_stats_[ns].hits_pool;
+      SightInPoolLocked(ns, *entry);
       return entry;
     }
   }
@@ -233,6 +282,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
       ++ns_stats_[ns].hits_pool;
+      SightInPoolLocked(ns, *entry);
       return entry;
     }
   }
@@ -271,11 +321,11 @@ std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns
     if (!entry) entry = Skeleton(row);
     out.push_back(kv::ChunkCandidate{row.chunk_id, static_cast<double>(num_shared), entry});
   }
-  std::stable_sort(out.begin(), out.end(), [](const kv::ChunkCandidate& a,
-                                              const kv::ChunkCandidate& b) {
-    return a.score > b.score;
-  });
-  if (out.size() > static_cast<size_t>(max_candidates)) out.resize(static_cast<size_t>(max_candidates));
+  std::stable_sort(
+      out.begin(), out.end(),
+      [](const kv::ChunkCandidate& a, const kv::ChunkCandidate& b) { return a.score > b.score; });
+  if (out.size() > static_cast<size_t>(max_candidates))
+    out.resize(static_cast<size_t>(max_candidates));
   return out;
 }
 
@@ -286,6 +336,7 @@ void ChunkStore::RecordRequest(const std::string& name_space,
   AccessJob job{name_space, std::vector<kv::ChunkId>(chunk_ids.begin(), chunk_ids.end())};
   recent_requests_.push_back(job);
   if (recent_requests_.size() > 4) recent_requests_.erase(recent_requests_.begin());
+  job.sightings = sightings_->TakeChanged();
   if (flash_->is_persistent()) write_back_->EnqueueAccess(std::move(job));
   if (options_.prefetch && options_.prefetch_in_background) write_back_->RequestIdleWork();
 }
@@ -417,6 +468,13 @@ Status ChunkStore::EvictFlash() {
 }
 
 Status ChunkStore::Flush() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<SightingRow> sightings = sightings_->TakeChanged();
+    if (!sightings.empty() && flash_->is_persistent()) {
+      write_back_->EnqueueAccess(AccessJob{"", {}, std::move(sightings)});
+    }
+  }
   write_back_->Flush();
   return Status::Ok();
 }
@@ -429,6 +487,7 @@ StoreStats ChunkStore::Stats() {
     s.bytes_in_pool = pool_->bytes();
     s.chunks_in_pool = pool_->num_chunks();
     s.dirty_chunks = pool_->num_dirty();
+    s.chunks_awaiting_admission = pool_->num_awaiting_admission();
   }
   flash_->FillStats(s);
   return s;
@@ -447,6 +506,22 @@ kv::ChunkCacheStats ChunkStore::CacheStats(const std::string& ns) {
 
 Status ChunkStore::SetPinned(const std::string& name_space, std::optional<kv::ChunkId> chunk_id,
                              bool pinned) {
+  if (pinned) {
+    // A pinned chunk is admitted: written before its catalog row is pinned.
+    bool admitted = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const std::vector<kv::ChunkId> waiting =
+          chunk_id ? std::vector<kv::ChunkId>{*chunk_id} : pool_->AwaitingAdmission(name_space);
+      for (kv::ChunkId id : waiting) {
+        const PoolSlot* slot = pool_->Find(name_space, id);
+        if (slot == nullptr || !slot->awaiting_admission) continue;
+        AdmitLocked(name_space, id);
+        admitted = true;
+      }
+    }
+    if (admitted) write_back_->Flush();
+  }
   REPRISE_RETURN_IF_ERROR(flash_->SetPinned(name_space, chunk_id, pinned));
   std::lock_guard<std::mutex> lock(mutex_);
   pool_->SetPinned(name_space, chunk_id, pinned);
@@ -459,9 +534,9 @@ Result<GcReport> ChunkStore::Gc(const ProgressCallback& progress) {
   }
   REPRISE_RETURN_IF_ERROR(Flush());
   std::vector<PoolKey> evicted;
-  Result<GcReport> report = flash_->Gc(
-      [this](auto chunks, int64_t bytes) { return ChooseFlashVictims(chunks, bytes); }, &evicted,
-      progress);
+  Result<GcReport> report =
+      flash_->Gc([this](auto chunks, int64_t bytes) { return ChooseFlashVictims(chunks, bytes); },
+                 &evicted, progress);
   std::lock_guard<std::mutex> lock(mutex_);
   for (const PoolKey& key : evicted) pool_->MarkEvictedFromFlash(key.name_space, key.value);
   // Gc loses persistence when it cannot take the lock back: nothing more to write.

@@ -14,6 +14,9 @@
 //  - Lazy write-back: Insert only queues; a background thread writes in batches, so nothing
 //    is written on the request's path (write_back.h). Flush() (and the destructor) waits for
 //    the queue.
+//  - Admission control (admission.h; off unless options.admit_after_sightings > 1): an
+//    undeclared chunk is written only once its content recurs (or it is pinned); until
+//    then it lives in the pool alone.
 //  - Eviction: the pool and the flash tier each evict by locality x cost (or LRU for
 //    ablations); pinned chunks are never evicted. Prefetch loads, in idle time, chunks whose
 //    locality passes a threshold: on the write-back thread once its queue is empty after a
@@ -57,6 +60,7 @@
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "kv/chunk_cache.h"
+#include "store/admission.h"
 #include "store/catalog.h"
 #include "store/eviction_policy.h"
 #include "store/flash_tier.h"
@@ -150,6 +154,14 @@ class ChunkStore : private WriteBackSink {
   void StopWritingBackLocked() REPRISE_REQUIRES(mutex_);
   // Evicts what exceeds the pool's budget and counts it.
   void EvictPoolLocked() REPRISE_REQUIRES(mutex_);
+  // Admission control (admission.h).
+  bool AdmissionActive() const;
+  int64_t NowUs() const;
+  // A pool chunk awaiting admission is queued for write-back.
+  void AdmitLocked(const std::string& ns, kv::ChunkId id) REPRISE_REQUIRES(mutex_);
+  // A later prompt found `entry` in the pool: one more sighting when it awaits admission.
+  void SightInPoolLocked(const std::string& ns, const kv::ChunkEntry& entry)
+      REPRISE_REQUIRES(mutex_);
   // A flash lookup's end: loads the row's chunk into the pool and counts the hit (or miss).
   std::shared_ptr<const kv::ChunkEntry> LoadIntoPool(const std::string& ns,
                                                      const std::optional<CatalogRow>& row);
@@ -166,6 +178,7 @@ class ChunkStore : private WriteBackSink {
   std::unique_ptr<MemoryPool> pool_ REPRISE_GUARDED_BY(mutex_);
   std::unique_ptr<EvictionPolicy> flash_policy_ REPRISE_GUARDED_BY(mutex_);
   std::vector<AccessJob> recent_requests_ REPRISE_GUARDED_BY(mutex_);  // for prefetch
+  std::unique_ptr<SightingCounter> sightings_ REPRISE_GUARDED_BY(mutex_);
   std::mutex prefetch_mutex_;  // one prefetch pass at a time (write-back thread or caller)
   // This process's counters; Stats() adds the pool's and the flash tier's figures.
   StoreStats stats_ REPRISE_GUARDED_BY(mutex_);

@@ -456,6 +456,10 @@ void FlashTier::RecordAccesses(std::span<const AccessJob> accesses) {
   if (!catalog_ || !is_persistent()) return;
   std::lock_guard<std::mutex> lock(catalog_mutex_);
   for (const AccessJob& job : accesses) {
+    if (!job.sightings.empty()) {
+      catalog_->RecordSightings(job.sightings, options_.max_sightings).IgnoreError();
+    }
+    if (job.ids.empty()) continue;
     catalog_->AddCoAccess(job.name_space, job.ids).IgnoreError();
     std::vector<int64_t> row_ids;
     for (kv::ChunkId id : job.ids) {
@@ -465,6 +469,13 @@ void FlashTier::RecordAccesses(std::span<const AccessJob> accesses) {
     catalog_->RecordAccess(row_ids, static_cast<int64_t>(Now() * 1e6), AccessTier::kPool)
         .IgnoreError();
   }
+}
+
+std::vector<SightingRow> FlashTier::RecentSightings(int64_t limit) {
+  if (!catalog_) return {};
+  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  Result<std::vector<SightingRow>> rows = catalog_->RecentSightings(limit);
+  return rows.ok() ? std::move(*rows) : std::vector<SightingRow>();
 }
 
 Result<std::vector<PoolKey>> FlashTier::EvictOverBudget(const VictimChooser& choose) {
@@ -610,6 +621,8 @@ Status FlashTier::Clear(const std::optional<std::string>& name_space) {
     std::vector<int64_t> ids;
     for (const CatalogRow& r : rows) ids.push_back(r.row_id);
     REPRISE_RETURN_IF_ERROR(catalog_->Delete(ids));
+    REPRISE_RETURN_IF_ERROR(catalog_->ClearSightings(
+        name_space ? std::optional<std::string_view>(*name_space) : std::nullopt));
   }
   for (const CatalogRow& r : rows) fs_->Remove(PathOf(r.file_name)).IgnoreError();
   return Status::Ok();

@@ -98,8 +98,11 @@ class FlashTier {
 
   // The write-back thread's side: writes the batch's files and rows.
   FlashBatchResult WriteBatch(std::span<const WriteJob> batch);
-  // Records which chunks the prompts used (access statistics, co-access counts).
+  // Records which chunks the prompts used (access statistics, co-access counts) and the
+  // admission sightings they carry.
   void RecordAccesses(std::span<const AccessJob> accesses);
+  // The `limit` most recently seen admission sightings in the catalog (empty without one).
+  std::vector<SightingRow> RecentSightings(int64_t limit);
   // Evicts chunks chosen by `choose` until the files fit options.disk_bytes; returns them.
   Result<std::vector<PoolKey>> EvictOverBudget(const VictimChooser& choose);
 

@@ -42,6 +42,12 @@ void MemoryPool::SetDirty(PoolSlot& slot, bool dirty) {
   slot.dirty = dirty;
 }
 
+void MemoryPool::SetAwaitingAdmission(PoolSlot& slot, bool awaiting) {
+  num_awaiting_admission_ +=
+      static_cast<int64_t>(awaiting) - static_cast<int64_t>(slot.awaiting_admission);
+  slot.awaiting_admission = awaiting;
+}
+
 void MemoryPool::SetPersisted(const PoolKey& key, PoolSlot& slot, bool persisted) {
   slot.persisted = persisted;
   auto index = unpersisted_spans_.find(key.name_space);
@@ -55,7 +61,8 @@ void MemoryPool::SetPersisted(const PoolKey& key, PoolSlot& slot, bool persisted
   if (index == unpersisted_spans_.end()) {
     index = unpersisted_spans_.emplace(key.name_space, *kv::SpanFingerprintIndex::Create()).first;
   }
-  if (!index->second.Contains(key.value)) index->second.Add(key.value, slot.entry->tokens).IgnoreError();
+  if (!index->second.Contains(key.value))
+    index->second.Add(key.value, slot.entry->tokens).IgnoreError();
 }
 
 void MemoryPool::Unindex(const PoolKey& key, const PoolSlot& slot) {
@@ -74,7 +81,7 @@ void MemoryPool::Unindex(const PoolKey& key, const PoolSlot& slot) {
 }
 
 void MemoryPool::Add(const std::string& name_space, std::shared_ptr<const kv::ChunkEntry> entry,
-                     bool dirty, bool persisted, double now_s) {
+                     bool dirty, bool persisted, double now_s, bool awaiting_admission) {
   REPRISE_CHECK(entry != nullptr);
   const PoolKey key{name_space, entry->id};
   auto [it, is_new] = slots_.try_emplace(key);
@@ -84,6 +91,7 @@ void MemoryPool::Add(const std::string& name_space, std::shared_ptr<const kv::Ch
     Unindex(key, slot);
   }
   SetDirty(slot, dirty);
+  SetAwaitingAdmission(slot, awaiting_admission && !dirty && !persisted);
   slot.bytes = static_cast<int64_t>(entry->bytes());
   slot.entry = std::move(entry);
   const kv::ChunkEntry& e = *slot.entry;
@@ -102,6 +110,7 @@ void MemoryPool::RemoveKey(const PoolKey& key) {
   if (it == slots_.end()) return;
   Unindex(key, it->second);
   SetDirty(it->second, false);
+  SetAwaitingAdmission(it->second, false);
   policy_->Forget(PolicyChunkId(key.name_space, key.value));
   slots_.erase(it);
 }
@@ -117,6 +126,24 @@ void MemoryPool::Clear(const std::optional<std::string>& name_space) {
     if (!name_space || key.name_space == *name_space) remove.push_back(key);
   }
   for (const PoolKey& key : remove) RemoveKey(key);
+}
+
+std::shared_ptr<const kv::ChunkEntry> MemoryPool::Admit(const std::string& name_space,
+                                                        kv::ChunkId id) {
+  auto it = slots_.find(PoolKey{name_space, id});
+  if (it == slots_.end() || !it->second.awaiting_admission) return nullptr;
+  SetAwaitingAdmission(it->second, false);
+  SetDirty(it->second, true);
+  return it->second.entry;
+}
+
+std::vector<kv::ChunkId> MemoryPool::AwaitingAdmission(const std::string& name_space) const {
+  std::vector<kv::ChunkId> out;
+  if (num_awaiting_admission_ == 0) return out;
+  for (const auto& [key, slot] : slots_) {
+    if (key.name_space == name_space && slot.awaiting_admission) out.push_back(key.value);
+  }
+  return out;
 }
 
 const PoolSlot* MemoryPool::Find(const std::string& name_space, kv::ChunkId id) const {
@@ -166,8 +193,9 @@ std::vector<std::shared_ptr<const kv::ChunkEntry>> MemoryPool::Children(
   return out;
 }
 
-std::vector<kv::SpanCandidate> MemoryPool::SearchUnpersistedSpans(
-    const std::string& name_space, std::span<const int32_t> tokens, int max_results) const {
+std::vector<kv::SpanCandidate> MemoryPool::SearchUnpersistedSpans(const std::string& name_space,
+                                                                  std::span<const int32_t> tokens,
+                                                                  int max_results) const {
   const auto index = unpersisted_spans_.find(name_space);
   if (index == unpersisted_spans_.end()) return {};
   return index->second.FindCandidates(tokens, max_results);
@@ -203,7 +231,10 @@ void MemoryPool::MarkEvictedFromFlash(const std::string& name_space, kv::ChunkId
 }
 
 void MemoryPool::ClearDirty() {
-  for (auto& [key, slot] : slots_) SetDirty(slot, false);
+  for (auto& [key, slot] : slots_) {
+    SetDirty(slot, false);
+    SetAwaitingAdmission(slot, false);  // nothing will be written: ordinary chunks now
+  }
 }
 
 void MemoryPool::SetPinned(const std::string& name_space, std::optional<kv::ChunkId> id,
@@ -219,7 +250,7 @@ void MemoryPool::SetPinned(const std::string& name_space, std::optional<kv::Chun
   }
 }
 
-int MemoryPool::EvictOverBudget(double now_s) {
+int MemoryPool::EvictOverBudget(double now_s, int64_t* unadmitted) {
   if (bytes_ <= budget_bytes_) return 0;
   std::vector<ChunkInfo> candidates;
   std::unordered_map<uint64_t, PoolKey> key_of;  // policy id -> key
@@ -233,6 +264,12 @@ int MemoryPool::EvictOverBudget(double now_s) {
   for (uint64_t id : victims.ids) {
     auto it = key_of.find(id);
     if (it == key_of.end()) continue;
+    if (unadmitted != nullptr) {
+      if (const PoolSlot* slot = Find(it->second.name_space, it->second.value);
+          slot != nullptr && slot->awaiting_admission) {
+        ++*unadmitted;
+      }
+    }
     RemoveKey(it->second);
     ++evicted;
   }

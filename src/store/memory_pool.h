@@ -6,9 +6,11 @@
 // handful of matching chunks, not a scan of the pool; and a span fingerprint index per
 // namespace (kv/span_fingerprint_index.h) over the chunks the catalog does not hold.
 //
-// Each chunk carries three flags:
+// Each chunk carries four flags:
 //  - dirty: inserted and waiting for the write-back thread; never evicted (it would be
 //    lost), cleared when written (or skipped, or persistence stops);
+//  - awaiting admission: kept in memory only until it recurs (admission control,
+//    admission.h); Admit makes it dirty; evicted like any clean chunk, and then lost;
 //  - persisted: it has a catalog row and a KV file; a chunk without one is in the span
 //    index, so a candidate search finds it before write-back catches up;
 //  - pinned: never evicted.
@@ -28,10 +30,10 @@
 
 #include "kv/chunk.h"
 #include "kv/chunk_cache.h"
+#include "kv/span_fingerprint_index.h"
 #include "store/eviction_policy.h"
 #include "store/locality.h"
 #include "store/pool_key.h"
-#include "kv/span_fingerprint_index.h"
 
 namespace reprise::store {
 
@@ -40,6 +42,7 @@ struct PoolSlot {
   bool dirty = false;      // waiting for write-back
   bool persisted = false;  // has a catalog row and a file
   bool pinned = false;
+  bool awaiting_admission = false;  // not written unless admitted (admission.h)
   int64_t bytes = 0;
 };
 
@@ -58,8 +61,14 @@ class MemoryPool {
 
   // Adds `entry` (not null), or replaces the chunk of the same id, keeping its pin and, when
   // it was dirty, its dirty flag. Counts as a use at `now_s`. Does not evict.
+  // `awaiting_admission` (ignored when dirty): kept in memory until Admit.
   void Add(const std::string& name_space, std::shared_ptr<const kv::ChunkEntry> entry, bool dirty,
-           bool persisted, double now_s);
+           bool persisted, double now_s, bool awaiting_admission = false);
+  // A chunk awaiting admission becomes dirty (to be written back); returns its entry, or
+  // null when it is absent or not awaiting admission.
+  std::shared_ptr<const kv::ChunkEntry> Admit(const std::string& name_space, kv::ChunkId id);
+  // The chunks of `name_space` awaiting admission (a scan: for maintenance commands).
+  std::vector<kv::ChunkId> AwaitingAdmission(const std::string& name_space) const;
   // Removes a chunk; nothing when it is absent.
   void Remove(const std::string& name_space, kv::ChunkId id);
   // Removes every chunk of `name_space`, or every chunk.
@@ -100,19 +109,22 @@ class MemoryPool {
   void SetPinned(const std::string& name_space, std::optional<kv::ChunkId> id, bool pinned);
 
   // Evicts clean, unpinned chunks until the pool fits its budget (or none is left to evict);
-  // returns how many went.
-  int EvictOverBudget(double now_s);
+  // returns how many went. Those of them that were awaiting admission (never written: gone
+  // for good) are added to `*unadmitted` when it is not null.
+  int EvictOverBudget(double now_s, int64_t* unadmitted = nullptr);
 
   int64_t budget_bytes() const { return budget_bytes_; }
   int64_t bytes() const { return bytes_; }
   int64_t num_chunks() const { return static_cast<int64_t>(slots_.size()); }
   int64_t num_dirty() const { return num_dirty_; }
+  int64_t num_awaiting_admission() const { return num_awaiting_admission_; }
   PoolUsage Usage(const std::string& name_space) const;
 
  private:
   static ChunkInfo InfoOf(const std::string& name_space, const PoolSlot& slot);
   void Unindex(const PoolKey& key, const PoolSlot& slot);
   void SetDirty(PoolSlot& slot, bool dirty);
+  void SetAwaitingAdmission(PoolSlot& slot, bool awaiting);
   void SetPersisted(const PoolKey& key, PoolSlot& slot, bool persisted);
   void RemoveKey(const PoolKey& key);
 
@@ -126,6 +138,7 @@ class MemoryPool {
   std::unordered_map<std::string, kv::SpanFingerprintIndex> unpersisted_spans_;
   int64_t bytes_ = 0;
   int64_t num_dirty_ = 0;
+  int64_t num_awaiting_admission_ = 0;
 };
 
 }  // namespace reprise::store

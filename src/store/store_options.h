@@ -28,6 +28,12 @@ struct StoreOptions {
   bool prefetch_in_background = true;
   double prefetch_threshold = 0.25;
   int writeback_batch = 16;
+  // Admission control (admission.h): a chunk is written to flash once its content has been
+  // seen this many times in the namespace, or at once when declared reusable or pinned.
+  // 1: every chunk is written (no admission control).
+  int admit_after_sightings = 1;
+  // Sighting counts kept (in memory and in the catalog); the least recently seen go first.
+  int64_t max_sightings = 32768;
   // Injected for tests: the file system (borrowed; null = POSIX) and the clock (seconds).
   FileSystem* file_system = nullptr;
   std::function<double()> clock;
@@ -49,6 +55,12 @@ struct StoreStats {
   int64_t flash_evictions = 0;
   int64_t chunks_written = 0;
   int64_t prefetched = 0;
+  // Admission control (this process): chunks kept in memory only until they recur (now in
+  // the pool), admitted when they did, and dropped by the pool before they recurred (never
+  // written: the flash writes and evictions they did not cause).
+  int64_t chunks_awaiting_admission = 0;
+  int64_t admitted_on_recurrence = 0;
+  int64_t dropped_unadmitted = 0;
   double write_ms_total = 0;      // on the write-back thread
   double write_ms_on_caller = 0;  // writes on request threads: 0 by design
   bool persistence_enabled = true;

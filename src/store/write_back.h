@@ -26,6 +26,7 @@
 
 #include "base/thread_annotations.h"
 #include "kv/chunk.h"
+#include "store/admission.h"
 
 namespace reprise::store {
 
@@ -34,10 +35,12 @@ struct WriteJob {
   std::shared_ptr<const kv::ChunkEntry> entry;
 };
 
-// The chunks one prompt used, in order.
+// The chunks one prompt used, in order, and the sightings counted since the last job
+// (admission control; any namespace).
 struct AccessJob {
   std::string name_space;
   std::vector<kv::ChunkId> ids;
+  std::vector<SightingRow> sightings;
 };
 
 class WriteBackSink {

@@ -121,20 +121,21 @@ TEST_F(CliTest, RunTakesDocumentsASystemMessageAndAPromptFile) {
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
 
   const std::string docs = " --doc " + doc_a + " --doc " + doc_b;
-  Outcome with_docs = Reprise("run -m " + model_ + docs + " --prompt-file " + prompt +
-                              " -n 2 --stats");
+  Outcome with_docs =
+      Reprise("run -m " + model_ + docs + " --prompt-file " + prompt + " -n 2 --stats");
   ASSERT_EQ(with_docs.exit_code, 0) << with_docs.err;
   EXPECT_EQ(with_docs.out.rfind("hello there", 0), 0u) << with_docs.out;  // the prompt, echoed
   EXPECT_GT(PromptTokens(with_docs), PromptTokens(alone) + 20) << with_docs.err;
   // From stdin: the same prompt.
-  Outcome from_stdin = Reprise("run -m " + model_ + docs + " --prompt-file - -n 2 --stats < " +
-                               prompt);
+  Outcome from_stdin =
+      Reprise("run -m " + model_ + docs + " --prompt-file - -n 2 --stats < " + prompt);
   ASSERT_EQ(from_stdin.exit_code, 0) << from_stdin.err;
   EXPECT_EQ(from_stdin.out, with_docs.out);
   EXPECT_EQ(PromptTokens(from_stdin), PromptTokens(with_docs));
 
   // A system message makes it a chat: the reply alone is printed.
-  Outcome chat = Reprise("run -m " + model_ + " --system 'Be brief.' -p 'hello there' -n 2 --stats");
+  Outcome chat =
+      Reprise("run -m " + model_ + " --system 'Be brief.' -p 'hello there' -n 2 --stats");
   ASSERT_EQ(chat.exit_code, 0) << chat.err;
   EXPECT_EQ(chat.out.find("hello there"), std::string::npos) << chat.out;
   EXPECT_GT(PromptTokens(chat), PromptTokens(alone)) << chat.err;
@@ -167,8 +168,7 @@ TEST_F(CliTest, ChatMarkersInThePromptStayText) {
   Outcome marker = Reprise(run + "'Hi<|im_end|>'");
   ASSERT_EQ(marker.exit_code, 0) << marker.err;
   // As the control token it would be one more token; as text "<|im_end|>" is several.
-  EXPECT_GE(PromptTokens(marker), PromptTokens(plain) + 3)
-      << plain.err << "\n" << marker.err;
+  EXPECT_GE(PromptTokens(marker), PromptTokens(plain) + 3) << plain.err << "\n" << marker.err;
 }
 
 TEST_F(CliTest, TrainedModelGreedyTextMatchesReference) {
@@ -355,8 +355,8 @@ TEST_F(CliTest, BenchAccuracyComparesTheGraphsWithTheReferenceForward) {
   EXPECT_EQ(j["reference"], model_);
   EXPECT_GE(j["kl_mean"].get<double>(), 0.0);
   EXPECT_LT(j["kl_mean"].get<double>(), 0.05);
-  Outcome missing = Reprise("bench accuracy -m " + model_ + " --reference " + dir_->path() +
-                            "/missing.gguf");
+  Outcome missing =
+      Reprise("bench accuracy -m " + model_ + " --reference " + dir_->path() + "/missing.gguf");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("reprise bench accuracy:"), std::string::npos) << missing.err;
 }
@@ -396,9 +396,9 @@ TEST_F(CliTest, BenchReuseReportsEveryMethod) {
   for (const char* method : {"full", "blend"}) {
     const nlohmann::json& m = j["methods"][method];
     EXPECT_GT(m["reuse_recall"].get<double>(), 0.5) << method;
-    EXPECT_EQ(m["tokens_found"].get<int64_t>(),
-              m["tokens_prefix"].get<int64_t>() + m["tokens_nonprefix"].get<int64_t>() +
-                  m["tokens_recomputed"].get<int64_t>());
+    EXPECT_EQ(m["tokens_found"].get<int64_t>(), m["tokens_prefix"].get<int64_t>() +
+                                                    m["tokens_nonprefix"].get<int64_t>() +
+                                                    m["tokens_recomputed"].get<int64_t>());
     ASSERT_EQ(m["reuse_recall_per_query"].size(), 4u) << method;
     EXPECT_EQ(m["reuse_recall_per_query"][0].get<double>(), -1.0);
     // Every reusable token left new has one cause; the others were found.
@@ -587,6 +587,10 @@ TEST_F(CliHostileStoreTest, BudgetsAreRangeCheckedAndGcSaysWhatItEvicted) {
                           " --pool-mb " + huge);
     EXPECT_EQ(run.exit_code, 2) << huge;
     EXPECT_NE(run.err.find("--pool-mb"), std::string::npos) << run.err;
+    Outcome admit = Reprise("run -m " + model_ + " -p hi -n 1 --store-dir " + store_.path() +
+                            " --admit-after " + huge);
+    EXPECT_EQ(admit.exit_code, 2) << huge;
+    EXPECT_NE(admit.err.find("--admit-after"), std::string::npos) << admit.err;
   }
   EXPECT_EQ(nlohmann::json::parse(Reprise("cache stats --json" + store).out)["chunks"], chunks);
   Outcome gc = Reprise("cache gc --json --disk-mb 16777216" + store);
