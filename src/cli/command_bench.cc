@@ -299,6 +299,11 @@ class BenchCommand : public Command {
     s->add_option("--disk-mb", reuse_options_.store_disk_mb, "Flash budget of the store, MiB")
         ->default_val(8192)
         ->check(BudgetMib());
+    s->add_option("--admit-after", reuse_options_.store_admit_after,
+                  "Write a chunk to flash once its text was seen in N prompts (system, document, "
+                  "skill and tool segments at once); 1 = every chunk")
+        ->default_val(reuse_options_.store_admit_after)
+        ->check(CLI::Range(1, 1000));
     s->add_option("--codec", reuse_options_.store_codec, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));

@@ -60,6 +60,7 @@ struct MethodRun {
   double kl_sum = 0, top1_sum = 0, continuation_sum = 0;
   double match_sum = 0, prep_sum = 0, place_sum = 0, load_wait_sum = 0, compute_sum = 0,
          store_sum = 0;
+  std::vector<int64_t> window_found, window_reusable;  // per kRecallWindowQueries queries
   double residual_sum = 0;
 };
 
@@ -139,6 +140,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     settings.codec = options.store_codec;
     settings.cost_aware = options.store_cost_aware;
     settings.prefetch = options.store_prefetch;
+    settings.admit_after = options.store_admit_after;
     settings.recompute_ratio = tuned.recompute_ratio;
     settings.compute_ms_per_token = engine::ComputeMsPerToken(tuned);
     REPRISE_ASSIGN_OR_RETURN(store, OpenChunkStore(*model, settings));
@@ -247,7 +249,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   result.workload_stats = workload::FormatWorkloadStats(work.stats);
   double prompt_tokens = 0;
   result.recall_window = recall_oracle.window();
-  std::vector<int32_t> query_tokens;  // this query's prompt, as the first method tokenized it
+  std::vector<int32_t> query_tokens;   // this query's prompt, as the first method tokenized it
   std::vector<uint8_t> reusable_mask;  // and which of its tokens the oracle calls reusable
   std::vector<uint8_t> within_chunk_mask;
   const ReuseSession* first_session = nullptr;  // the session that ran it first
@@ -334,8 +336,15 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       if (run.cache) {
         const int found = report.tokens_prefix + report.tokens_nonprefix + report.tokens_recomputed;
         st.tokens_found += found;
-        st.reuse_recall_per_query.push_back(
-            reusable > 0 ? static_cast<double>(found) / reusable : -1.0);
+        const size_t window = static_cast<size_t>(st.queries - 1) / kRecallWindowQueries;
+        if (run.window_found.size() <= window) {
+          run.window_found.resize(window + 1, 0);
+          run.window_reusable.resize(window + 1, 0);
+        }
+        run.window_found[window] += found;
+        run.window_reusable[window] += reusable;
+        st.reuse_recall_per_query.push_back(reusable > 0 ? static_cast<double>(found) / reusable
+                                                         : -1.0);
       }
       run.match_sum += report.match_ms;
       run.prep_sum += report.kv_prep_ms;
@@ -423,6 +432,12 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     st.reuse_recall = result.tokens_reusable > 0 && run.cache
                           ? static_cast<double>(st.tokens_found) / result.tokens_reusable
                           : 0.0;
+    for (size_t w = 0; w < run.window_found.size(); ++w) {
+      st.reuse_recall_by_window.push_back(run.window_reusable[w] > 0
+                                              ? static_cast<double>(run.window_found[w]) /
+                                                    run.window_reusable[w]
+                                              : 0.0);
+    }
     if (run.cache) {
       const kv::ChunkCacheStats cs = run.cache->stats();
       st.cache_chunks = cs.num_chunks;
@@ -450,6 +465,15 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         static_cast<long long>(ss.prefetched), static_cast<long long>(ss.corrupt_dropped),
         ss.persistence_enabled ? "" : "; not persisting: ", ss.persistence_error.c_str());
     result.store = line;
+    if (options.store_admit_after > 1) {
+      std::snprintf(line, sizeof(line),
+                    "; admission after %d sightings: %lld admitted on recurrence, %lld dropped "
+                    "unwritten, %lld waiting in memory",
+                    options.store_admit_after, static_cast<long long>(ss.admitted_on_recurrence),
+                    static_cast<long long>(ss.dropped_unadmitted),
+                    static_cast<long long>(ss.chunks_awaiting_admission));
+      result.store += line;
+    }
   }
   result.prompt_tokens_mean = prompt_tokens / std::max<double>(1, result.queries);
   return result;
@@ -495,6 +519,7 @@ std::string ReuseBenchResult::ToJson() const {
                    {"tokens_found", s.tokens_found},
                    {"reuse_recall", s.reuse_recall},
                    {"reuse_recall_per_query", s.reuse_recall_per_query},
+                   {"reuse_recall_by_window", s.reuse_recall_by_window},
                    {"reuse_recall_losses",
                     {{"last_token", s.recall_losses.last_token},
                      {"matcher", s.recall_losses.matcher},
@@ -555,6 +580,18 @@ std::string ReuseBenchResult::ToText() const {
       if (m.method == "none") continue;
       std::snprintf(line, sizeof(line), " %s %.1f%%", m.method.c_str(), 100.0 * m.reuse_recall);
       s += line;
+    }
+    if (queries >= 2 * kRecallWindowQueries) {
+      std::snprintf(line, sizeof(line), "\nreuse recall by %d-query window:", kRecallWindowQueries);
+      s += line;
+      for (const MethodStats& m : methods) {
+        if (m.method == "none") continue;
+        s += " " + m.method;
+        for (const double r : m.reuse_recall_by_window) {
+          std::snprintf(line, sizeof(line), " %.1f%%", 100.0 * r);
+          s += line;
+        }
+      }
     }
     s += "\nreusable tokens left new, by cause (reuse/reuse_recall_losses.h):\n";
     for (const MethodStats& m : methods) {

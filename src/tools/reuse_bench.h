@@ -50,6 +50,7 @@ struct ReuseBenchOptions {
   std::string store_codec = "f16";
   bool store_cost_aware = true;  // false: LRU eviction (ablation)
   bool store_prefetch = true;
+  int store_admit_after = 1;  // admission control (StoreSettings::admit_after)
   // Before every query: the store's write-back finished and its KV files dropped from the
   // OS page cache (store::DropKvFilePages), so KV not in the pool comes from storage.
   bool cold_flash = false;
@@ -61,6 +62,8 @@ struct ReuseBenchOptions {
   // ("queries", runs: queries x methods, the full-prefill oracle included).
   ProgressCallback progress;
 };
+
+inline constexpr int kRecallWindowQueries = 50;
 
 struct MethodStats {
   std::string method;
@@ -77,7 +80,7 @@ struct MethodStats {
   double background_place_ms_mean = 0, background_load_wait_ms_mean = 0;
   // Recomputed tokens / reused tokens a graph actually ran (recomputed + kept at new positions).
   double recompute_fraction = 0;
-  double store_ms_mean = 0;     // after the first token, off the TTFT path
+  double store_ms_mean = 0;  // after the first token, off the TTFT path
   int64_t cache_chunks = 0, cache_bytes = 0, cache_evictions = 0;
   int64_t hits_pool = 0, hits_flash = 0;   // chunks served from memory / loaded from flash
   double store_write_ms_on_ttft_path = 0;  // total over the run; 0 by design
@@ -92,6 +95,9 @@ struct MethodStats {
   int64_t tokens_found = 0;
   double reuse_recall = 0;
   std::vector<double> reuse_recall_per_query;
+  // Recall over consecutive windows of kRecallWindowQueries queries (found / reusable in the
+  // window): whether a bounded store keeps its hit rate as the run goes on.
+  std::vector<double> reuse_recall_by_window;
   // The reusable tokens left NEW, by cause (reuse/reuse_recall_losses.h), over the run.
   reuse::RecallLosses recall_losses;
 };
@@ -103,8 +109,8 @@ struct ReuseBenchResult {
   int queries = 0;
   double prompt_tokens_mean = 0;
   std::string workload_stats;
-  std::string store;                 // the store's final state, when one was used
-  double guard_deviation = 0;        // the quality guard's threshold (0 = off)
+  std::string store;           // the store's final state, when one was used
+  double guard_deviation = 0;  // the quality guard's threshold (0 = off)
   // The recall oracle (reuse/reuse_recall_oracle.h): a token is reusable when a window of
   // `recall_window` tokens (the planner's min_match_tokens) around it occurred in an earlier
   // prompt of this run or a warmed segment. Per query and in total. A store kept from an

@@ -1,8 +1,6 @@
 // The three builders on the real workload texts of ../shared/data (skipped when absent).
 #include <gtest/gtest.h>
 
-#include "workload/test_word_count.h"
-
 #include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -15,6 +13,7 @@
 #include "workload/docqa_workload.h"
 #include "workload/named_workload.h"
 #include "workload/skills_workload.h"
+#include "workload/test_word_count.h"
 
 namespace reprise::workload {
 namespace {
@@ -135,11 +134,10 @@ TEST(DocQaWorkloadTest, DistractorFileAndPromptLimit) {
   ExpectSameRequests(*workload, *named);
 }
 
-
 TEST(DocQaWorkloadTest, ShuffledPoolRecursInNewOrders) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kHotpotDistractorFile));
-  Result<Workload> workload = BuildNamedWorkload(
-      "docqa-shuffled", Options(DataDirOf(file, kHotpotDistractorFile)));
+  Result<Workload> workload =
+      BuildNamedWorkload("docqa-shuffled", Options(DataDirOf(file, kHotpotDistractorFile)));
   ASSERT_TRUE(workload.ok()) << workload.error().ToString();
   EXPECT_EQ(workload->name, "docqa-shuffled");
   ASSERT_EQ(workload->collection.size(), 12u);
@@ -164,11 +162,48 @@ TEST(DocQaWorkloadTest, ShuffledPoolRecursInNewOrders) {
   EXPECT_EQ(uses.size(), 12u);                          // every document recurs
   for (const auto& [id, n] : uses) EXPECT_GT(n, 1) << id;
 
-  Result<Workload> again = BuildNamedWorkload(
-      "docqa-shuffled", Options(DataDirOf(file, kHotpotDistractorFile)));
+  Result<Workload> again =
+      BuildNamedWorkload("docqa-shuffled", Options(DataDirOf(file, kHotpotDistractorFile)));
   ASSERT_TRUE(again.ok());
   ExpectSameRequests(*workload, *again);  // reproducible
 }
+TEST(DocQaWorkloadTest, HotPoolRecursAmongOneOffRetrievedDocuments) {
+  REPRISE_REQUIRE_SHARED_FILE(file, std::string(kHotpotFullwikiFile));
+  WorkloadOptions options = Options(DataDirOf(file, kHotpotFullwikiFile));
+  options.num_queries = 100;
+  Result<Workload> workload = BuildNamedWorkload("docqa-hot", options);
+  ASSERT_TRUE(workload.ok()) << workload.error().ToString();
+  EXPECT_EQ(workload->name, "docqa-hot");
+  ASSERT_GT(workload->collection.size(), 100u);  // the whole collection stays
+  std::set<std::string> hot;
+  for (size_t i = 0; i < 12; ++i) hot.insert(workload->collection[i].source_id);
+  std::map<std::string, int> uses;
+  for (const Request& request : workload->requests) {
+    int from_pool = 0, retrieved = 0;
+    bool pool_first = true;
+    for (const Segment& s : request.segments) {
+      if (s.role != kRoleDocument) continue;
+      const bool in_pool = hot.count(s.source_id) > 0;
+      if (in_pool && retrieved > 0) pool_first = false;
+      (in_pool ? from_pool : retrieved) += 1;
+      ++uses[s.source_id];
+    }
+    EXPECT_EQ(from_pool, 3) << request.id;  // half of top_chunks 6
+    EXPECT_GT(retrieved, 0) << request.id;
+    EXPECT_TRUE(pool_first) << request.id;
+  }
+  int recurring_outside_pool = 0, outside_pool = 0;
+  for (const auto& [id, n] : uses) {
+    if (hot.count(id)) {
+      EXPECT_GT(n, 5) << id;
+    } else {
+      ++outside_pool;
+      recurring_outside_pool += n > 1;
+    }
+  }
+  EXPECT_LT(recurring_outside_pool * 10, outside_pool);  // the long tail: mostly one-off
+}
+
 TEST(ChatWorkloadTest, LocomoQuestionsRetrieveTheirConversation) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
   ChatOptions options{.common = Options(DataDirOf(file, kLocomoFile))};

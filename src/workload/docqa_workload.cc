@@ -103,10 +103,18 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
   if (options.shuffled_pool < 0 || options.shuffled_pool == 1) {
     return InvalidArgumentError("the shuffled pool needs at least 2 documents");
   }
+  if (options.hot_pool < 0 || options.hot_pool == 1 ||
+      (options.hot_pool > 0 && options.shuffled_pool > 0)) {
+    return InvalidArgumentError("the hot pool needs at least 2 documents and no shuffled pool");
+  }
   Collection collection;
   REPRISE_RETURN_IF_ERROR(BuildCollection(items, common, &collection));
-  const size_t pool = std::min(collection.chunks.size(), static_cast<size_t>(options.shuffled_pool));
-  const size_t drawn = std::min(pool / 2, static_cast<size_t>(std::max(1, common.top_chunks)));
+  const size_t pool =
+      std::min(collection.chunks.size(), static_cast<size_t>(options.shuffled_pool));
+  const size_t hot = std::min(collection.chunks.size(), static_cast<size_t>(options.hot_pool));
+  const size_t drawn =
+      pool > 0 ? std::min(pool / 2, static_cast<size_t>(std::max(1, common.top_chunks)))
+               : std::min(hot / 2, static_cast<size_t>(std::max(1, common.top_chunks / 2)));
 
   std::vector<Request> requests;
   BuilderCounts counts;
@@ -128,6 +136,21 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
         std::swap(order[i], order[i + random.NextBelow(pool - i)]);
         parts.contexts.push_back(collection.chunks[order[i]]);
       }
+    } else if (hot > 0) {
+      std::vector<size_t> order(hot);
+      for (size_t i = 0; i < hot; ++i) order[i] = i;
+      Random random(0x407a0000u + q);
+      for (size_t i = 0; i < drawn; ++i) {
+        std::swap(order[i], order[i + random.NextBelow(hot - i)]);
+        parts.contexts.push_back(collection.chunks[order[i]]);
+      }
+      const size_t wanted = static_cast<size_t>(std::max(common.top_chunks, 1));
+      for (const Bm25Hit& hit :
+           collection.index.TopK(item.question, common.top_chunks + static_cast<int>(hot))) {
+        if (parts.contexts.size() >= wanted) break;
+        if (static_cast<size_t>(hit.chunk_index) < hot) continue;  // in the hot pool
+        parts.contexts.push_back(collection.chunks[static_cast<size_t>(hit.chunk_index)]);
+      }
     } else {
       for (const Bm25Hit& hit : collection.index.TopK(item.question, common.top_chunks)) {
         parts.contexts.push_back(collection.chunks[static_cast<size_t>(hit.chunk_index)]);
@@ -145,8 +168,10 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
     requests.push_back(std::move(*fitted.request));
   }
   if (pool > 0) collection.chunks.resize(pool);
-  return FinishWorkload(pool > 0 ? "docqa-shuffled" : "docqa", std::move(requests),
-                        std::move(collection.chunks), counts, common);
+  return FinishWorkload(pool > 0  ? "docqa-shuffled"
+                        : hot > 0 ? "docqa-hot"
+                                  : "docqa",
+                        std::move(requests), std::move(collection.chunks), counts, common);
 }
 
 }  // namespace reprise::workload

@@ -20,6 +20,12 @@
 // query, reproducible). Every document recurs in most prompts, each time among other
 // neighbours and at another offset: the trace of issue 17 (six plain-text requests over the
 // same 12 HotpotQA paragraphs), where documents are seen only inside earlier prompts.
+//
+// With hot_pool > 0 ("docqa-hot"), each prompt holds half its documents (at least one, at
+// most half the pool) drawn from a small recurring pool — the first hot_pool chunks of the
+// collection, in a new random order per query — and the rest retrieved by BM25 from the
+// collection outside the pool, which almost never recur: a few popular documents in a long
+// tail of one-off ones, the trace that floods a cache without admission control.
 #pragma once
 
 #include <string>
@@ -45,6 +51,7 @@ struct DocQaOptions {
   // line), relative to data_dir or absolute: kHotpotFullwikiFile or kHotpotDistractorFile.
   std::string file = std::string(kHotpotFullwikiFile);
   int shuffled_pool = 0;  // > 0: draw each prompt's documents from this many (see above)
+  int hot_pool = 0;       // > 0: half from this many recurring ones, half retrieved (above)
 };
 
 // Builds the docqa workload. Errors: InvalidArgument (options), NotFound (with the path),

@@ -9,10 +9,20 @@
 namespace reprise::workload {
 namespace {
 
-constexpr std::array<std::string_view, 12> kNames = {
-    "docqa",          "docqa-distractor", "docqa-shuffled",         "chat",
-    "chat-window",    "skills",           "docqa-plain",            "docqa-distractor-plain",
-    "docqa-shuffled-plain", "chat-plain", "chat-window-plain",      "skills-plain"};
+constexpr std::array<std::string_view, 14> kNames = {"docqa",
+                                                     "docqa-distractor",
+                                                     "docqa-shuffled",
+                                                     "docqa-hot",
+                                                     "chat",
+                                                     "chat-window",
+                                                     "skills",
+                                                     "docqa-plain",
+                                                     "docqa-distractor-plain",
+                                                     "docqa-shuffled-plain",
+                                                     "docqa-hot-plain",
+                                                     "chat-plain",
+                                                     "chat-window-plain",
+                                                     "skills-plain"};
 
 constexpr std::string_view kPlainSuffix = "-plain";
 
@@ -52,10 +62,14 @@ Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions
       return MakePlain(std::move(workload));
     }
   }
-  if (name == "docqa" || name == "docqa-distractor" || name == "docqa-shuffled") {
+  if (name == "docqa" || name == "docqa-distractor" || name == "docqa-shuffled" ||
+      name == "docqa-hot") {
     DocQaOptions docqa{.common = options};
-    if (name != "docqa") docqa.file = std::string(kHotpotDistractorFile);
+    if (name == "docqa-distractor" || name == "docqa-shuffled") {
+      docqa.file = std::string(kHotpotDistractorFile);
+    }
     if (name == "docqa-shuffled") docqa.shuffled_pool = 12;
+    if (name == "docqa-hot") docqa.hot_pool = 12;
     REPRISE_ASSIGN_OR_RETURN(Workload workload, BuildDocQaWorkload(docqa));
     workload.name = std::string(name);
     return workload;
