@@ -63,6 +63,9 @@ Result<KvCodec> ParseKvCodec(std::string_view name);  // Errors: InvalidArgument
 // recompute").
 inline constexpr double kDefaultStableRecomputeMinDeviation = 0.01;
 
+// EngineOptions::quality_guard: the model's calibrated threshold.
+inline constexpr double kQualityGuardCalibrated = -1.0;
+
 struct EngineOptions {
   std::string model_path;
   // KV cache size of each session, in tokens; 0 = the model's trained context, at most 4096.
@@ -85,9 +88,11 @@ struct EngineOptions {
   double recompute_ratio = 0.25;  // blend: the share of reused tokens recomputed
   int recompute_capacity = 0;     // 0 = default (or calibrated)
   // blend's quality guard: a recompute call whose reused tokens deviate more than this at the
-  // check layer (relative squared error of K) is prefilled in full. 0 = off; the scale
-  // depends on the model (docs/benchmarks.md).
-  double quality_guard = 0.0;
+  // check layer (relative squared error of K) is prefilled in full. 0 = off. The scale
+  // depends on the model: kQualityGuardCalibrated (the default) takes the model's threshold,
+  // a high quantile of its honest-reuse deviation measured once on a built-in text and kept
+  // in `calibration_dir` (off when that is empty).
+  double quality_guard = kQualityGuardCalibrated;
   // blend's adaptive recompute: of the r share, tokens whose KV barely deviates at the check
   // layer (relative squared error of K below this) keep their cached KV, so a history that
   // only moved costs little. 0 = off (always the r share). In [0, 1].

@@ -260,8 +260,10 @@ class BenchCommand : public Command {
         ->check(IntegerIn(1, 1 << 20));
     s->add_option("--guard", reuse_options_.reuse.guard_deviation,
                   "Quality guard: prefill a recompute call in full when the reused tokens it "
-                  "leaves deviate more than this (relative, at the check layer); 0 = off")
-        ->check(FiniteIn(0.0, 1e9));
+                  "leaves deviate more than this (relative, at the check layer); 0 = off, "
+                  "auto = the model's calibrated threshold (measured once when missing)")
+        ->default_str("auto")
+        ->transform(GuardThreshold());
     s->add_flag("--deviation-v", reuse_options_.reuse.deviation_includes_v,
                 "Add V's deviation to K's when selecting tokens");
     s->add_flag("--refresh-check-layer", reuse_options_.reuse.refresh_check_layer,

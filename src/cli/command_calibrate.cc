@@ -7,6 +7,7 @@
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
+#include "engine/guard_calibration.h"
 #include "tools/calibrator.h"
 #include "workload/named_workload.h"
 
@@ -32,6 +33,11 @@ class CalibrateCommand : public Command {
     sub->add_option("-r,--repetitions", options_.repetitions, "Runs per point (median)")
         ->default_val(3)
         ->check(IntegerIn(1, 100));
+    sub->add_option("--guard-margin", guard_.margin,
+                    "Quality guard threshold = this x the 99th percentile of honest reuse's "
+                    "deviation (lower: more fallbacks to full prefill, better quality)")
+        ->default_val(engine::GuardCalibrationOptions{}.margin)
+        ->check(FiniteIn(1.0, 1e6));
     return sub;
   }
 
@@ -63,6 +69,24 @@ class CalibrateCommand : public Command {
     if (!saved.ok()) return PrintError("calibrate", saved);
     std::printf("\nchosen: prefill capacity Lp = %d, recompute capacity Ls = %d\nsaved %s\n",
                 c->prefill_capacity, c->recompute_capacity, path.c_str());
+    // The quality guard's threshold (engine/guard_calibration.h), with the chosen graphs.
+    engine::ReuseOptions reuse;
+    reuse.num_threads = options_.num_threads;
+    reuse.recompute_ratio = options_.recompute_ratio;
+    reuse.prefill_capacity = c->prefill_capacity;
+    reuse.recompute_capacity = c->recompute_capacity;
+    reuse.context_tokens = std::min((*model)->config().context_length, 4096);
+    Result<engine::GuardCalibration> guard = engine::CalibrateGuard(**model, reuse, guard_);
+    if (!guard.ok()) return PrintError("calibrate", guard.error());
+    const std::string guard_path =
+        engine::GuardCalibrationPath(*cache_dir, (*model)->fingerprint());
+    saved = engine::SaveGuardCalibration(*guard, guard_path);
+    if (!saved.ok()) return PrintError("calibrate", saved);
+    std::printf(
+        "\nquality guard: residual deviation of honest reuse over %zu recompute calls: p50 %.3g, "
+        "p90 %.3g, p99 %.3g, max %.3g\nthreshold %.3g (%.3g x p%.0f), on by default\nsaved %s\n",
+        guard->residuals.size(), guard->p50, guard->p90, guard->p99, guard->max, guard->threshold,
+        guard->margin, guard->quantile * 100, guard_path.c_str());
     return kExitOk;
   }
 
@@ -102,6 +126,7 @@ class CalibrateCommand : public Command {
 
   std::string model_path_, workload_, data_dir_;
   tools::CalibrationOptions options_;
+  engine::GuardCalibrationOptions guard_;
 };
 
 }  // namespace

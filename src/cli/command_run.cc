@@ -76,9 +76,11 @@ class RunCommand : public Command {
         ->check(FiniteIn(0.0, 1.0));
     sub->add_option("--guard", options_.quality_guard,
                     "Quality guard for blend: prefill a recompute call in full when its reused "
-                    "tokens deviate more than this at the check layer; 0 = off")
-        ->default_val(0.0)
-        ->check(FiniteIn(0.0, 1e9));
+                    "tokens deviate more than this at the check layer; 0 = off; auto = the "
+                    "model's threshold, measured once on a built-in text and kept with the "
+                    "calibrations")
+        ->default_str("auto")
+        ->transform(GuardThreshold());
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across runs, in the default store folder "
                   "(<cache folder>/store; the cache folder is $XDG_CACHE_HOME/reprise or "

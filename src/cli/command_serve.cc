@@ -97,9 +97,10 @@ class ServeCommand : public Command {
         ->default_val(kDefaultStableRecomputeMinDeviation)
         ->check(FiniteIn(0.0, 1.0));
     sub->add_option("--guard", engine_.quality_guard,
-                    "Quality guard for blend (see `reprise run --help`); 0 = off")
-        ->default_val(0.0)
-        ->check(FiniteIn(0.0, 1e9));
+                    "Quality guard for blend (see `reprise run --help`); 0 = off, auto = "
+                    "the model's calibrated threshold")
+        ->default_str("auto")
+        ->transform(GuardThreshold());
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across restarts, in the default store folder");
     sub->add_option("--store-dir", engine_.store_dir, "Keep KV caches in this folder");

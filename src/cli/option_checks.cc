@@ -43,6 +43,21 @@ CLI::Validator FiniteIn(double min, double max) { return FiniteValidator(min, ma
 
 CLI::Validator FiniteAbove(double min, double max) { return FiniteValidator(min, max, false); }
 
+CLI::Validator GuardThreshold() {
+  const CLI::Validator number = FiniteIn(0.0, 1e9);
+  return CLI::Validator(
+      [number](std::string& input) -> std::string {
+        if (input == "auto") {
+          input = "-1";
+          return "";
+        }
+        std::string copy = input;
+        const std::string error = number(copy);
+        return error.empty() ? "" : error + " or 'auto'";
+      },
+      "auto|NUMBER in [0, 1e9]");
+}
+
 CLI::Validator IntegerIn(int64_t min, int64_t max) {
   const std::string bounds = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
   return CLI::Validator(

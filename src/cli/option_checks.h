@@ -21,6 +21,10 @@ CLI::Validator FiniteIn(double min, double max);
 // A finite number in (min, max]: the lower bound itself is rejected (e.g. top-p in (0, 1]).
 CLI::Validator FiniteAbove(double min, double max);
 
+// The quality guard's threshold: "auto" (the model's calibrated threshold; becomes -1, the
+// engine's kGuardCalibrated) or a finite number in [0, 1e9] (0 = off).
+CLI::Validator GuardThreshold();
+
 // An integer in [min, max], with a message that names the bounds.
 CLI::Validator IntegerIn(int64_t min, int64_t max);
 

@@ -13,6 +13,7 @@
 #include "engine/compiled_model.h"
 #include "engine/decode_batcher.h"
 #include "engine/generator.h"
+#include "engine/guard_calibration.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
@@ -109,6 +110,12 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
+    if (reuse.method == engine::ReuseMethod::kBlend) {
+      engine::ResolveQualityGuard(*engine->model_, options.calibration_dir,
+                                  /*measure_if_missing=*/true, &reuse);
+    } else {
+      reuse.guard_deviation = 0.0;
+    }
     engine::CompiledModelOptions compiled;
     compiled.num_threads = options.num_threads;
     REPRISE_ASSIGN_OR_RETURN(engine->compiled_,

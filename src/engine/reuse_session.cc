@@ -75,7 +75,9 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   }
   if (options.chunk_tokens < 1) return InvalidArgumentError("chunk size must be >= 1");
   if (options.force_first_tokens < 0) return InvalidArgumentError("force_first_tokens < 0");
-  if (!(options.guard_deviation >= 0)) return InvalidArgumentError("guard deviation < 0");
+  if (!(options.guard_deviation >= 0) && options.guard_deviation != kGuardCalibrated) {
+    return InvalidArgumentError("guard deviation < 0");
+  }
   if (!(options.recompute_min_deviation >= 0 && options.recompute_min_deviation <= 1) ||
       !(options.stable_min_deviation >= 0 && options.stable_min_deviation <= 1)) {
     return InvalidArgumentError("the adaptive recompute threshold must be in [0, 1]");
@@ -98,7 +100,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.check_layer = std::min(options.check_layer, model.config().num_layers - 1);
     graph_options.deviation_includes_v = options.deviation_includes_v;
     graph_options.refresh_check_layer = options.refresh_check_layer;
-    graph_options.guard_deviation = options.guard_deviation;
+    graph_options.guard_deviation = std::max(0.0, options.guard_deviation);  // unresolved: off
     graph_options.recompute_min_deviation = options.recompute_min_deviation;
     graph_options.stable_min_deviation = options.stable_min_deviation;
   }
@@ -314,6 +316,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
                                std::span<const uint8_t>(forced_.data(), count), call.end));
     const double residual = backend_->last_residual_deviation();
     report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
+    report.residual_deviations.push_back(residual);
     if (backend_->last_recompute_aborted()) {
       // The reuse is poor: the guard stopped the call at the check layer; recompute every
       // token of it in full (later calls read its KV).

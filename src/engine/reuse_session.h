@@ -33,6 +33,9 @@ Result<ReuseMethod> ParseReuseMethod(std::string_view name);
 
 // ReuseOptions::stable_min_deviation's default (docs/benchmarks.md, "Adaptive recompute").
 inline constexpr double kDefaultStableMinDeviation = 0.01;
+// ReuseOptions::guard_deviation: the threshold calibrated for the model
+// (guard_calibration.h, ResolveQualityGuard); a session given it unresolved runs unguarded.
+inline constexpr double kGuardCalibrated = -1.0;
 
 struct ReuseOptions {
   ReuseMethod method = ReuseMethod::kBlend;
@@ -53,8 +56,9 @@ struct ReuseOptions {
   // Quality guard (DESIGN.md §2): when a recompute call leaves reused rows whose mean relative
   // deviation at the check layer (|fresh - cached|^2 / |fresh|^2 of K, plus V with
   // deviation_includes_v) is above this, the call's tokens are prefilled in full instead.
-  // 0 = off.
-  double guard_deviation = 0.0;
+  // 0 = off; kGuardCalibrated = the model's calibrated threshold (the default: off until
+  // ResolveQualityGuard finds or measures one).
+  double guard_deviation = kGuardCalibrated;
   // Adaptive recompute: r·Ls becomes an upper bound; of the tokens it would recompute, those
   // whose relative deviation at the check layer (|fresh - cached|^2 / |fresh|^2) is below
   // this keep their cached KV. A history that only moved recomputes little; reordered
@@ -151,6 +155,7 @@ struct PrefillReport {
   // guard sent back through the prefill graph.
   double max_residual_deviation = 0.0;
   int guard_fallbacks = 0;
+  std::vector<double> residual_deviations;  // per recompute call, in order
   std::string plan;
   std::string schedule;
 };

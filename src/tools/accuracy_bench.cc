@@ -10,18 +10,18 @@
 #include "engine/graph_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/reference_backend.h"
+#include "engine/sample_text.h"
 #include "engine/sampler.h"  // Argmax
 #include "tokenizer/tokenizer.h"
 #include "tools/reuse_bench.h"  // SoftmaxKl
-#include "tools/sample_text.h"
 
 namespace reprise::tools {
 namespace {
 
+using engine::Argmax;
 using engine::GraphBackend;
 using engine::InferenceBackend;
 using engine::LoadedModel;
-using engine::Argmax;
 using engine::ReferenceBackend;
 
 double Entropy(std::span<const float> logits) {
@@ -76,7 +76,7 @@ Result<AccuracyBenchResult> RunAccuracyBench(const AccuracyBenchOptions& options
   tokenizer::EncodeOptions encode;
   encode.add_special = true;
   std::vector<int32_t> tokens = model->tokenizer().Encode(
-      options.text.empty() ? SampleText() : std::string_view(options.text), encode);
+      options.text.empty() ? engine::SampleText() : std::string_view(options.text), encode);
   const int context =
       std::min(model->config().context_length, reference_model.config().context_length);
   const int limit = std::min(options.max_tokens, context - options.continuation_tokens);

@@ -2,7 +2,7 @@
 // kernels) are from the plain float forward pass of a model file — the cost of repacking
 // (K-quants are requantized to Q8_0 at load, packed_matrix.h) and of the kernels' arithmetic.
 //
-// Both run the same tokens of a text (the built-in sample, tools/sample_text.h, by default)
+// Both run the same tokens of a text (the built-in sample, engine/sample_text.h, by default)
 // `step` tokens at a time; after each step the next-token distributions are compared: KL in
 // nats (the float pass as truth), top-1 agreement. Then each continues the text greedily for
 // `continuation_tokens`, and the shared prefix of the two continuations is counted.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/calibration.h"
+#include "engine/guard_calibration.h"
 #include "engine/sampler.h"
 #include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
@@ -124,6 +125,9 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
             ? "(calibrated)"
             : "(defaults; run `reprise calibrate` to tune)";
   }
+  // The quality guard: the model's calibrated threshold unless one was given (measured once
+  // when missing, as an engine does).
+  engine::ResolveQualityGuard(*model, options.calibration_dir, /*measure_if_missing=*/true, &tuned);
 
   // The oracle (full prefill) always runs, for quality; it is also the `none` method.
   std::vector<ReuseMethod> methods = options.methods;
@@ -486,6 +490,7 @@ std::string ReuseBenchResult::ToJson() const {
   j["queries"] = queries;
   j["prompt_tokens_mean"] = prompt_tokens_mean;
   j["graphs"] = calibration;
+  j["guard_deviation"] = guard_deviation;  // 0 = off
   nlohmann::json m = nlohmann::json::object();
   for (const MethodStats& s : methods) {
     m[s.method] = {{"ttft_ms_mean", s.ttft_ms_mean},

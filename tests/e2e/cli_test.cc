@@ -426,8 +426,18 @@ TEST_F(CliTest, BenchReuseGuardFallsBackToFullPrefill) {
                             " --workload chat --warm-corpus --queries 4 --top-chunks 3 "
                             "--chunk-tokens 64 --methods blend --json --data " +
                             data;
-  Outcome off = Reprise(bench);
+  // By default the guard takes the model's calibrated threshold (measured at the first run):
+  // honest reuse passes it.
+  Outcome calibrated = Reprise(bench);
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  nlohmann::json by_default = nlohmann::json::parse(calibrated.out);
+  EXPECT_GT(by_default["guard_deviation"].get<double>(), 0.0);
+  EXPECT_EQ(by_default["methods"]["blend"]["guard_fallbacks"].get<int>(), 0);
+  EXPECT_EQ(nlohmann::json::parse(Reprise(bench + " --guard auto").out)["guard_deviation"],
+            by_default["guard_deviation"]);  // kept, not measured again
+  Outcome off = Reprise(bench + " --guard 0");
   ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(nlohmann::json::parse(off.out)["guard_deviation"].get<double>(), 0.0);
   nlohmann::json plain = nlohmann::json::parse(off.out)["methods"]["blend"];
   EXPECT_EQ(plain["guard_fallbacks"].get<int>(), 0);
   EXPECT_GT(plain["residual_deviation_mean"].get<double>(), 1e-6);

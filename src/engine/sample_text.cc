@@ -1,6 +1,6 @@
-#include "tools/sample_text.h"
+#include "engine/sample_text.h"
 
-namespace reprise::tools {
+namespace reprise::engine {
 
 std::string_view SampleText() {
   static constexpr std::string_view kText =
@@ -43,4 +43,4 @@ std::string_view SampleText() {
   return kText;
 }
 
-}  // namespace reprise::tools
+}  // namespace reprise::engine

@@ -6,9 +6,9 @@
 
 #include <string_view>
 
-namespace reprise::tools {
+namespace reprise::engine {
 
 // About 3,000 characters (600-900 tokens with the usual vocabularies).
 std::string_view SampleText();
 
-}  // namespace reprise::tools
+}  // namespace reprise::engine
