@@ -369,6 +369,9 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
           ++agree;
         }
         run.continuation_sum += static_cast<double>(agree) / options.continuation_tokens;
+        st.kl_per_query.push_back(kl);
+        st.continuation_per_query.push_back(static_cast<double>(agree) /
+                                            options.continuation_tokens);
       }
       if (options.verbose) {
         char line[384];
@@ -421,6 +424,17 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     st.kl_mean = run.kl_sum / n;
     st.top1_agreement = run.top1_sum / n;
     st.continuation_agreement = run.continuation_sum / n;
+    if (!st.kl_per_query.empty()) {
+      std::vector<double> kl = st.kl_per_query, cont = st.continuation_per_query;
+      std::sort(kl.begin(), kl.end());
+      std::sort(cont.begin(), cont.end());
+      const auto at = [](const std::vector<double>& v, double q) {
+        return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+      };
+      st.kl_p95 = at(kl, 0.95);
+      st.kl_max = kl.back();
+      st.continuation_p10 = at(cont, 0.10);
+    }
     st.match_ms_mean = run.match_sum / n;
     st.kv_prep_ms_mean = run.prep_sum / n;
     st.compute_ms_mean = run.compute_sum / n;
@@ -498,6 +512,11 @@ std::string ReuseBenchResult::ToJson() const {
                    {"ttft_ms_p90", s.ttft_ms_p90},
                    {"speedup_vs_none", s.speedup_vs_none},
                    {"kl_mean", s.kl_mean},
+                   {"kl_p95", s.kl_p95},
+                   {"kl_max", s.kl_max},
+                   {"continuation_p10", s.continuation_p10},
+                   {"kl_per_query", s.kl_per_query},
+                   {"continuation_per_query", s.continuation_per_query},
                    {"top1_agreement", s.top1_agreement},
                    {"continuation_agreement", s.continuation_agreement},
                    {"tokens_prefix", s.tokens_prefix},
@@ -608,6 +627,18 @@ std::string ReuseBenchResult::ToText() const {
                     m.ttft_ms_mean > 0 ? 100.0 * m.match_ms_mean / m.ttft_ms_mean : 0.0);
       s += line;
     }
+  }
+  bool any_quality = false;
+  for (const MethodStats& m : methods) any_quality = any_quality || !m.kl_per_query.empty();
+  if (any_quality) {
+    s += "quality per query: KL p95 / worst, continuation agreement p10:";
+    for (const MethodStats& m : methods) {
+      if (m.method == "none" || m.kl_per_query.empty()) continue;
+      std::snprintf(line, sizeof(line), " %s %.5f / %.5f, %.3f;", m.method.c_str(), m.kl_p95,
+                    m.kl_max, m.continuation_p10);
+      s += line;
+    }
+    s += "\n";
   }
   for (const MethodStats& m : methods) {
     if (m.method != "blend") continue;

@@ -71,6 +71,10 @@ struct MethodStats {
   double ttft_ms_mean = 0, ttft_ms_p50 = 0, ttft_ms_p90 = 0;
   double speedup_vs_none = 0;
   double kl_mean = 0, top1_agreement = 0, continuation_agreement = 0;
+  // Per query (with quality measured): KL, and the share of the continuation that agreed;
+  // and their tails: the 95th percentile and worst KL, the 10th percentile of agreement.
+  std::vector<double> kl_per_query, continuation_per_query;
+  double kl_p95 = 0, kl_max = 0, continuation_p10 = 0;
   int64_t tokens_prefix = 0, tokens_nonprefix = 0, tokens_recomputed = 0, tokens_new = 0;
   double match_ms_mean = 0, kv_prep_ms_mean = 0, compute_ms_mean = 0;
   double overhead_ms_mean = 0;  // matching + KV preparation (not hidden by compute)

@@ -442,6 +442,15 @@ TEST_F(CliTest, BenchReuseGuardFallsBackToFullPrefill) {
   EXPECT_EQ(plain["guard_fallbacks"].get<int>(), 0);
   EXPECT_GT(plain["residual_deviation_mean"].get<double>(), 1e-6);
   EXPECT_GT(plain["kl_mean"].get<double>(), 1e-5);  // reuse without the guard is approximate
+  // Per-query quality and its tails.
+  ASSERT_EQ(plain["kl_per_query"].size(), 4u);
+  ASSERT_EQ(plain["continuation_per_query"].size(), 4u);
+  double kl_max = 0;
+  for (const auto& kl : plain["kl_per_query"]) kl_max = std::max(kl_max, kl.get<double>());
+  EXPECT_EQ(plain["kl_max"].get<double>(), kl_max);
+  EXPECT_LE(plain["kl_p95"].get<double>(), kl_max);
+  EXPECT_LE(plain["continuation_p10"].get<double>(),
+            plain["continuation_agreement"].get<double>() + 1e-9);
   Outcome on = Reprise(bench + " --guard 1e-9");
   ASSERT_EQ(on.exit_code, 0) << on.err;
   nlohmann::json guarded = nlohmann::json::parse(on.out)["methods"]["blend"];
