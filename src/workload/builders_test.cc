@@ -204,6 +204,50 @@ TEST(DocQaWorkloadTest, HotPoolRecursAmongOneOffRetrievedDocuments) {
   EXPECT_LT(recurring_outside_pool * 10, outside_pool);  // the long tail: mostly one-off
 }
 
+TEST(NamedWorkloadTest, BlockVariantJoinsEachPromptsContextIntoOneSegment) {
+  REPRISE_REQUIRE_SHARED_FILE(file, std::string(kSkillsBenchFile));
+  WorkloadOptions options = Options(DataDirOf(file, kSkillsBenchFile));
+  options.num_queries = 10;
+  Result<Workload> pieces = BuildNamedWorkload("skills", options);
+  Result<Workload> block = BuildNamedWorkload("skills-block", options);
+  ASSERT_TRUE(pieces.ok()) << pieces.error().ToString();
+  ASSERT_TRUE(block.ok()) << block.error().ToString();
+  EXPECT_EQ(block->name, "skills-block");
+  ASSERT_EQ(block->requests.size(), pieces->requests.size());
+  EXPECT_EQ(block->collection.size(), pieces->collection.size());
+  int with_skills = 0;
+  for (size_t r = 0; r < pieces->requests.size(); ++r) {
+    std::string joined, ids;
+    std::vector<std::string> others_before, others_after;
+    for (const Segment& s : pieces->requests[r].segments) {
+      if (IsContextRole(s.role)) {
+        joined += s.text;
+        ids += (ids.empty() ? "" : "+") + s.source_id;
+      } else {
+        (joined.empty() ? others_before : others_after).push_back(s.text);
+      }
+    }
+    std::vector<std::string> texts;
+    int blocks = 0;
+    for (const Segment& s : block->requests[r].segments) {
+      if (IsContextRole(s.role)) {
+        ++blocks;
+        EXPECT_EQ(s.role, kRoleSkill);
+        EXPECT_EQ(s.text, joined);
+        EXPECT_EQ(s.source_id, ids);
+      } else {
+        texts.push_back(s.text);
+      }
+    }
+    EXPECT_EQ(blocks, joined.empty() ? 0 : 1);
+    with_skills += blocks;
+    others_before.insert(others_before.end(), others_after.begin(), others_after.end());
+    EXPECT_EQ(texts, others_before);  // the system prompt and the task, in place
+  }
+  EXPECT_GT(with_skills, 0);
+  EXPECT_FALSE(BuildNamedWorkload("skills-block-block", options).ok());
+}
+
 TEST(ChatWorkloadTest, LocomoQuestionsRetrieveTheirConversation) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
   ChatOptions options{.common = Options(DataDirOf(file, kLocomoFile))};

@@ -1,6 +1,7 @@
 #include "workload/named_workload.h"
 
 #include <array>
+#include <optional>
 
 #include "workload/chat_workload.h"
 #include "workload/docqa_workload.h"
@@ -9,22 +10,43 @@
 namespace reprise::workload {
 namespace {
 
-constexpr std::array<std::string_view, 14> kNames = {"docqa",
-                                                     "docqa-distractor",
-                                                     "docqa-shuffled",
-                                                     "docqa-hot",
-                                                     "chat",
-                                                     "chat-window",
-                                                     "skills",
-                                                     "docqa-plain",
-                                                     "docqa-distractor-plain",
-                                                     "docqa-shuffled-plain",
-                                                     "docqa-hot-plain",
-                                                     "chat-plain",
-                                                     "chat-window-plain",
-                                                     "skills-plain"};
+// clang-format off
+constexpr std::array<std::string_view, 15> kNames = {
+    "docqa", "docqa-distractor", "docqa-shuffled", "docqa-hot", "chat", "chat-window", "skills",
+    "docqa-plain", "docqa-distractor-plain", "docqa-shuffled-plain", "docqa-hot-plain",
+    "chat-plain", "chat-window-plain", "skills-plain", "skills-block"};
+// clang-format on
 
 constexpr std::string_view kPlainSuffix = "-plain";
+constexpr std::string_view kBlockSuffix = "-block";
+
+// The same requests with each prompt's context segments (its skills, documents or turns)
+// joined, in order, into one segment of the first one's role: an app that caches its tool or
+// skill block as a whole instead of one description at a time. The block is reused exactly
+// where the same block recurs after the same prefix, and never piece by piece. The
+// collection stays per piece; the name gains "-block".
+Workload MakeBlock(Workload workload) {
+  for (Request& request : workload.requests) {
+    std::vector<Segment> segments;
+    std::optional<size_t> block;
+    for (Segment& segment : request.segments) {
+      if (!IsContextRole(segment.role)) {
+        segments.push_back(std::move(segment));
+        continue;
+      }
+      if (!block) {
+        block = segments.size();
+        segments.push_back(Segment{segment.role, "", ""});
+      }
+      Segment& b = segments[*block];
+      b.text += segment.text;
+      b.source_id += (b.source_id.empty() ? "" : "+") + segment.source_id;
+    }
+    request.segments = std::move(segments);
+  }
+  workload.name += kBlockSuffix;
+  return workload;
+}
 
 // The same requests as an app that does not say where its documents are sends them: the
 // leading system segments stay, everything after them (the retrieved documents or skills and
@@ -55,6 +77,13 @@ Workload MakePlain(Workload workload) {
 std::span<const std::string_view> WorkloadNames() { return kNames; }
 
 Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions& options) {
+  if (name.ends_with(kBlockSuffix)) {
+    const std::string_view base = name.substr(0, name.size() - kBlockSuffix.size());
+    if (!base.ends_with(kBlockSuffix) && !base.ends_with(kPlainSuffix)) {
+      REPRISE_ASSIGN_OR_RETURN(Workload workload, BuildNamedWorkload(base, options));
+      return MakeBlock(std::move(workload));
+    }
+  }
   if (name.ends_with(kPlainSuffix)) {
     const std::string_view base = name.substr(0, name.size() - kPlainSuffix.size());
     if (!base.ends_with(kPlainSuffix)) {
