@@ -127,7 +127,13 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   }
   // The quality guard: the model's calibrated threshold unless one was given (measured once
   // when missing, as an engine does).
-  engine::ResolveQualityGuard(*model, options.calibration_dir, /*measure_if_missing=*/true, &tuned);
+  if (std::find(options.methods.begin(), options.methods.end(), ReuseMethod::kBlend) !=
+      options.methods.end()) {
+    engine::ResolveQualityGuard(*model, options.calibration_dir, /*measure_if_missing=*/true,
+                                &tuned);
+  } else {
+    tuned.guard_deviation = 0.0;  // no blend run: nothing to guard, nothing to measure
+  }
 
   // The oracle (full prefill) always runs, for quality; it is also the `none` method.
   std::vector<ReuseMethod> methods = options.methods;
