@@ -62,6 +62,8 @@ struct MethodRun {
   double match_sum = 0, prep_sum = 0, place_sum = 0, load_wait_sum = 0, compute_sum = 0,
          store_sum = 0;
   std::vector<int64_t> window_found, window_reusable;  // per kRecallWindowQueries queries
+  // Continuations by prompt group (the id before '#'), for order stability.
+  std::map<std::string, std::vector<std::vector<int32_t>>> continuations_by_group;
   double residual_sum = 0;
 };
 
@@ -335,6 +337,13 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
         oracle_logits = logits;
         oracle_continuation = continuation;
       }
+      if (options.measure_quality) {
+        const std::string& id = work.requests[q].id;
+        const size_t hash = id.find('#');
+        if (hash != std::string::npos) {
+          run.continuations_by_group[id.substr(0, hash)].push_back(continuation);
+        }
+      }
       const int reusable = result.tokens_reusable_per_query.back();
       MethodStats& st = run.stats;
       ++st.queries;
@@ -430,6 +439,14 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     st.kl_mean = run.kl_sum / n;
     st.top1_agreement = run.top1_sum / n;
     st.continuation_agreement = run.continuation_sum / n;
+    int stable = 0;
+    for (const auto& [group, continuations] : run.continuations_by_group) {
+      if (continuations.size() < 2) continue;
+      ++st.order_groups;
+      stable += std::all_of(continuations.begin(), continuations.end(),
+                            [&](const auto& c) { return c == continuations.front(); });
+    }
+    if (st.order_groups > 0) st.order_stability = static_cast<double>(stable) / st.order_groups;
     if (!st.kl_per_query.empty()) {
       std::vector<double> kl = st.kl_per_query, cont = st.continuation_per_query;
       std::sort(kl.begin(), kl.end());
@@ -519,6 +536,8 @@ std::string ReuseBenchResult::ToJson() const {
                    {"speedup_vs_none", s.speedup_vs_none},
                    {"kl_mean", s.kl_mean},
                    {"kl_p95", s.kl_p95},
+                   {"order_groups", s.order_groups},
+                   {"order_stability", s.order_stability},
                    {"kl_max", s.kl_max},
                    {"continuation_p10", s.continuation_p10},
                    {"kl_per_query", s.kl_per_query},
@@ -642,6 +661,18 @@ std::string ReuseBenchResult::ToText() const {
       if (m.method == "none" || m.kl_per_query.empty()) continue;
       std::snprintf(line, sizeof(line), " %s %.5f / %.5f, %.3f;", m.method.c_str(), m.kl_p95,
                     m.kl_max, m.continuation_p10);
+      s += line;
+    }
+    s += "\n";
+  }
+  bool any_groups = false;
+  for (const MethodStats& m : methods) any_groups = any_groups || m.order_groups > 0;
+  if (any_groups) {
+    s += "answers unchanged under every order of the same documents (question groups):";
+    for (const MethodStats& m : methods) {
+      if (m.order_groups == 0) continue;
+      std::snprintf(line, sizeof(line), " %s %.0f%% of %d;", m.method.c_str(),
+                    100.0 * m.order_stability, m.order_groups);
       s += line;
     }
     s += "\n";

@@ -75,6 +75,11 @@ struct MethodStats {
   // and their tails: the 95th percentile and worst KL, the 10th percentile of agreement.
   std::vector<double> kl_per_query, continuation_per_query;
   double kl_p95 = 0, kl_max = 0, continuation_p10 = 0;
+  // Position sensitivity: prompts whose ids differ only after '#' (docqa-orders: the same
+  // documents in another order) form a group; a group is stable when this method's greedy
+  // continuation is the same for all of them. -1 without such groups.
+  int order_groups = 0;
+  double order_stability = -1;
   int64_t tokens_prefix = 0, tokens_nonprefix = 0, tokens_recomputed = 0, tokens_new = 0;
   double match_ms_mean = 0, kv_prep_ms_mean = 0, compute_ms_mean = 0;
   double overhead_ms_mean = 0;  // matching + KV preparation (not hidden by compute)

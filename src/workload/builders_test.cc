@@ -248,6 +248,40 @@ TEST(NamedWorkloadTest, BlockVariantJoinsEachPromptsContextIntoOneSegment) {
   EXPECT_FALSE(BuildNamedWorkload("skills-block-block", options).ok());
 }
 
+TEST(DocQaWorkloadTest, OrdersGiveEveryPermutationOfTheSameDocuments) {
+  REPRISE_REQUIRE_SHARED_FILE(file, std::string(kHotpotDistractorFile));
+  WorkloadOptions options = Options(DataDirOf(file, kHotpotDistractorFile));
+  options.num_queries = 5;
+  Result<Workload> workload = BuildNamedWorkload("docqa-orders", options);
+  ASSERT_TRUE(workload.ok()) << workload.error().ToString();
+  EXPECT_EQ(workload->name, "docqa-orders");
+  ASSERT_EQ(workload->requests.size(), 30u);  // 5 questions x 3! orders
+  for (size_t g = 0; g < 5; ++g) {
+    std::set<std::vector<std::string>> orders;
+    std::set<std::string> documents, groups, questions;
+    for (size_t k = 0; k < 6; ++k) {
+      const Request& r = workload->requests[g * 6 + k];
+      EXPECT_EQ(r.id.substr(r.id.find('#')), "#order" + std::to_string(k));
+      groups.insert(r.id.substr(0, r.id.find('#')));
+      std::vector<std::string> order;
+      for (const Segment& s : r.segments) {
+        if (s.role == kRoleDocument) order.push_back(s.source_id);
+        if (s.role == kRoleQuestion) questions.insert(s.text);
+      }
+      ASSERT_EQ(order.size(), 3u) << r.id;
+      documents.insert(order.begin(), order.end());
+      orders.insert(order);
+    }
+    EXPECT_EQ(orders.size(), 6u);     // every permutation once
+    EXPECT_EQ(documents.size(), 3u);  // of the same three documents
+    EXPECT_EQ(groups.size(), 1u);
+    EXPECT_EQ(questions.size(), 1u);
+  }
+  DocQaOptions bad{.common = options};
+  bad.orders_of = 6;
+  EXPECT_FALSE(BuildDocQaWorkload(bad).ok());
+}
+
 TEST(ChatWorkloadTest, LocomoQuestionsRetrieveTheirConversation) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
   ChatOptions options{.common = Options(DataDirOf(file, kLocomoFile))};

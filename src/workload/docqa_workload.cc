@@ -1,5 +1,6 @@
 #include "workload/docqa_workload.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -103,6 +104,10 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
   if (options.shuffled_pool < 0 || options.shuffled_pool == 1) {
     return InvalidArgumentError("the shuffled pool needs at least 2 documents");
   }
+  if (options.orders_of < 0 || options.orders_of == 1 || options.orders_of > 5 ||
+      (options.orders_of > 0 && (options.hot_pool > 0 || options.shuffled_pool > 0))) {
+    return InvalidArgumentError("orders_of must be 2 to 5, without a pool");
+  }
   if (options.hot_pool < 0 || options.hot_pool == 1 ||
       (options.hot_pool > 0 && options.shuffled_pool > 0)) {
     return InvalidArgumentError("the hot pool needs at least 2 documents and no shuffled pool");
@@ -122,7 +127,31 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
   if (common.num_queries > 0) {
     num_queries = std::min(num_queries, static_cast<size_t>(common.num_queries));
   }
-  for (size_t q = 0; q < num_queries; ++q) {
+  for (size_t q = 0; q < num_queries && options.orders_of > 1; ++q) {
+    const Item& item = items[q];
+    std::vector<size_t> chosen;
+    for (const Bm25Hit& hit : collection.index.TopK(item.question, options.orders_of)) {
+      chosen.push_back(static_cast<size_t>(hit.chunk_index));
+    }
+    std::sort(chosen.begin(), chosen.end());
+    int k = 0;
+    do {
+      PromptParts parts;
+      parts.id = "docqa:" + item.id + "#order" + std::to_string(k++);
+      parts.system = {std::string(kRoleSystem), std::string(kDocQaSystemPrompt), "system:docqa"};
+      for (size_t c : chosen) parts.contexts.push_back(collection.chunks[c]);
+      parts.question = {std::string(kRoleQuestion), "Question: " + item.question + "\nAnswer:", ""};
+      parts.reference_answer = item.answer;
+      FittedPrompt fitted =
+          FitPrompt(std::move(parts), common.max_prompt_tokens, common.count_tokens);
+      if (!fitted.request || fitted.num_dropped_contexts > 0) {
+        ++counts.num_skipped_requests;  // an order that does not fit whole is no comparison
+        continue;
+      }
+      requests.push_back(std::move(*fitted.request));
+    } while (std::next_permutation(chosen.begin(), chosen.end()));
+  }
+  for (size_t q = 0; q < num_queries && options.orders_of <= 1; ++q) {
     const Item& item = items[q];
     PromptParts parts;
     parts.id = "docqa:" + item.id;
@@ -168,9 +197,10 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
     requests.push_back(std::move(*fitted.request));
   }
   if (pool > 0) collection.chunks.resize(pool);
-  return FinishWorkload(pool > 0  ? "docqa-shuffled"
-                        : hot > 0 ? "docqa-hot"
-                                  : "docqa",
+  return FinishWorkload(pool > 0                ? "docqa-shuffled"
+                        : hot > 0               ? "docqa-hot"
+                        : options.orders_of > 1 ? "docqa-orders"
+                                                : "docqa",
                         std::move(requests), std::move(collection.chunks), counts, common);
 }
 

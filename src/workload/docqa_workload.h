@@ -52,6 +52,10 @@ struct DocQaOptions {
   std::string file = std::string(kHotpotFullwikiFile);
   int shuffled_pool = 0;  // > 0: draw each prompt's documents from this many (see above)
   int hot_pool = 0;       // > 0: half from this many recurring ones, half retrieved (above)
+  // > 1 ("docqa-orders", 3): each question's top orders_of retrieved chunks in every order,
+  // one prompt per permutation (ids "docqa:<id>#order<k>"): is the answer the same whatever
+  // the order? num_queries counts questions.
+  int orders_of = 0;
 };
 
 // Builds the docqa workload. Errors: InvalidArgument (options), NotFound (with the path),

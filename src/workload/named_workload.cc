@@ -11,10 +11,10 @@ namespace reprise::workload {
 namespace {
 
 // clang-format off
-constexpr std::array<std::string_view, 15> kNames = {
+constexpr std::array<std::string_view, 16> kNames = {
     "docqa", "docqa-distractor", "docqa-shuffled", "docqa-hot", "chat", "chat-window", "skills",
     "docqa-plain", "docqa-distractor-plain", "docqa-shuffled-plain", "docqa-hot-plain",
-    "chat-plain", "chat-window-plain", "skills-plain", "skills-block"};
+    "chat-plain", "chat-window-plain", "skills-plain", "skills-block", "docqa-orders"};
 // clang-format on
 
 constexpr std::string_view kPlainSuffix = "-plain";
@@ -92,13 +92,14 @@ Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions
     }
   }
   if (name == "docqa" || name == "docqa-distractor" || name == "docqa-shuffled" ||
-      name == "docqa-hot") {
+      name == "docqa-hot" || name == "docqa-orders") {
     DocQaOptions docqa{.common = options};
-    if (name == "docqa-distractor" || name == "docqa-shuffled") {
+    if (name == "docqa-distractor" || name == "docqa-shuffled" || name == "docqa-orders") {
       docqa.file = std::string(kHotpotDistractorFile);
     }
     if (name == "docqa-shuffled") docqa.shuffled_pool = 12;
     if (name == "docqa-hot") docqa.hot_pool = 12;
+    if (name == "docqa-orders") docqa.orders_of = 3;
     REPRISE_ASSIGN_OR_RETURN(Workload workload, BuildDocQaWorkload(docqa));
     workload.name = std::string(name);
     return workload;

@@ -461,6 +461,31 @@ TEST_F(CliTest, BenchReuseGuardFallsBackToFullPrefill) {
   EXPECT_EQ(Reprise(bench + " --guard -1").exit_code, 2);
 }
 
+// Position sensitivity: the same documents in every order; each method says how often its
+// answer stayed the same.
+TEST_F(CliTest, BenchReuseReportsOrderStability) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  REPRISE_REQUIRE_SHARED_FILE(hotpot, "workloads/hotpotqa/hotpotqa_distractor_100.jsonl");
+  const std::string data = hotpot.substr(0, hotpot.find("/workloads/"));
+  Outcome out =
+      Reprise("bench reuse -m " + stories +
+              " --workload docqa-orders --queries 2 --methods none,blend --json --data " + data);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  nlohmann::json j = nlohmann::json::parse(out.out);
+  EXPECT_EQ(j["queries"].get<int>(), 12);
+  for (const char* method : {"none", "blend"}) {  // none: the full-prefill oracle
+    const nlohmann::json& m = j["methods"][method];
+    EXPECT_EQ(m["order_groups"].get<int>(), 2) << method;
+    EXPECT_GE(m["order_stability"].get<double>(), 0.0) << method;
+    EXPECT_LE(m["order_stability"].get<double>(), 1.0) << method;
+  }
+  Outcome plain = Reprise("bench reuse -m " + stories +
+                          " --workload docqa --queries 2 --methods blend --json --data " + data);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["methods"]["blend"]["order_stability"].get<double>(),
+            -1.0);  // no groups
+}
+
 // Overwrites the string value of GGUF metadata `key` in `bytes` with `value` (same length).
 void PatchGgufString(std::string& bytes, const std::string& key, const std::string& value) {
   const size_t at = bytes.find(key);
