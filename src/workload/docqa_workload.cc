@@ -85,6 +85,17 @@ Status BuildCollection(const std::vector<Item>& items, const WorkloadOptions& op
   return Status::Ok();
 }
 
+// `drawn` of the indices [0, pool) in a random order: a partial Fisher-Yates shuffle seeded
+// by `seed` (reproducible per query).
+std::vector<size_t> DrawFromPool(size_t pool, size_t drawn, uint64_t seed) {
+  std::vector<size_t> order(pool);
+  for (size_t i = 0; i < pool; ++i) order[i] = i;
+  Random random(seed);
+  for (size_t i = 0; i < drawn; ++i) std::swap(order[i], order[i + random.NextBelow(pool - i)]);
+  order.resize(drawn);
+  return order;
+}
+
 }  // namespace
 
 Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
@@ -157,21 +168,12 @@ Result<Workload> BuildDocQaWorkload(const DocQaOptions& options) {
     parts.id = "docqa:" + item.id;
     parts.system = {std::string(kRoleSystem), std::string(kDocQaSystemPrompt), "system:docqa"};
     if (pool > 0) {
-      // A partial Fisher-Yates shuffle of the pool, seeded per query.
-      std::vector<size_t> order(pool);
-      for (size_t i = 0; i < pool; ++i) order[i] = i;
-      Random random(0x5eed0000u + q);
-      for (size_t i = 0; i < drawn; ++i) {
-        std::swap(order[i], order[i + random.NextBelow(pool - i)]);
-        parts.contexts.push_back(collection.chunks[order[i]]);
+      for (size_t c : DrawFromPool(pool, drawn, 0x5eed0000u + q)) {
+        parts.contexts.push_back(collection.chunks[c]);
       }
     } else if (hot > 0) {
-      std::vector<size_t> order(hot);
-      for (size_t i = 0; i < hot; ++i) order[i] = i;
-      Random random(0x407a0000u + q);
-      for (size_t i = 0; i < drawn; ++i) {
-        std::swap(order[i], order[i + random.NextBelow(hot - i)]);
-        parts.contexts.push_back(collection.chunks[order[i]]);
+      for (size_t c : DrawFromPool(hot, drawn, 0x407a0000u + q)) {
+        parts.contexts.push_back(collection.chunks[c]);
       }
       const size_t wanted = static_cast<size_t>(std::max(common.top_chunks, 1));
       for (const Bm25Hit& hit :
