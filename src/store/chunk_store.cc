@@ -115,13 +115,7 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
 }
 
 ChunkStore::~ChunkStore() {
-  if (write_back_ != nullptr) {  // null when Open failed
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<SightingRow> sightings = sightings_->TakeChanged();
-    if (!sightings.empty() && flash_->is_persistent()) {
-      write_back_->EnqueueAccess(AccessJob{"", {}, std::move(sightings)});
-    }
-  }
+  if (write_back_ != nullptr) EnqueueSightings();  // null when Open failed
   // Finishes the queue while the rest of the store is still here.
   write_back_.reset();
 }
@@ -142,6 +136,14 @@ Result<std::unique_ptr<kv::ChunkCache>> ChunkStore::OpenValidNamespace(std::stri
 
 void ChunkStore::EvictPoolLocked() {
   stats_.pool_evictions += pool_->EvictOverBudget(Now(), &stats_.dropped_unadmitted);
+}
+
+void ChunkStore::EnqueueSightings() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<SightingRow> sightings = sightings_->TakeChanged();
+  if (!sightings.empty() && flash_->is_persistent()) {
+    write_back_->EnqueueAccess(AccessJob{"", {}, std::move(sightings)});
+  }
 }
 
 bool ChunkStore::AdmissionActive() const { return options_.admit_after_sightings > 1; }
@@ -468,13 +470,7 @@ Status ChunkStore::EvictFlash() {
 }
 
 Status ChunkStore::Flush() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<SightingRow> sightings = sightings_->TakeChanged();
-    if (!sightings.empty() && flash_->is_persistent()) {
-      write_back_->EnqueueAccess(AccessJob{"", {}, std::move(sightings)});
-    }
-  }
+  EnqueueSightings();
   write_back_->Flush();
   return Status::Ok();
 }

@@ -157,6 +157,8 @@ class ChunkStore : private WriteBackSink {
   // Admission control (admission.h).
   bool AdmissionActive() const;
   int64_t NowUs() const;
+  // Queues the sightings counted since the last request for the catalog (Flush, close).
+  void EnqueueSightings();
   // A pool chunk awaiting admission is queued for write-back.
   void AdmitLocked(const std::string& ns, kv::ChunkId id) REPRISE_REQUIRES(mutex_);
   // A later prompt found `entry` in the pool: one more sighting when it awaits admission.
