@@ -51,6 +51,16 @@ enum class ReuseMethod : uint8_t {
 const char* ReuseMethodName(ReuseMethod method);              // "none", "prefix", "full", "blend"
 Result<ReuseMethod> ParseReuseMethod(std::string_view name);  // Errors: InvalidArgument
 
+// Which reused tokens blend recomputes (its r share).
+enum class TokenSelection : uint8_t {
+  kDeviation,  // those whose KV deviates most at the check layer (CacheBlend)
+  kAttention,  // those the prompt's last new tokens (the question) attend to most there
+  kAttentionTimesDeviation,  // the largest product of the two
+};
+// "deviation", "attention", "attention-deviation".
+const char* TokenSelectionName(TokenSelection selection);
+Result<TokenSelection> ParseTokenSelection(std::string_view name);  // Errors: InvalidArgument
+
 // How the store keeps KV on flash.
 enum class KvCodec : uint8_t {
   kF16,   // as computed
@@ -103,6 +113,9 @@ struct EngineOptions {
   // this. Tokens that lost their near context (documents in a new order) are recomputed by
   // the r share as always. 0 = off. In [0, 1].
   double stable_recompute_min_deviation = kDefaultStableRecomputeMinDeviation;
+  // blend's token selection. The query-aware ones run a probe of the prompt's last 32 new
+  // tokens over the reused KV first (docs/benchmarks.md, "Query-aware selection").
+  TokenSelection token_selection = TokenSelection::kDeviation;
   // Memory for cached chunks, in MiB: the store's memory pool when `store_dir` is set, else
   // the memory cache of each namespace.
   int64_t cache_mb = 1024;

@@ -264,6 +264,17 @@ class BenchCommand : public Command {
                   "auto = the model's calibrated threshold (measured once when missing)")
         ->default_str("auto")
         ->transform(GuardThreshold());
+    s->add_option("--selection", selection_,
+                  "What blend's recompute ranks reused tokens by: deviation (of K at the check "
+                  "layer), attention (that the prompt's last new tokens pay to them there, "
+                  "measured by a probe) or attention-deviation (their product)")
+        ->default_val(engine::SelectionName(engine::ReuseOptions{}.selection))
+        ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
+    s->add_option("--probe-tokens", reuse_options_.reuse.query_probe_tokens,
+                  "Query-aware selection: how many of the prompt's last new tokens the probe "
+                  "runs")
+        ->default_val(engine::ReuseOptions{}.query_probe_tokens)
+        ->check(IntegerIn(1, graph::kMaxProbeRows));
     s->add_flag("--deviation-v", reuse_options_.reuse.deviation_includes_v,
                 "Add V's deviation to K's when selecting tokens");
     s->add_flag("--refresh-check-layer", reuse_options_.reuse.refresh_check_layer,
@@ -375,6 +386,7 @@ class BenchCommand : public Command {
     }
     reuse_options_.store_cost_aware = eviction_ == "cost";
     reuse_options_.reuse.chunking = *engine::ParseChunkingMode(chunking_);  // checked above
+    reuse_options_.reuse.selection = *engine::ParseSelection(selection_);   // checked above
     reuse_options_.store_prefetch = !no_prefetch_;
     reuse_options_.reuse.overlap_kv_preparation = !no_overlap_;
     if (reuse_options_.cold_flash && reuse_options_.store_dir.empty()) {
@@ -515,6 +527,7 @@ class BenchCommand : public Command {
   bool serve_json_ = false;
   std::string eviction_ = "cost";
   std::string chunking_;
+  std::string selection_;
   bool no_prefetch_ = false;
   bool no_overlap_ = false;
   bool no_quality_ = false;

@@ -81,6 +81,13 @@ class RunCommand : public Command {
                     "calibrations")
         ->default_str("auto")
         ->transform(GuardThreshold());
+    sub->add_option(
+           "--selection", selection_name_,
+           "Which reused tokens blend recomputes: deviation (whose KV deviates most at the "
+           "check layer), attention (those the prompt's last new tokens attend to most "
+           "there, measured by a probe) or attention-deviation (their product)")
+        ->default_val(TokenSelectionName(options_.token_selection))
+        ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across runs, in the default store folder "
                   "(<cache folder>/store; the cache folder is $XDG_CACHE_HOME/reprise or "
@@ -113,6 +120,9 @@ class RunCommand : public Command {
     options_.reuse = *reuse;
     Result<KvCodec> codec = ParseKvCodec(codec_name_);
     if (!codec.ok()) return PrintError("run", codec.error());
+    Result<TokenSelection> selection = ParseTokenSelection(selection_name_);
+    if (!selection.ok()) return PrintError("run", selection.error());
+    options_.token_selection = *selection;
     options_.store_codec = *codec;
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && options_.store_dir.empty()) {
@@ -181,6 +191,7 @@ class RunCommand : public Command {
 
   EngineOptions options_;
   std::string reuse_name_ = "prefix", codec_name_ = "f16";
+  std::string selection_name_;
   GenerateRequest request_;
   std::string prompt_file_;
   std::vector<std::string> doc_paths_;

@@ -101,6 +101,10 @@ class ServeCommand : public Command {
                     "the model's calibrated threshold")
         ->default_str("auto")
         ->transform(GuardThreshold());
+    sub->add_option("--selection", selection_name_,
+                    "Which reused tokens blend recomputes (see `reprise run --help`)")
+        ->default_val(TokenSelectionName(engine_.token_selection))
+        ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across restarts, in the default store folder");
     sub->add_option("--store-dir", engine_.store_dir, "Keep KV caches in this folder");
@@ -131,6 +135,9 @@ class ServeCommand : public Command {
     engine_.reuse = *reuse;
     Result<KvCodec> codec = ParseKvCodec(codec_name_);
     if (!codec.ok()) return PrintError("serve", codec.error());
+    Result<TokenSelection> selection = ParseTokenSelection(selection_name_);
+    if (!selection.ok()) return PrintError("serve", selection.error());
+    engine_.token_selection = *selection;
     engine_.store_codec = *codec;
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && engine_.store_dir.empty()) {
@@ -208,6 +215,7 @@ class ServeCommand : public Command {
   EngineOptions engine_;
   server::ServerOptions server_;
   std::string reuse_name_ = "blend", codec_name_ = "f16";
+  std::string selection_name_;
   int max_body_mb_ = 8;
   bool use_store_ = false;
 };

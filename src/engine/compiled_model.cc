@@ -68,10 +68,19 @@ Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::RecomputeGrap
   options.recompute_ratio = spec.ratio;
   options.deviation_includes_v = spec.deviation_includes_v;
   options.refresh_check_layer = spec.refresh_check_layer;
-  return GetOrCompile(GraphKey{static_cast<int>(graph::GraphKind::kRecompute), spec.capacity,
-                               spec.ratio, spec.check_layer, spec.deviation_includes_v,
-                               spec.refresh_check_layer},
-                      graph::GraphKind::kRecompute, spec.capacity, options);
+  return GetOrCompile(
+      GraphKey{static_cast<int>(graph::GraphKind::kRecompute), spec.capacity, spec.ratio,
+               spec.check_layer, spec.deviation_includes_v, spec.refresh_check_layer},
+      graph::GraphKind::kRecompute, spec.capacity, options);
+}
+
+Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::QueryProbeGraph(
+    int capacity, int check_layer) const {
+  model::CompileOptions options;
+  options.check_layer = check_layer;
+  return GetOrCompile(GraphKey{static_cast<int>(graph::GraphKind::kQueryProbe), capacity, 0.0,
+                               check_layer, false, false},
+                      graph::GraphKind::kQueryProbe, capacity, options);
 }
 
 int CompiledModel::graphs_compiled() const {

@@ -74,6 +74,10 @@ class CompiledModel {
   Result<std::shared_ptr<const graph::CompiledGraph>> DecodeBatchGraph(int capacity) const;
   Result<std::shared_ptr<const graph::CompiledGraph>> RecomputeGraph(
       const RecomputeGraphSpec& spec) const;
+  // The query probe of query-aware selection (graph::GraphKind::kQueryProbe) over `capacity`
+  // tokens (at most graph::kMaxProbeRows), scoring at `check_layer`.
+  Result<std::shared_ptr<const graph::CompiledGraph>> QueryProbeGraph(int capacity,
+                                                                      int check_layer) const;
 
   // How many graphs have been compiled so far (tests: a second session compiles none).
   int graphs_compiled() const;

@@ -35,6 +35,15 @@ Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
   return static_cast<ReuseMethod>(method);
 }
 
+const char* TokenSelectionName(TokenSelection selection) {
+  return engine::SelectionName(static_cast<graph::SelectionKey>(selection));
+}
+
+Result<TokenSelection> ParseTokenSelection(std::string_view name) {
+  REPRISE_ASSIGN_OR_RETURN(graph::SelectionKey key, engine::ParseSelection(name));
+  return static_cast<TokenSelection>(key);
+}
+
 const char* KvCodecName(KvCodec codec) { return codec == KvCodec::kInt8 ? "int8" : "f16"; }
 
 Result<KvCodec> ParseKvCodec(std::string_view name) {
@@ -48,6 +57,13 @@ static_assert(
     static_cast<int>(ReuseMethod::kPrefix) == static_cast<int>(engine::ReuseMethod::kPrefix) &&
     static_cast<int>(ReuseMethod::kFull) == static_cast<int>(engine::ReuseMethod::kFull) &&
     static_cast<int>(ReuseMethod::kBlend) == static_cast<int>(engine::ReuseMethod::kBlend));
+
+static_assert(static_cast<int>(TokenSelection::kDeviation) ==
+                  static_cast<int>(graph::SelectionKey::kDeviation) &&
+              static_cast<int>(TokenSelection::kAttention) ==
+                  static_cast<int>(graph::SelectionKey::kAttention) &&
+              static_cast<int>(TokenSelection::kAttentionTimesDeviation) ==
+                  static_cast<int>(graph::SelectionKey::kAttentionTimesDeviation));
 
 static_assert(kDefaultStableRecomputeMinDeviation == engine::kDefaultStableMinDeviation);
 
@@ -107,6 +123,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.guard_deviation = options.quality_guard;
     reuse.recompute_min_deviation = options.recompute_min_deviation;
     reuse.stable_min_deviation = options.stable_recompute_min_deviation;
+    reuse.selection = static_cast<graph::SelectionKey>(options.token_selection);
     engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;

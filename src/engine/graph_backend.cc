@@ -53,6 +53,12 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
     b->recompute_context_->set_min_relative_deviation(options.recompute_min_deviation);
     b->recompute_context_->set_stable_min_relative_deviation(options.stable_min_deviation);
   }
+  if (options.query_probe_capacity > 0) {
+    REPRISE_ASSIGN_OR_RETURN(
+        b->probe_, m.QueryProbeGraph(std::min(options.query_probe_capacity, options.context_tokens),
+                                     options.check_layer));
+    REPRISE_ASSIGN_OR_RETURN(b->probe_context_, graph::ExecutionContext::Create(*b->probe_));
+  }
   const model::ModelConfig& c = m.config();
   REPRISE_ASSIGN_OR_RETURN(
       b->kv_, kv::KvCache::Create(
@@ -65,6 +71,7 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
   b->prefill_context_->BindKv(b->kv_binding_);
   b->decode_context_->BindKv(b->kv_binding_);
   if (b->recompute_context_) b->recompute_context_->BindKv(b->kv_binding_);
+  if (b->probe_context_) b->probe_context_->BindKv(b->kv_binding_);
   if (options.decode_batcher != nullptr) {
     b->decode_batcher_ = options.decode_batcher;
     b->batch_logits_.resize(static_cast<size_t>(c.vocab_size));
@@ -72,8 +79,8 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
   b->executor_ = std::make_unique<graph::Executor>(m.pool(), m.kernels());
   b->positions_scratch_.resize(static_cast<size_t>(options.context_tokens));
   b->slots_scratch_.resize(static_cast<size_t>(options.context_tokens));
-  REPRISE_LOG(kDebug) << "session ready: arenas " << b->prefill_->arena_bytes() / 1048576.0
-                      << " + " << b->decode_->arena_bytes() / 1048576.0 << " MiB; resident "
+  REPRISE_LOG(kDebug) << "session ready: arenas " << b->prefill_->arena_bytes() / 1048576.0 << " + "
+                      << b->decode_->arena_bytes() / 1048576.0 << " MiB; resident "
                       << CurrentRssMb() << " MiB";
   b->name_ = std::string("cpu-graphs/") + m.kernels().name + ", prefill " +
              std::to_string(prefill_capacity) + ", " + std::to_string(m.pool().num_threads()) +
@@ -120,11 +127,10 @@ Status GraphBackend::RunPrefill(std::span<const int32_t> tokens, std::span<const
   return Status::Ok();
 }
 
-Result<std::span<const int32_t>> GraphBackend::RunRecompute(std::span<const int32_t> tokens,
-                                                            std::span<const int32_t> positions,
-                                                            std::span<const int32_t> slots,
-                                                            std::span<const uint8_t> forced,
-                                                            int num_tokens_after) {
+Result<std::span<const int32_t>> GraphBackend::RunRecompute(
+    std::span<const int32_t> tokens, std::span<const int32_t> positions,
+    std::span<const int32_t> slots, std::span<const uint8_t> forced, int num_tokens_after,
+    std::span<const float> row_attention, graph::SelectionKey key) {
   if (!recompute_) return InvalidArgumentError("no recompute graph was compiled");
   REPRISE_RETURN_IF_ERROR(CheckTokens(tokens));
   if (tokens.size() > static_cast<size_t>(recompute_->capacity())) {
@@ -133,10 +139,34 @@ Result<std::span<const int32_t>> GraphBackend::RunRecompute(std::span<const int3
                                 std::to_string(recompute_->capacity()));
   }
   if (num_tokens_after > capacity_tokens()) return InvalidArgumentError("context overflow");
-  REPRISE_RETURN_IF_ERROR(
-      RunCall(*recompute_context_, tokens, positions, slots, forced, num_tokens_after));
+  if (key != graph::SelectionKey::kDeviation && row_attention.size() != tokens.size()) {
+    return InvalidArgumentError("query-aware selection needs an attention weight per token");
+  }
+  graph::ExecutionContext& context = *recompute_context_;
+  REPRISE_RETURN_IF_ERROR(context.SetInputs(tokens, positions, slots, num_tokens_after));
+  if (!forced.empty()) context.SetForcedRows(forced);
+  if (key != graph::SelectionKey::kDeviation) context.SetRowAttention(row_attention, key);
+  executor_->Run(context);
+  last_logits_ = context.logits();
   num_tokens_ = num_tokens_after;
-  return recompute_context_->selected_rows();
+  return context.selected_rows();
+}
+
+Result<std::span<const float>> GraphBackend::RunQueryProbe(std::span<const int32_t> tokens,
+                                                           std::span<const int32_t> positions,
+                                                           std::span<const int32_t> slots,
+                                                           int64_t num_visible_slots) {
+  if (!probe_) return InvalidArgumentError("no query probe graph was compiled");
+  REPRISE_RETURN_IF_ERROR(CheckTokens(tokens));
+  if (tokens.size() > static_cast<size_t>(probe_->capacity())) {
+    return InvalidArgumentError(std::to_string(tokens.size()) +
+                                " tokens exceed the query probe's capacity of " +
+                                std::to_string(probe_->capacity()));
+  }
+  if (num_visible_slots > capacity_tokens()) return InvalidArgumentError("context overflow");
+  REPRISE_RETURN_IF_ERROR(probe_context_->SetInputs(tokens, positions, slots, num_visible_slots));
+  executor_->Run(*probe_context_);
+  return probe_context_->attention_scores();
 }
 
 double GraphBackend::last_residual_deviation() const {

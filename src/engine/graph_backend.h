@@ -43,6 +43,9 @@ struct GraphBackendOptions {
   double recompute_min_deviation = 0.0;
   // The same for rows of stable context only (graph::kRowStableContext). 0 = off.
   double stable_min_deviation = 0.0;
+  // Query-aware selection's probe graph over this many tokens (at most
+  // graph::kMaxProbeRows), scoring at check_layer; 0 = none compiled.
+  int query_probe_capacity = 0;
   int num_threads = 0;          // 0 = every usable core
   bool scalar_kernels = false;  // force the portable kernels (tests)
   bool strict_shapes = false;   // compute padding rows too, like a static NPU graph
@@ -90,11 +93,24 @@ class GraphBackend : public InferenceBackend {
   // reused KV is already in their slots; `forced` rows (new tokens, the prompt's last token)
   // are always recomputed. Returns the input rows that were recomputed (valid until the next
   // call). Requires: a recompute graph was compiled. Errors: InvalidArgument.
-  Result<std::span<const int32_t>> RunRecompute(std::span<const int32_t> tokens,
-                                                std::span<const int32_t> positions,
-                                                std::span<const int32_t> slots,
-                                                std::span<const uint8_t> forced,
-                                                int num_tokens_after);
+  Result<std::span<const int32_t>> RunRecompute(
+      std::span<const int32_t> tokens, std::span<const int32_t> positions,
+      std::span<const int32_t> slots, std::span<const uint8_t> forced, int num_tokens_after,
+      std::span<const float> row_attention = {},
+      graph::SelectionKey key = graph::SelectionKey::kDeviation);
+  // Query-aware selection's probe (graph::GraphKind::kQueryProbe): runs `tokens` (the
+  // prompt's last ones, at most query_probe_capacity; slots after every reused one) through
+  // the layers before the check layer over the cache as it stands, and returns the attention
+  // they pay at the check layer to each slot before the first of theirs (entry s: slot s;
+  // valid until the next probe). The cache's layers below the check layer then hold the
+  // probe's KV in its slots until the real computation overwrites them; num_tokens() does
+  // not change. Requires: a probe graph was compiled. Errors: InvalidArgument.
+  Result<std::span<const float>> RunQueryProbe(std::span<const int32_t> tokens,
+                                               std::span<const int32_t> positions,
+                                               std::span<const int32_t> slots,
+                                               int64_t num_visible_slots);
+  bool has_query_probe() const { return probe_ != nullptr; }
+  int query_probe_capacity() const { return probe_ ? probe_->capacity() : 0; }
   // The last RunRecompute's residual deviation (graph::ExecutionContext::residual_deviation):
   // how far the reused rows it left alone deviate from fresh ones, relatively. 0 before any.
   double last_residual_deviation() const;
@@ -144,6 +160,8 @@ class GraphBackend : public InferenceBackend {
   std::shared_ptr<const graph::CompiledGraph> decode_;
   std::shared_ptr<const graph::CompiledGraph> recompute_;
   std::unique_ptr<graph::ExecutionContext> recompute_context_;
+  std::shared_ptr<const graph::CompiledGraph> probe_;
+  std::unique_ptr<graph::ExecutionContext> probe_context_;
   std::unique_ptr<graph::ExecutionContext> prefill_context_;
   std::unique_ptr<graph::ExecutionContext> decode_context_;
   std::unique_ptr<graph::Executor> executor_;

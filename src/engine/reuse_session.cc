@@ -44,6 +44,27 @@ Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
                               "' (none, prefix, full, blend)");
 }
 
+const char* SelectionName(graph::SelectionKey key) {
+  switch (key) {
+    case graph::SelectionKey::kDeviation:
+      return "deviation";
+    case graph::SelectionKey::kAttention:
+      return "attention";
+    case graph::SelectionKey::kAttentionTimesDeviation:
+      return "attention-deviation";
+  }
+  return "?";
+}
+
+Result<graph::SelectionKey> ParseSelection(std::string_view name) {
+  for (graph::SelectionKey key : {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
+                                  graph::SelectionKey::kAttentionTimesDeviation}) {
+    if (name == SelectionName(key)) return key;
+  }
+  return InvalidArgumentError("unknown selection '" + std::string(name) +
+                              "' (deviation, attention, attention-deviation)");
+}
+
 // What a graph call costs beyond its rows (its operators' synchronisation, the last row's
 // logits), as rows through every layer: `reprise calibrate` on the smollm2-135m shape (AMD
 // EPYC, 2 threads) puts the intercept of latency against capacity at 3.7 rows for prefill.
@@ -82,6 +103,10 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
       !(options.stable_min_deviation >= 0 && options.stable_min_deviation <= 1)) {
     return InvalidArgumentError("the adaptive recompute threshold must be in [0, 1]");
   }
+  if (options.query_probe_tokens < 1 || options.query_probe_tokens > graph::kMaxProbeRows) {
+    return InvalidArgumentError("query probe tokens must be in [1, " +
+                                std::to_string(graph::kMaxProbeRows) + "]");
+  }
   if (options.stable_context_tokens < 1) {
     return InvalidArgumentError("stable context tokens must be >= 1");
   }
@@ -103,6 +128,9 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.guard_deviation = std::max(0.0, options.guard_deviation);  // unresolved: off
     graph_options.recompute_min_deviation = options.recompute_min_deviation;
     graph_options.stable_min_deviation = options.stable_min_deviation;
+    if (options.selection != graph::SelectionKey::kDeviation) {
+      graph_options.query_probe_capacity = options.query_probe_tokens;
+    }
   }
   if (options.compiled) {
     if (&options.compiled->model() != &model) {
@@ -132,6 +160,10 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   s->positions_.resize(static_cast<size_t>(options.context_tokens));
   for (size_t i = 0; i < s->positions_.size(); ++i) s->positions_[i] = static_cast<int32_t>(i);
   s->forced_.resize(static_cast<size_t>(std::max(1, s->backend_->recompute_capacity())));
+  if (s->backend_->has_query_probe()) {
+    s->slot_attention_.resize(static_cast<size_t>(options.context_tokens));
+    s->row_attention_.resize(s->forced_.size());
+  }
   REPRISE_ASSIGN_OR_RETURN(
       SegmentChunker chunker,
       SegmentChunker::Create(model.tokenizer(), options.chunking, options.chunk_tokens));
@@ -272,6 +304,16 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
     stable_context = reuse::StableContextLengths(
         plan, chunks_, [this](kv::ChunkId id) { return cache_->LinkOf(id); });
   }
+  const bool query_aware =
+      backend_->has_query_probe() &&
+      std::any_of(schedule.calls.begin(), schedule.calls.end(), [](const reuse::GraphCall& call) {
+        return call.kind == reuse::CallKind::kRecompute;
+      });
+  if (query_aware) {
+    // The probe reads every reused slot.
+    REPRISE_RETURN_IF_ERROR(ready_until(n));
+    REPRISE_RETURN_IF_ERROR(ProbeQueryAttention(plan));
+  }
   int recomputed = 0;
   for (const reuse::GraphCall& call : schedule.calls) {
     REPRISE_RETURN_IF_ERROR(ready_until(call.end));
@@ -308,12 +350,19 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
                                                      : stable ? graph::kRowStableContext
                                                               : graph::kRowSelectable;
     }
+    if (query_aware) {
+      std::copy(slot_attention_.begin() + call.begin, slot_attention_.begin() + call.end,
+                row_attention_.begin());
+    }
     REPRISE_ASSIGN_OR_RETURN(
         std::span<const int32_t> selected,
         backend_->RunRecompute(std::span<const int32_t>(prompt_.data() + call.begin, count),
                                std::span<const int32_t>(positions_.data() + call.begin, count),
                                std::span<const int32_t>(positions_.data() + call.begin, count),
-                               std::span<const uint8_t>(forced_.data(), count), call.end));
+                               std::span<const uint8_t>(forced_.data(), count), call.end,
+                               query_aware ? std::span<const float>(row_attention_.data(), count)
+                                           : std::span<const float>(),
+                               query_aware ? options_.selection : graph::SelectionKey::kDeviation));
     const double residual = backend_->last_residual_deviation();
     report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
     report.residual_deviations.push_back(residual);
@@ -335,6 +384,28 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
   REPRISE_RETURN_IF_ERROR(ready_until(n));
   report.tokens_recomputed = recomputed;
   report.tokens_nonprefix = plan.num_nonprefix - recomputed;
+  return Status::Ok();
+}
+
+Status ReuseSession::ProbeQueryAttention(const reuse::ReusePlan& plan) {
+  const int n = static_cast<int>(prompt_.size());
+  // The query: the prompt's trailing new tokens (the question, the last turn), the last
+  // query_probe_capacity of them; the last token alone when the prompt ends in reused text.
+  const int limit = backend_->query_probe_capacity();
+  int begin = n - 1;
+  while (begin > 0 && n - begin < limit &&
+         plan.tokens[static_cast<size_t>(begin - 1)].kind == TokenKind::kNew) {
+    --begin;
+  }
+  const auto count = static_cast<size_t>(n - begin);
+  REPRISE_ASSIGN_OR_RETURN(
+      std::span<const float> scores,
+      backend_->RunQueryProbe(std::span<const int32_t>(prompt_.data() + begin, count),
+                              std::span<const int32_t>(positions_.data() + begin, count),
+                              std::span<const int32_t>(positions_.data() + begin, count), n));
+  std::copy(scores.begin(), scores.end(), slot_attention_.begin());
+  std::fill(slot_attention_.begin() + static_cast<long>(scores.size()), slot_attention_.end(),
+            0.0f);
   return Status::Ok();
 }
 

@@ -31,6 +31,10 @@ enum class ReuseMethod : uint8_t { kNone, kPrefix, kFull, kBlend };
 const char* ReuseMethodName(ReuseMethod method);
 Result<ReuseMethod> ParseReuseMethod(std::string_view name);
 
+// "deviation", "attention", "attention-deviation".
+const char* SelectionName(graph::SelectionKey key);
+Result<graph::SelectionKey> ParseSelection(std::string_view name);
+
 // ReuseOptions::stable_min_deviation's default (docs/benchmarks.md, "Adaptive recompute").
 inline constexpr double kDefaultStableMinDeviation = 0.01;
 // ReuseOptions::guard_deviation: the threshold calibrated for the model
@@ -53,6 +57,14 @@ struct ReuseOptions {
   // Also recompute the first N tokens of every reused run (DESIGN.md §2 step 3: chunks cached
   // alone carry spurious attention sinks at their start).
   int force_first_tokens = 0;
+  // What recompute calls rank reused tokens by (DESIGN.md §2): their deviation at the check
+  // layer (CacheBlend), or query-aware — the attention that the prompt's last
+  // `query_probe_tokens` new tokens (the question, the last turn) pay to them at the check
+  // layer, measured by a probe over the reused KV before the first call, alone or times the
+  // deviation. Query-aware selection waits for all the reused KV before the first call (the
+  // probe reads it). The default: docs/benchmarks.md, "Selection strategies".
+  graph::SelectionKey selection = graph::SelectionKey::kDeviation;
+  int query_probe_tokens = 32;  // 1 .. graph::kMaxProbeRows
   // Quality guard (DESIGN.md §2): when a recompute call leaves reused rows whose mean relative
   // deviation at the check layer (|fresh - cached|^2 / |fresh|^2 of K, plus V with
   // deviation_includes_v) is above this, the call's tokens are prefilled in full instead.
@@ -237,6 +249,9 @@ class ReuseSession {
   // The graph calls of the plan, in order; before each, `preparer` makes the reused KV it
   // reads visible. Unavailable when a source failed to load (the caller plans again).
   Status Compute(const reuse::ReusePlan& plan, KvPreparer& preparer, PrefillReport& report);
+  // Query-aware selection: probes the attention the prompt's last new tokens pay to every
+  // slot before them into slot_attention_ (zeros past what the probe scored).
+  Status ProbeQueryAttention(const reuse::ReusePlan& plan);
 
   const LoadedModel* model_;
   ReuseOptions options_;
@@ -255,9 +270,11 @@ class ReuseSession {
   std::vector<uint8_t> chunk_declared_reusable_;  // per chunk: IsDeclaredReusableRole
   std::vector<kv::ChunkId> chunk_ids_;
   std::vector<reuse::TokenKind> planned_kinds_;
-  int first_inexact_token_ = 0;     // tokens from here on hold approximate KV
-  std::vector<int32_t> positions_;  // [context] 0, 1, 2, ...
-  std::vector<uint8_t> forced_;     // scratch, [recompute capacity]
+  int first_inexact_token_ = 0;        // tokens from here on hold approximate KV
+  std::vector<int32_t> positions_;     // [context] 0, 1, 2, ...
+  std::vector<uint8_t> forced_;        // scratch, [recompute capacity]
+  std::vector<float> slot_attention_;  // query-aware selection: [context] the probe's scores
+  std::vector<float> row_attention_;   // scratch, [recompute capacity]
 };
 
 }  // namespace reprise::engine

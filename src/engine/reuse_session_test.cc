@@ -154,7 +154,6 @@ TEST_F(ReuseSessionTest, PrefixReuseIsBitExact) {
 TEST_F(ReuseSessionTest, RatioOneRecomputesToFullPrefill) {
   for (const char* shape : {"tiny", "tiny-qwen3"}) {
     auto model = std::move(LoadedModel::Load(Path(shape))).value();
-    kv::MemoryChunkCache cache(64 << 20);
     ReuseOptions options = Options(ReuseMethod::kBlend);
     options.recompute_ratio = 1.0;
     const std::vector<PromptSegment> earlier = {{"system", Words(1, 30)},
@@ -163,13 +162,56 @@ TEST_F(ReuseSessionTest, RatioOneRecomputesToFullPrefill) {
                                             {"document", Words(9, 40)},
                                             {"document", Words(7, 50)},
                                             {"question", Words(5, 8)}};
-    PrefillReport report;
-    const std::vector<float> blend = Run(*model, options, &cache, {earlier}, now, &report);
     const std::vector<float> full = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
-    EXPECT_GT(report.tokens_recomputed, 30) << report.plan << "\n" << report.schedule;
-    EXPECT_EQ(report.tokens_nonprefix, 0);
-    EXPECT_LT(RelativeError(blend, full), 1e-4) << shape;
+    // Query-aware selection too: its probe writes the question's KV below the check layer
+    // before the calls that compute it for real, which must leave no trace.
+    for (graph::SelectionKey key :
+         {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttentionTimesDeviation}) {
+      options.selection = key;
+      kv::MemoryChunkCache cache(64 << 20);
+      PrefillReport report;
+      const std::vector<float> blend = Run(*model, options, &cache, {earlier}, now, &report);
+      EXPECT_GT(report.tokens_recomputed, 30) << report.plan << "\n" << report.schedule;
+      EXPECT_EQ(report.tokens_nonprefix, 0);
+      EXPECT_LT(RelativeError(blend, full), 1e-4) << shape << " " << SelectionName(key);
+    }
   }
+}
+
+// Query-aware selection: the probe's attention changes which tokens are recomputed (not how
+// many), and the result stays between full reuse and a full prefill.
+TEST_F(ReuseSessionTest, QueryAwareSelectionRecomputesOtherTokensWithinTheSameBudget) {
+  auto model = std::move(LoadedModel::Load(Path("tiny-qwen3"))).value();
+  const std::vector<PromptSegment> earlier = {
+      {"system", Words(1, 20)}, {"document", Words(7, 45)}, {"document", Words(8, 45)}};
+  const std::vector<PromptSegment> now = {{"system", Words(1, 20)},
+                                          {"document", Words(8, 45)},
+                                          {"document", Words(9, 20)},
+                                          {"document", Words(7, 45)},
+                                          {"question", Words(5, 8)}};
+  const std::vector<float> none = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
+  kv::MemoryChunkCache full_cache(64 << 20);
+  const std::vector<float> full =
+      Run(*model, Options(ReuseMethod::kFull), &full_cache, {earlier}, now);
+  std::vector<float> by[3];
+  PrefillReport reports[3];
+  int i = 0;
+  for (graph::SelectionKey key : {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
+                                  graph::SelectionKey::kAttentionTimesDeviation}) {
+    ReuseOptions options = PreferRecompute(Options(ReuseMethod::kBlend));
+    options.selection = key;
+    options.guard_deviation = 0;
+    options.stable_min_deviation = 0;  // adaptive recompute would drop some of the k
+    kv::MemoryChunkCache cache(64 << 20);
+    by[i] = Run(*model, options, &cache, {earlier}, now, &reports[i]);
+    EXPECT_GT(reports[i].tokens_recomputed, 0) << SelectionName(key);
+    EXPECT_LT(RelativeError(by[i], none), RelativeError(full, none)) << SelectionName(key);
+    ++i;
+  }
+  EXPECT_EQ(reports[1].tokens_recomputed, reports[0].tokens_recomputed);
+  EXPECT_EQ(reports[2].tokens_recomputed, reports[0].tokens_recomputed);
+  EXPECT_GT(RelativeError(by[1], by[0]), 1e-6);
+  EXPECT_GT(RelativeError(by[2], by[0]), 1e-6);
 }
 
 // With r -> 0 only forced tokens are recomputed: the result degenerates to `full`.
@@ -215,8 +257,8 @@ TEST_F(ReuseSessionTest, TinyRatioDegeneratesToFullReuse) {
 // the threshold keep their cached KV.
 TEST_F(ReuseSessionTest, AdaptiveRecomputeSkipsTokensThatBarelyDeviate) {
   auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
-  const std::vector<PromptSegment> earlier = {{"system", Words(1, 30)}, {"document", Words(7, 50)},
-                                              {"document", Words(8, 60)}};
+  const std::vector<PromptSegment> earlier = {
+      {"system", Words(1, 30)}, {"document", Words(7, 50)}, {"document", Words(8, 60)}};
   const std::vector<PromptSegment> now = {{"system", Words(1, 30)},
                                           {"document", Words(8, 60)},
                                           {"document", Words(7, 50)},
@@ -237,8 +279,7 @@ TEST_F(ReuseSessionTest, AdaptiveRecomputeSkipsTokensThatBarelyDeviate) {
   // A threshold above every deviation keeps one row per recompute call (plus forced rows).
   run(0.5, 1.0, &none_material);
   ASSERT_GT(fixed.tokens_recomputed, 60) << fixed.plan << "\n" << fixed.schedule;
-  EXPECT_LT(none_material.tokens_recomputed, fixed.tokens_recomputed / 4)
-      << none_material.schedule;
+  EXPECT_LT(none_material.tokens_recomputed, fixed.tokens_recomputed / 4) << none_material.schedule;
   EXPECT_EQ(none_material.tokens_recomputed + none_material.tokens_nonprefix,
             fixed.tokens_recomputed + fixed.tokens_nonprefix);
   // In between, fewer than all and at least the one-row floor.
@@ -268,11 +309,15 @@ TEST_F(ReuseSessionTest, AMovedHistoryIsRecomputedByItsDeviationAReorderingIsNot
     options.stable_context_tokens = 16;
     return Run(*model, options, &cache, {earlier}, now, report);
   };
-  const std::vector<PromptSegment> chat = {{"system", Words(1, 15)}, {"turn", Words(2, 20)},
-                                           {"turn", Words(3, 25)}, {"turn", Words(4, 25)},
+  const std::vector<PromptSegment> chat = {{"system", Words(1, 15)},
+                                           {"turn", Words(2, 20)},
+                                           {"turn", Words(3, 25)},
+                                           {"turn", Words(4, 25)},
                                            {"turn", Words(5, 25)}};
-  const std::vector<PromptSegment> moved = {{"system", Words(1, 15)}, {"turn", Words(3, 25)},
-                                            {"turn", Words(4, 25)}, {"turn", Words(5, 25)},
+  const std::vector<PromptSegment> moved = {{"system", Words(1, 15)},
+                                            {"turn", Words(3, 25)},
+                                            {"turn", Words(4, 25)},
+                                            {"turn", Words(5, 25)},
                                             {"turn", Words(6, 6)}};
   PrefillReport off, tiny, all;
   const std::vector<float> off_logits = run(chat, moved, 0.0, &off);
@@ -286,8 +331,8 @@ TEST_F(ReuseSessionTest, AMovedHistoryIsRecomputedByItsDeviationAReorderingIsNot
             off.tokens_recomputed + off.tokens_nonprefix);
 
   // Documents in a new order after a new note: no stable context, the same selection.
-  const std::vector<PromptSegment> docs = {{"system", Words(1, 30)}, {"document", Words(7, 50)},
-                                           {"document", Words(8, 60)}};
+  const std::vector<PromptSegment> docs = {
+      {"system", Words(1, 30)}, {"document", Words(7, 50)}, {"document", Words(8, 60)}};
   const std::vector<PromptSegment> reordered = {{"system", Words(1, 30)},
                                                 {"note", Words(9, 12)},
                                                 {"document", Words(8, 60)},
@@ -649,8 +694,8 @@ TEST_F(ReuseSessionTest, TheNextTurnContinuesABlendedPathAsPrefix) {
   EXPECT_EQ(second->tokens_recomputed, 0) << second->plan;
   int system_tokens = 0;  // BOS and the system segment: exact in the first turn
   {
-    auto count = std::move(ReuseSession::Create(*model, Options(ReuseMethod::kNone), nullptr))
-                     .value();
+    auto count =
+        std::move(ReuseSession::Create(*model, Options(ReuseMethod::kNone), nullptr)).value();
     const std::vector<PromptSegment> system = {turn[0]};
     ASSERT_TRUE(count->Prefill(system).ok());
     system_tokens = static_cast<int>(count->prompt_tokens().size());

@@ -16,6 +16,8 @@ const char* GraphKindName(GraphKind kind) {
       return "recompute";
     case GraphKind::kDecodeBatch:
       return "decode-batch";
+    case GraphKind::kQueryProbe:
+      return "query-probe";
   }
   return "?";
 }

@@ -32,6 +32,8 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(const Compile
   context->selected_positions_.assign(capacity, 0);
   context->selected_slots_.assign(capacity, 0);
   context->relative_deviation_.assign(capacity, 0.0f);
+  context->row_attention_.assign(capacity, 0.0f);
+  context->selection_values_.assign(capacity, 0.0f);
   if (graph.kind() == GraphKind::kDecodeBatch) {
     context->row_kv_.assign(capacity, nullptr);
     context->row_visible_slots_.assign(capacity, 0);
@@ -87,6 +89,8 @@ Status ExecutionContext::SetInputs(std::span<const int32_t> tokens,
 void ExecutionContext::ResetRunState() {
   std::fill(forced_.begin(), forced_.end(), 0);
   num_selected_ = 0;
+  selection_key_ = SelectionKey::kDeviation;
+  num_scored_slots_ = 0;
   residual_deviation_ = 0.0;
   aborted_ = false;
 }
@@ -153,6 +157,21 @@ void ExecutionContext::SetForcedRows(std::span<const uint8_t> forced) {
   std::copy(forced.begin(), forced.begin() + static_cast<long>(n), forced_.begin());
 }
 
+void ExecutionContext::BindKv(const KvBinding& kv) {
+  kv_ = kv;
+  if (graph_->kind() == GraphKind::kQueryProbe) {
+    attention_scores_.assign(static_cast<size_t>(kv.capacity), 0.0f);
+    attention_score_partials_.assign(static_cast<size_t>(kv.capacity * kv.num_kv_heads), 0.0f);
+  }
+}
+
+void ExecutionContext::SetRowAttention(std::span<const float> attention, SelectionKey key) {
+  const size_t n = std::min(attention.size(), static_cast<size_t>(num_valid_));
+  std::copy(attention.begin(), attention.begin() + static_cast<long>(n), row_attention_.begin());
+  std::fill(row_attention_.begin() + static_cast<long>(n), row_attention_.end(), 0.0f);
+  selection_key_ = key;
+}
+
 RowSet ExecutionContext::rows(int phase) const {
   if (phase == 0) {
     return RowSet{num_rows(),    num_valid_,           positions_.data(), query_positions_.data(),
@@ -177,6 +196,7 @@ void ExecutionContext::SelectRows(std::span<const int32_t> rows) {
 }
 
 std::span<const float> ExecutionContext::logits() const {
+  if (graph_->logits_buffer() == kNoBuffer) return {};
   const float* data = reinterpret_cast<const float*>(buffer(graph_->logits_buffer()));
   return {data, static_cast<size_t>(graph_->logits_rows() * graph_->vocab_size())};
 }

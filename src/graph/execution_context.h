@@ -42,6 +42,13 @@ enum RowMode : uint8_t {
   kRowStableContext = 2,
 };
 
+// What a recompute run's selection ranks the selectable rows by (DESIGN.md §2).
+enum class SelectionKey : uint8_t {
+  kDeviation = 0,            // the deviation of their fresh K (and V) from the cached (CacheBlend)
+  kAttention,                // the attention the prompt's last tokens pay to them (SetRowAttention)
+  kAttentionTimesDeviation,  // the product: how wrong their KV is times how much it is read
+};
+
 // One row of a decode-batch run: the next token of one sequence, at `position` in that
 // sequence, written to `slot` of its own KV cache, attending to its first `num_visible_slots`.
 struct BatchRow {
@@ -91,7 +98,30 @@ class ExecutionContext {
 
   // Binds the KV cache used by the next runs. Requires: the cache has the model's layer
   // count and dimensions.
-  void BindKv(const KvBinding& kv) { kv_ = kv; }
+  // A query-probe graph's context also sizes its attention scores to the cache here (so
+  // that running allocates nothing).
+  void BindKv(const KvBinding& kv);
+
+  // Query-aware selection for the next recompute run: row m's attention weight (e.g. from a
+  // query probe) is attention[m], and the selection ranks selectable rows by `key` instead of
+  // their deviation alone. Forced rows stay forced; the guard and adaptive thresholds still
+  // read the deviation. Reset by every SetInputs.
+  void SetRowAttention(std::span<const float> attention, SelectionKey key);
+  SelectionKey selection_key() const { return selection_key_; }
+  const float* row_attention() const { return row_attention_.data(); }
+  // [capacity] room for the selection's ranking values.
+  float* selection_values() { return selection_values_.data(); }
+
+  // The last query-probe run's attention scores: entry s is the attention paid to cache slot
+  // s (see AttentionScoreOp), for the slots before the first probed row. Valid until the
+  // next run.
+  std::span<const float> attention_scores() const {
+    return {attention_scores_.data(), static_cast<size_t>(num_scored_slots_)};
+  }
+  // For the Executor: [kv capacity] scores, [num_kv_heads][kv capacity] partial sums.
+  float* attention_scores_out() { return attention_scores_.data(); }
+  float* attention_score_partials() { return attention_score_partials_.data(); }
+  void set_num_scored_slots(int64_t n) { num_scored_slots_ = n; }
 
   // Runs every row (padding included) instead of only the valid ones, as a strictly static
   // backend (NPU) would. Results are the same; time is that of the full capacity.
@@ -179,6 +209,12 @@ class ExecutionContext {
   std::vector<int32_t> selected_positions_;
   std::vector<int32_t> selected_slots_;
   std::vector<float> relative_deviation_;  // [capacity]
+  std::vector<float> row_attention_;       // [capacity]
+  std::vector<float> selection_values_;    // [capacity]
+  SelectionKey selection_key_ = SelectionKey::kDeviation;
+  std::vector<float> attention_scores_;          // [kv capacity] in a query-probe context
+  std::vector<float> attention_score_partials_;  // [num_kv_heads * kv capacity]
+  int64_t num_scored_slots_ = 0;
   double residual_deviation_ = 0.0;
   double min_relative_deviation_ = 0.0;
   double stable_min_relative_deviation_ = 0.0;

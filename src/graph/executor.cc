@@ -80,6 +80,111 @@ void Executor::Run(ExecutionContext& context, int shard_begin, int shard_end) {
   }
 }
 
+void Executor::RunAttentionScores(const AttentionScoreOp& op, ExecutionContext& ctx,
+                                  const RowSet& set) {
+  const kernels::KernelSet& k = *kernels_;
+  const int valid = set.num_valid;
+  const int64_t hd = op.head_dim;
+  const int64_t group = op.num_heads / op.num_kv_heads;
+  const int64_t stride = (op.num_heads + 2 * op.num_kv_heads) * hd;
+  const float* qkv = As<float>(ctx.buffer(op.qkv));
+  const KvBinding& kv = ctx.kv();
+  const KvLayerView& layer = kv.layers[static_cast<size_t>(op.layer)];
+  REPRISE_CHECK(valid <= kMaxProbeRows && group <= kMaxProbeGroup);
+  // The slots scored: every visible one before the first probed row's.
+  int64_t first = ctx.num_visible_slots();
+  for (int m = 0; m < valid; ++m) first = std::min<int64_t>(first, set.slots[m]);
+  float* partials = ctx.attention_score_partials();
+  // Work items: kv heads. Each scores its query heads' rows in two passes over the slots in
+  // tiles (the softmax's max and sum, then the probabilities), the tile's keys converted to
+  // float once for every row and head and laid out so the dot products vectorise.
+  constexpr int64_t kTile = 32;
+  pool_->ParallelFor(op.num_kv_heads, 1, [&](int64_t h0, int64_t h1) {
+    alignas(64) float keys[kernels::kMaxAttentionHeadDim * kTile];  // [head_dim][kTile]
+    float row[kernels::kMaxAttentionHeadDim];
+    float logits[kTile];
+    float max[kMaxProbeRows * kMaxProbeGroup];
+    float sum[kMaxProbeRows * kMaxProbeGroup];
+    for (int64_t kv_head = h0; kv_head < h1; ++kv_head) {
+      float* acc = partials + kv_head * kv.capacity;
+      std::fill(acc, acc + first, 0.0f);
+      const uint16_t* k_head = layer.k + kv_head * kv.capacity * hd;
+      auto query = [&](int m, int64_t g) { return qkv + m * stride + (kv_head * group + g) * hd; };
+      // The rows' own fresh keys (causal among themselves) count in the softmax only.
+      for (int m = 0; m < valid; ++m) {
+        for (int64_t g = 0; g < group; ++g) {
+          const float* q = query(m, g);
+          float& mx = max[m * group + g];
+          float& sm = sum[m * group + g];
+          mx = -INFINITY;
+          sm = 0.0f;
+          for (int j = 0; j < valid; ++j) {
+            if (set.positions[j] > set.positions[m]) continue;
+            const float* key = qkv + j * stride + (op.num_heads + kv_head) * hd;
+            float dot = 0.0f;
+            for (int64_t d = 0; d < hd; ++d) dot += q[d] * key[d];
+            const float score = dot * op.scale;
+            if (score > mx) {
+              sm *= std::exp(mx - score);
+              mx = score;
+            }
+            sm += std::exp(score - mx);
+          }
+        }
+      }
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int64_t t0 = 0; t0 < first; t0 += kTile) {
+          const int64_t count = std::min(kTile, first - t0);
+          for (int64_t s = 0; s < kTile; ++s) {
+            if (s < count) {
+              k.f16_to_f32(k_head + (t0 + s) * hd, hd, row);
+            } else {
+              std::fill(row, row + hd, 0.0f);
+            }
+            for (int64_t d = 0; d < hd; ++d) keys[d * kTile + s] = row[d];
+          }
+          for (int m = 0; m < valid; ++m) {
+            const int32_t position = set.positions[m];
+            for (int64_t g = 0; g < group; ++g) {
+              const float* q = query(m, g);
+              std::fill(logits, logits + kTile, 0.0f);
+              for (int64_t d = 0; d < hd; ++d) {
+                const float qd = q[d];
+                const float* column = keys + d * kTile;
+                for (int64_t s = 0; s < kTile; ++s) logits[s] += qd * column[s];
+              }
+              float& mx = max[m * group + g];
+              float& sm = sum[m * group + g];
+              for (int64_t s = 0; s < count; ++s) {
+                const int32_t slot_position = kv.slot_positions[t0 + s];
+                if (slot_position < 0 || slot_position > position) continue;
+                const float score = logits[s] * op.scale;
+                if (pass == 0) {
+                  if (score > mx) {
+                    sm *= std::exp(mx - score);
+                    mx = score;
+                  }
+                  sm += std::exp(score - mx);
+                } else {
+                  acc[t0 + s] += std::exp(score - mx) / sm;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+  float* scores = ctx.attention_scores_out();
+  const float norm = 1.0f / static_cast<float>(std::max<int64_t>(1, valid * op.num_heads));
+  for (int64_t s = 0; s < first; ++s) {
+    float total = 0.0f;
+    for (int64_t h = 0; h < op.num_kv_heads; ++h) total += partials[h * kv.capacity + s];
+    scores[s] = std::isfinite(total) ? total * norm : 0.0f;
+  }
+  ctx.set_num_scored_slots(first);
+}
+
 void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set, int rows) {
   const kernels::KernelSet& k = *kernels_;
   ThreadPool& pool = *pool_;
@@ -328,8 +433,21 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       forced += std::isinf(deviation[m]) && deviation[m] > 0;
     }
     int k_eff = std::min<int>(valid, std::max<int64_t>(op->k, forced));
+    // What the selectable rows are ranked by: their deviation, or with query-aware selection
+    // the attention the prompt's last tokens pay to them (times the deviation).
+    const float* rank = deviation;
+    if (ctx.selection_key() != SelectionKey::kDeviation) {
+      float* values = ctx.selection_values();
+      const float* attention = ctx.row_attention();
+      const bool product = ctx.selection_key() == SelectionKey::kAttentionTimesDeviation;
+      for (int m = 0; m < valid; ++m) {
+        const float d = deviation[m];
+        values[m] = std::isinf(d) ? d : product ? d * attention[m] : attention[m];
+      }
+      rank = values;
+    }
     auto larger = [&](int32_t a, int32_t b) {
-      return deviation[a] > deviation[b] || (deviation[a] == deviation[b] && a < b);
+      return rank[a] > rank[b] || (rank[a] == rank[b] && a < b);
     };
     std::nth_element(order, order + k_eff, order + valid, larger);
     const float* relative = ctx.relative_deviation();
@@ -371,6 +489,10 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       return;
     }
     ctx.SelectRows(std::span<const int32_t>(order, static_cast<size_t>(k_eff)));
+    return;
+  }
+  if (const auto* op = std::get_if<AttentionScoreOp>(&any_op)) {
+    RunAttentionScores(*op, ctx, set);
     return;
   }
   if (const auto* op = std::get_if<GatherRowsOp>(&any_op)) {

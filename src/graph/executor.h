@@ -44,6 +44,7 @@ class Executor {
 
  private:
   void RunOp(const Op& op, ExecutionContext& context, const RowSet& set, int rows);
+  void RunAttentionScores(const AttentionScoreOp& op, ExecutionContext& context, const RowSet& set);
 
   ThreadPool* pool_;
   const kernels::KernelSet* kernels_;

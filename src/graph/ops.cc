@@ -29,6 +29,7 @@ struct BufferLister {
     Add(op.out);
   }
   void operator()(const SelectRowsOp& op) { Add(op.deviation); }
+  void operator()(const AttentionScoreOp& op) { Add(op.qkv); }
   void operator()(const GatherRowsOp& op) {
     Add(op.in);
     Add(op.out);
@@ -58,6 +59,7 @@ struct Namer {
   const char* operator()(const StoreKvOp&) { return "store_kv"; }
   const char* operator()(const DeviationOp&) { return "kv_deviation"; }
   const char* operator()(const SelectRowsOp&) { return "select_top_k"; }
+  const char* operator()(const AttentionScoreOp&) { return "attention_scores"; }
   const char* operator()(const GatherRowsOp&) { return "gather_rows"; }
   const char* operator()(const AttentionOp&) { return "attention"; }
   const char* operator()(const SwiGluOp& op) { return op.quantize_out ? "swiglu+q8" : "swiglu"; }

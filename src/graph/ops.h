@@ -128,6 +128,21 @@ struct AttentionOp {
   float scale = 0.0f;
 };
 
+// Query-aware selection (DESIGN.md §2): the attention the valid rows (the prompt's last tokens)
+// pay, at `layer`, to each cached slot before the first of them, as the mean over rows and
+// query heads of softmax(scale * q.k) — the softmax taken over those slots (visible and at
+// positions up to the row's) and the rows' own fresh keys up to their own. Written to
+// ExecutionContext::attention_scores(). At most kMaxProbeRows rows, and at most kMaxProbeGroup
+// query heads per kv head.
+inline constexpr int kMaxProbeRows = 64;
+inline constexpr int64_t kMaxProbeGroup = 32;
+struct AttentionScoreOp {
+  int layer = 0;
+  BufferId qkv = kNoBuffer;  // fresh Q|K|V rows after RoPE
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  float scale = 0.0f;
+};
+
 // h[m] = silu(gate[m]) * up[m] where gate|up are the two halves of gu's row; written as
 // floats or quantized rows (the input of the down projection).
 struct SwiGluOp {
@@ -145,8 +160,9 @@ struct SelectRowOp {
   int64_t row_bytes = 0;
 };
 
-using Op = std::variant<EmbedOp, RmsNormOp, QuantizeOp, MatMulOp, QkvPostOp, StoreKvOp, AttentionOp,
-                        SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp, GatherRowsOp>;
+using Op =
+    std::variant<EmbedOp, RmsNormOp, QuantizeOp, MatMulOp, QkvPostOp, StoreKvOp, AttentionOp,
+                 SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp, GatherRowsOp, AttentionScoreOp>;
 
 // The buffers an op reads and writes (for lifetime analysis).
 void OpBuffers(const Op& op, BufferId out_ids[4], int& count);

@@ -155,6 +155,14 @@ class LayerEmitter {
     return xs;
   }
 
+  // The check layer of a query probe: Q|K|V of every row (nothing stored), then the attention
+  // they pay to the cached slots.
+  void AttentionScores(int l, BufferId x) {
+    const BufferId qkv = QkvPart(l, x, /*store_kv=*/false);
+    b_.Add(graph::AttentionScoreOp{l, qkv, c_.num_heads, c_.num_kv_heads, c_.head_dim,
+                                   1.0f / std::sqrt(static_cast<float>(c_.head_dim))});
+  }
+
   void Head(BufferId x, bool all_logits) {
     const int64_t dim = c_.embedding_dim;
     const int64_t vocab = c_.vocab_size;
@@ -191,7 +199,17 @@ Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphK
   if (kind == graph::GraphKind::kDecode && capacity != 1) {
     return InvalidArgumentError("a decode graph has capacity 1");
   }
-  if (kind == graph::GraphKind::kRecompute) {
+  if (kind == graph::GraphKind::kQueryProbe) {
+    if (capacity > graph::kMaxProbeRows) {
+      return InvalidArgumentError("a query probe takes at most " +
+                                  std::to_string(graph::kMaxProbeRows) + " tokens");
+    }
+    if (c.num_heads / c.num_kv_heads > graph::kMaxProbeGroup) {
+      return UnimplementedError("query probe: more than " + std::to_string(graph::kMaxProbeGroup) +
+                                " query heads per kv head");
+    }
+  }
+  if (kind == graph::GraphKind::kRecompute || kind == graph::GraphKind::kQueryProbe) {
     if (options.check_layer < 1 || options.check_layer >= c.num_layers) {
       return InvalidArgumentError("check layer " + std::to_string(options.check_layer) +
                                   " must be in [1, " + std::to_string(c.num_layers - 1) + "]");
@@ -215,6 +233,13 @@ Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphK
                             ? options.layers_per_shard
                             : std::max(1, (c.num_layers + 3) / 4);
   BufferId residual = x;
+  if (kind == graph::GraphKind::kQueryProbe) {
+    // The layers before the check layer as in a prefill, then the check layer's Q|K|V and the
+    // attention its queries pay to the cache.
+    for (int l = 0; l < options.check_layer; ++l) emit.Layer(l, x);
+    emit.AttentionScores(options.check_layer, x);
+    return std::move(b).Build();
+  }
   for (int l = 0; l < c.num_layers; ++l) {
     if (l > 0 && l % per_shard == 0) b.BeginShard(l);
     if (kind == graph::GraphKind::kRecompute && l == options.check_layer) {

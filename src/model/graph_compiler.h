@@ -6,7 +6,9 @@
 // residual; then the final norm and the logits of the last valid token (or of every row; a
 // decode-batch graph always gives every row's, one per sequence).
 // A recompute graph runs the same layers but, from its check layer on, only on the tokens
-// whose cached KV deviates most (see CompileOptions).
+// whose cached KV deviates most (see CompileOptions). A query probe (at most
+// graph::kMaxProbeRows tokens) runs the layers before the check layer, then scores at it the
+// attention its tokens pay to every cached slot (graph::AttentionScoreOp); it has no logits.
 // Norms feed int8 matmuls directly (fused RMSNorm + quantize). Layers are cut into shards.
 #pragma once
 
@@ -37,9 +39,9 @@ struct CompileOptions {
   bool refresh_check_layer = false;
 };
 
-// Errors: InvalidArgument (capacity < 1; decode with capacity != 1; a recompute check layer
-// outside [1, layers - 1] or a ratio outside (0, 1]), Unimplemented (head dimensions the
-// attention kernel does not take).
+// Errors: InvalidArgument (capacity < 1; decode with capacity != 1; a recompute or probe check
+// layer outside [1, layers - 1] or a ratio outside (0, 1]; a probe over kMaxProbeRows),
+// Unimplemented (head dimensions the attention kernel does not take).
 // The graph borrows `weights`, which must outlive it.
 Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphKind kind,
                                      int capacity, const CompileOptions& options = {});

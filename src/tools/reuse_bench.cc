@@ -491,6 +491,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   }
   result.queries = static_cast<int>(work.requests.size());
   result.guard_deviation = tuned.guard_deviation;
+  result.selection = engine::SelectionName(options.reuse.selection);
   if (store) {
     REPRISE_RETURN_IF_ERROR(store->Flush());
     const store::StoreStats ss = store->Stats();
@@ -528,6 +529,7 @@ std::string ReuseBenchResult::ToJson() const {
   j["prompt_tokens_mean"] = prompt_tokens_mean;
   j["graphs"] = calibration;
   j["guard_deviation"] = guard_deviation;  // 0 = off
+  j["selection"] = selection;
   nlohmann::json m = nlohmann::json::object();
   for (const MethodStats& s : methods) {
     m[s.method] = {{"ttft_ms_mean", s.ttft_ms_mean},
@@ -682,9 +684,10 @@ std::string ReuseBenchResult::ToText() const {
     char guard[64] = "off";
     if (guard_deviation > 0) std::snprintf(guard, sizeof(guard), "at %g", guard_deviation);
     std::snprintf(line, sizeof(line),
-                  "blend: residual deviation %.3g (mean of each query's largest); quality guard "
-                  "%s: %lld recompute calls fell back to prefill\n",
-                  m.residual_deviation_mean, guard, static_cast<long long>(m.guard_fallbacks));
+                  "blend (selection by %s): residual deviation %.3g (mean of each query's "
+                  "largest); quality guard %s: %lld recompute calls fell back to prefill\n",
+                  selection.c_str(), m.residual_deviation_mean, guard,
+                  static_cast<long long>(m.guard_fallbacks));
     s += line;
   }
   bool any_store = !store.empty();

@@ -120,6 +120,7 @@ struct ReuseBenchResult {
   std::string workload_stats;
   std::string store;           // the store's final state, when one was used
   double guard_deviation = 0;  // the quality guard's threshold (0 = off)
+  std::string selection;       // what blend's recompute ranks tokens by (engine::SelectionName)
   // The recall oracle (reuse/reuse_recall_oracle.h): a token is reusable when a window of
   // `recall_window` tokens (the planner's min_match_tokens) around it occurred in an earlier
   // prompt of this run or a warmed segment. Per query and in total. A store kept from an

@@ -461,6 +461,33 @@ TEST_F(CliTest, BenchReuseGuardFallsBackToFullPrefill) {
   EXPECT_EQ(Reprise(bench + " --guard -1").exit_code, 2);
 }
 
+// Query-aware selection: the same recompute budget spent on other tokens, named in the report;
+// an unknown strategy is a usage error.
+TEST_F(CliTest, BenchReuseSelectsTokensByTheQuestionsAttention) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  REPRISE_REQUIRE_SHARED_FILE(hotpot, "workloads/hotpotqa/hotpotqa_distractor_100.jsonl");
+  const std::string data = hotpot.substr(0, hotpot.find("/workloads/"));
+  const std::string bench = "bench reuse -m " + stories +
+                            " --workload docqa-shuffled --queries 4 --methods blend --guard 0 "
+                            "--adaptive-stable 0 --json --data " +
+                            data;
+  Outcome by_deviation = Reprise(bench);
+  ASSERT_EQ(by_deviation.exit_code, 0) << by_deviation.err;
+  Outcome by_attention = Reprise(bench + " --selection attention-deviation --probe-tokens 16");
+  ASSERT_EQ(by_attention.exit_code, 0) << by_attention.err;
+  const nlohmann::json a = nlohmann::json::parse(by_deviation.out);
+  const nlohmann::json b = nlohmann::json::parse(by_attention.out);
+  EXPECT_EQ(a["selection"], "deviation");
+  EXPECT_EQ(b["selection"], "attention-deviation");
+  const nlohmann::json& da = a["methods"]["blend"];
+  const nlohmann::json& db = b["methods"]["blend"];
+  EXPECT_GT(da["tokens_recomputed"].get<int64_t>(), 0);
+  EXPECT_EQ(db["tokens_recomputed"], da["tokens_recomputed"]);
+  EXPECT_NE(db["kl_per_query"], da["kl_per_query"]);
+  EXPECT_EQ(Reprise(bench + " --selection nearest").exit_code, 2);
+  EXPECT_EQ(Reprise(bench + " --selection attention --probe-tokens 65").exit_code, 2);
+}
+
 // Position sensitivity: the same documents in every order; each method says how often its
 // answer stayed the same.
 TEST_F(CliTest, BenchReuseReportsOrderStability) {
