@@ -1,9 +1,7 @@
 // `reprise cache stats|ls|pin|gc|clear`: looks after a persistent KV store.
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <system_error>
 #include <utility>
 
 #include "cli/command.h"
@@ -13,22 +11,14 @@
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
 #include "cli/store_names.h"
-#include "engine/store_settings.h"
-#include "store/chunk_store.h"
+#include "reprise/store_admin.h"
 
 namespace reprise::cli {
 namespace {
 
-// The catalog's rows by (namespace, chunk id), with their file bytes.
-using RowBytes = std::map<std::pair<std::string, uint64_t>, int64_t>;
-
-Result<RowBytes> ListRowBytes(store::ChunkStore& store) {
-  REPRISE_ASSIGN_OR_RETURN(std::vector<store::CatalogRow> rows, store.List(std::nullopt));
-  RowBytes out;
-  for (const store::CatalogRow& r : rows) {
-    out[{r.name_space, r.chunk_id}] = static_cast<int64_t>(r.file_bytes);
-  }
-  return out;
+// As the store names its codecs (`reprise cache ls` has always printed these).
+const char* StoredCodecName(KvCodec codec) {
+  return codec == KvCodec::kInt8 ? "int8-hadamard" : "f16";
 }
 
 class CacheCommand : public Command {
@@ -71,19 +61,13 @@ class CacheCommand : public Command {
     for (const CLI::Option* o : ns_options_) {
       if (o->count() > 0) ns = name_space_;
     }
-    store::StoreOptions options;
+    StoreAdminOptions options;
     options.dir = dir_;
-    Result<int64_t> disk_bytes = engine::BudgetMibToBytes(disk_mb_, "--disk-mb");
-    if (!disk_bytes.ok()) return PrintError("cache", disk_bytes.error());
-    options.disk_bytes = *disk_bytes;
+    options.disk_mb = disk_mb_;
     options.read_only = stats_->parsed() || ls_->parsed();
-    std::error_code ec;
-    if (options.read_only && !std::filesystem::exists(dir_ + "/catalog.db", ec)) {
-      return PrintError("cache", NotFoundError("no store at " + dir_));
-    }
-    Result<std::unique_ptr<store::ChunkStore>> opened = store::ChunkStore::Open(options);
+    Result<std::unique_ptr<StoreAdmin>> opened = StoreAdmin::Open(options);
     if (!opened.ok()) return PrintError("cache", opened.error());
-    store::ChunkStore& store = **opened;
+    StoreAdmin& store = **opened;
     if (stats_->parsed()) return Stats(store, ns);
     if (ls_->parsed()) return List(store, ns);
     if (pin_->parsed()) return Pin(store, ns);
@@ -98,22 +82,17 @@ class CacheCommand : public Command {
   }
 
  private:
-  int Stats(store::ChunkStore& store, const std::optional<std::string>& ns) {
-    store::StoreStats s = store.Stats();
-    int64_t chunks = s.chunks, bytes = s.bytes_on_disk;
-    if (ns) {
-      Result<std::vector<store::CatalogRow>> rows = store.List(ns);
-      if (!rows.ok()) return PrintError("cache stats", rows.error());
-      chunks = static_cast<int64_t>(rows->size());
-      bytes = 0;
-      for (const auto& r : *rows) bytes += static_cast<int64_t>(r.file_bytes);
-    }
+  int Stats(StoreAdmin& store, const std::optional<std::string>& ns) {
+    Result<StoreStatus> status = store.Status(ns);
+    if (!status.ok()) return PrintError("cache stats", status.error());
+    const StoreStatus& s = *status;
+    const int64_t chunks = s.chunks, bytes = s.bytes_on_disk;
     nlohmann::json j;
     j["store"] = dir_;
     if (ns) j["namespace"] = *ns;
     j["chunks"] = chunks;
     j["bytes_on_disk"] = bytes;
-    j["bytes_in_pool"] = s.bytes_in_pool;
+    j["bytes_in_pool"] = s.bytes_in_memory;
     j["namespaces"] = s.namespaces;
     j["corrupt_dropped"] = s.corrupt_dropped;
     j["bad_rows_dropped"] = s.bad_rows_dropped;
@@ -134,7 +113,7 @@ class CacheCommand : public Command {
           "memory, %lld corrupt dropped, %lld bad catalog rows dropped, %lld catalog rebuilds\n",
           EscapeName(dir_).c_str(), ns ? (" namespace " + EscapeName(*ns)).c_str() : "",
           static_cast<long long>(chunks), bytes / 1048576.0, static_cast<long long>(s.namespaces),
-          s.bytes_in_pool / 1048576.0, static_cast<long long>(s.corrupt_dropped),
+          s.bytes_in_memory / 1048576.0, static_cast<long long>(s.corrupt_dropped),
           static_cast<long long>(s.bad_rows_dropped), static_cast<long long>(s.catalog_rebuilds));
       if (s.catalog_rebuilt) {
         std::printf("the damaged catalog was set aside as %s and rebuilt: %lld rows restored\n",
@@ -153,38 +132,37 @@ class CacheCommand : public Command {
     return kExitOk;
   }
 
-  int List(store::ChunkStore& store, const std::optional<std::string>& ns) {
-    Result<std::vector<store::CatalogRow>> rows = store.List(ns);
-    if (!rows.ok()) return PrintError("cache ls", rows.error());
+  int List(StoreAdmin& store, const std::optional<std::string>& ns) {
+    Result<std::vector<StoredChunk>> chunks = store.List(ns);
+    if (!chunks.ok()) return PrintError("cache ls", chunks.error());
     nlohmann::json list = nlohmann::json::array();
-    for (const store::CatalogRow& r : *rows) {
-      const std::string id = FormatChunkId(r.chunk_id), parent = FormatChunkId(r.parent_id);
+    for (const StoredChunk& c : *chunks) {
+      const std::string id = FormatChunkId(c.chunk_id), parent = FormatChunkId(c.parent_id);
       if (json_) {
-        list.push_back({{"namespace", r.name_space},
+        list.push_back({{"namespace", c.name_space},
                         {"chunk", id},
                         {"parent", parent},
-                        {"tokens", r.num_tokens},
-                        {"bytes", r.file_bytes},
-                        {"exact", r.exact},
-                        {"made", kv::DescribeProvenance(r.provenance)},
-                        {"pinned", r.pinned},
-                        {"codec", std::string(store::KvCodecName(r.codec))},
-                        {"accesses", r.access_count}});
+                        {"tokens", c.tokens},
+                        {"bytes", c.bytes},
+                        {"exact", c.exact},
+                        {"made", c.made},
+                        {"pinned", c.pinned},
+                        {"codec", StoredCodecName(c.codec)},
+                        {"accesses", c.accesses}});
       } else {
-        std::printf("%-12s %s parent %s %5d tokens %9llu bytes %s%s %s (%s)\n",
-                    EscapeName(r.name_space).c_str(), id.c_str(), parent.c_str(), r.num_tokens,
-                    static_cast<unsigned long long>(r.file_bytes), r.exact ? "exact" : "approx",
-                    r.pinned ? " pinned" : "", std::string(store::KvCodecName(r.codec)).c_str(),
-                    kv::DescribeProvenance(r.provenance).c_str());
+        std::printf("%-12s %s parent %s %5d tokens %9lld bytes %s%s %s (%s)\n",
+                    EscapeName(c.name_space).c_str(), id.c_str(), parent.c_str(), c.tokens,
+                    static_cast<long long>(c.bytes), c.exact ? "exact" : "approx",
+                    c.pinned ? " pinned" : "", StoredCodecName(c.codec), c.made.c_str());
       }
     }
     if (json_) std::printf("%s\n", DumpJson(list).c_str());
     return kExitOk;
   }
 
-  int Pin(store::ChunkStore& store, const std::optional<std::string>& ns) {
+  int Pin(StoreAdmin& store, const std::optional<std::string>& ns) {
     if (!ns) return PrintError("cache pin", InvalidArgumentError("--namespace is required"));
-    std::optional<kv::ChunkId> chunk;
+    std::optional<uint64_t> chunk;
     if (!chunk_hex_.empty()) {
       Result<uint64_t> id = ParseChunkId(chunk_hex_);
       if (!id.ok()) return PrintError("cache pin", id.error().WithContext("--chunk"));
@@ -204,26 +182,20 @@ class CacheCommand : public Command {
     return kExitOk;
   }
 
-  int Gc(store::ChunkStore& store) {
-    Result<RowBytes> before = ListRowBytes(store);
-    if (!before.ok()) return PrintError("cache gc", before.error());
+  int Gc(StoreAdmin& store) {
     ProgressBar progress(ProgressBar::ForStderr(json_));
-    Result<store::GcReport> r = store.Gc(progress.Callback());
+    const ProgressCallback bar = progress.Callback();
+    Result<StoreGcReport> r = store.Gc([&bar](int64_t done, int64_t total) {
+      ReportProgress(bar, "verifying chunk files", done, total, "files");
+    });
     progress.Finish();
     if (!r.ok()) return PrintError("cache gc", r.error());
-    Result<RowBytes> after = ListRowBytes(store);
-    if (!after.ok()) return PrintError("cache gc", after.error());
-    int64_t dropped_bytes = 0;  // catalog bytes of every row gc removed, for any reason
-    for (const auto& [key, bytes] : *before) {
-      if (!after->count(key)) dropped_bytes += bytes;
-    }
-    // Eviction is gc's only reason to drop rows when none was corrupt or lost its file; then
-    // the bytes of the dropped rows are exactly the bytes evicted.
-    const bool evicted_only = r->corrupt == 0 && r->rows_missing_file == 0;
+    const int64_t dropped_bytes = r->catalog_bytes_dropped;
+    const bool evicted_only = r->evicted_bytes >= 0;
     if (json_) {
       nlohmann::json j;
       j["store"] = dir_;
-      j["disk_budget_bytes"] = store.options().disk_bytes;
+      j["disk_budget_bytes"] = store.disk_budget_bytes();
       j["rows_missing_file"] = r->rows_missing_file;
       j["orphan_files"] = r->orphan_files;
       j["corrupt"] = r->corrupt;
@@ -243,12 +215,12 @@ class CacheCommand : public Command {
     if (evicted_only) {
       std::printf("gc: evicted %lld chunks (%lld bytes, %.1f MiB) over the %.1f MiB budget\n",
                   static_cast<long long>(r->evicted), static_cast<long long>(dropped_bytes),
-                  dropped_bytes / 1048576.0, store.options().disk_bytes / 1048576.0);
+                  dropped_bytes / 1048576.0, store.disk_budget_bytes() / 1048576.0);
     } else {
       std::printf(
           "gc: evicted %lld chunks over the %.1f MiB budget; %lld bytes (%.1f MiB) of "
           "chunks left the catalog in all\n",
-          static_cast<long long>(r->evicted), store.options().disk_bytes / 1048576.0,
+          static_cast<long long>(r->evicted), store.disk_budget_bytes() / 1048576.0,
           static_cast<long long>(dropped_bytes), dropped_bytes / 1048576.0);
     }
     return kExitOk;

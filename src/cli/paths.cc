@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/file_util.h"
-#include "store/store_dir.h"
+#include "reprise/store_admin.h"
 
 namespace reprise::cli {
 namespace {
@@ -63,12 +63,12 @@ std::optional<std::string> FindSharedDataDir() {
 }
 
 Result<std::string> FindCacheDir() {
-  store::CacheDirSources sources;
+  CacheDirEnvironment sources;
   sources.xdg_cache_home = Env("XDG_CACHE_HOME");
   sources.home = Env("HOME");
   if (sources.xdg_cache_home.empty() && sources.home.empty()) sources.passwd_home = PasswdHome();
   sources.xdg_runtime_dir = Env("XDG_RUNTIME_DIR");
-  REPRISE_ASSIGN_OR_RETURN(std::string dir, store::ChooseCacheDir(sources));
+  REPRISE_ASSIGN_OR_RETURN(std::string dir, ChooseCacheDir(sources));
   REPRISE_RETURN_IF_ERROR(CreateDirectories(dir));
   return dir;
 }

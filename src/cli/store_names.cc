@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "store/namespace_name.h"
+#include "reprise/store_admin.h"
 
 namespace reprise::cli {
 namespace {
@@ -105,7 +105,7 @@ std::string EscapeName(std::string_view name) {
 }
 
 Status CheckNamespaceName(std::string_view name) {
-  Status s = store::ValidateNamespaceName(name);
+  Status s = ValidateNamespaceName(name);
   if (s.ok() || name.empty()) return s;
   return s.WithContext("'" + EscapeName(name) + "'");
 }
