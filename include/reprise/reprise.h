@@ -52,9 +52,17 @@ typedef enum reprise_reuse_method {
 
 typedef enum reprise_kv_codec { REPRISE_CODEC_F16 = 0, REPRISE_CODEC_INT8 = 1 } reprise_kv_codec;
 
+/* Which reused tokens blend recomputes. */
+typedef enum reprise_token_selection {
+  REPRISE_SELECT_DEVIATION = 0, /* whose KV deviates most at the check layer (default) */
+  REPRISE_SELECT_ATTENTION = 1, /* those the prompt's last new tokens attend to most */
+  REPRISE_SELECT_ATTENTION_DEVIATION = 2 /* the largest product of the two */
+} reprise_token_selection;
+
 typedef struct reprise_engine reprise_engine;
 typedef struct reprise_session reprise_session;
 typedef struct reprise_cancel_token reprise_cancel_token;
+typedef struct reprise_store_admin reprise_store_admin;
 
 typedef struct reprise_engine_options {
   const char* model_path;     /* a GGUF file; required */
@@ -73,6 +81,7 @@ typedef struct reprise_engine_options {
   int store_admit_after; /* write a chunk to flash once its text was seen in this many
                             prompts (system, document, skill and tool segments at once);
                             default 1 = every chunk */
+  reprise_token_selection token_selection; /* blend; default REPRISE_SELECT_DEVIATION */
 } reprise_engine_options;
 
 typedef struct reprise_segment {
@@ -163,6 +172,43 @@ REPRISE_API reprise_cancel_token* reprise_cancel_token_create(void);
 REPRISE_API void reprise_cancel(reprise_cancel_token* token);
 REPRISE_API void reprise_cancel_token_reset(reprise_cancel_token* token);
 REPRISE_API void reprise_cancel_token_destroy(reprise_cancel_token* token);
+
+/* Store administration (reprise/store_admin.h): a persistent KV store folder looked after
+ * without a model — safe beside engines that use it. */
+typedef struct reprise_store_stats {
+  int64_t chunks;        /* of the whole store, or of one namespace */
+  int64_t bytes_on_disk; /* likewise */
+  int64_t namespaces;
+  int64_t corrupt_dropped; /* chunk files that failed their checks, ever */
+  int recovery_skipped;    /* nonzero: another process had it open; leftovers stayed */
+} reprise_store_stats;
+
+typedef struct reprise_store_gc_report {
+  int64_t rows_missing_file, orphan_files, corrupt, evicted;
+  int64_t evicted_bytes; /* -1 when bad rows were dropped too (then unknown) */
+} reprise_store_gc_report;
+
+/* Opens the store in `dir` (created unless `read_only`; a read-only open of a folder without
+ * a store fails with REPRISE_NOT_FOUND). `disk_mb`: the flash budget gc enforces; 0 = 8192. */
+REPRISE_API reprise_status reprise_store_admin_open(const char* dir, int64_t disk_mb,
+                                                    int read_only, reprise_store_admin** admin,
+                                                    char** error);
+REPRISE_API void reprise_store_admin_close(reprise_store_admin* admin);
+/* Counts of the whole store (`name_space` NULL) or of one namespace. */
+REPRISE_API reprise_status reprise_store_admin_stats(reprise_store_admin* admin,
+                                                     const char* name_space,
+                                                     reprise_store_stats* stats, char** error);
+/* Deletes the chunks of `name_space`, or of every namespace when NULL. */
+REPRISE_API reprise_status reprise_store_admin_clear(reprise_store_admin* admin,
+                                                     const char* name_space, char** error);
+/* Pins (pinned nonzero) or unpins chunk `chunk_id` of `name_space`, or the whole namespace
+ * when `whole_namespace` is nonzero (chunk_id is then ignored). */
+REPRISE_API reprise_status reprise_store_admin_pin(reprise_store_admin* admin,
+                                                   const char* name_space, uint64_t chunk_id,
+                                                   int whole_namespace, int pinned, char** error);
+/* Verifies every file, repairs, and evicts down to the flash budget. */
+REPRISE_API reprise_status reprise_store_admin_gc(reprise_store_admin* admin,
+                                                  reprise_store_gc_report* report, char** error);
 
 #ifdef __cplusplus
 }

@@ -7,11 +7,13 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "reprise/engine.h"
 #include "reprise/reprise.h"
+#include "reprise/store_admin.h"
 
 struct reprise_engine {
   std::unique_ptr<reprise::Engine> engine;
@@ -24,6 +26,10 @@ struct reprise_session {
 
 struct reprise_cancel_token {
   std::atomic<bool> cancelled{false};
+};
+
+struct reprise_store_admin {
+  std::unique_ptr<reprise::StoreAdmin> admin;
 };
 
 namespace {
@@ -42,6 +48,10 @@ static_assert(static_cast<int>(reprise::ReuseMethod::kBlend) == REPRISE_REUSE_BL
               static_cast<int>(reprise::ReuseMethod::kFull) == REPRISE_REUSE_FULL &&
               static_cast<int>(reprise::ReuseMethod::kPrefix) == REPRISE_REUSE_PREFIX &&
               static_cast<int>(reprise::ReuseMethod::kNone) == REPRISE_REUSE_NONE);
+static_assert(static_cast<int>(reprise::TokenSelection::kDeviation) == REPRISE_SELECT_DEVIATION &&
+              static_cast<int>(reprise::TokenSelection::kAttention) == REPRISE_SELECT_ATTENTION &&
+              static_cast<int>(reprise::TokenSelection::kAttentionTimesDeviation) ==
+                  REPRISE_SELECT_ATTENTION_DEVIATION);
 
 // The int a C enum field holds, whatever its value.
 template <typename Enum>
@@ -230,6 +240,7 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->store_codec = REPRISE_CODEC_F16;
   options->batch_decode = d.batch_decode ? 1 : 0;
   options->store_admit_after = d.store_admit_after;
+  options->token_selection = static_cast<reprise_token_selection>(d.token_selection);
 }
 
 reprise_status reprise_engine_create(const reprise_engine_options* options, reprise_engine** engine,
@@ -246,6 +257,7 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     // out-of-range value as the C++ enum type is undefined behaviour).
     const int reuse = EnumAsInt(options->reuse);
     const int codec = EnumAsInt(options->store_codec);
+    const int selection = EnumAsInt(options->token_selection);
     if (reuse < REPRISE_REUSE_NONE || reuse > REPRISE_REUSE_BLEND) {
       return Fail(REPRISE_INVALID_ARGUMENT,
                   "unknown reuse method " + std::to_string(reuse) + " (0-3)", error);
@@ -253,6 +265,10 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     if (codec != REPRISE_CODEC_F16 && codec != REPRISE_CODEC_INT8) {
       return Fail(REPRISE_INVALID_ARGUMENT, "unknown KV codec " + std::to_string(codec) + " (0-1)",
                   error);
+    }
+    if (selection < REPRISE_SELECT_DEVIATION || selection > REPRISE_SELECT_ATTENTION_DEVIATION) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  "unknown token selection " + std::to_string(selection) + " (0-2)", error);
     }
     reprise::EngineOptions o;
     o.model_path = options->model_path;
@@ -268,6 +284,7 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     o.store_codec = codec == REPRISE_CODEC_INT8 ? reprise::KvCodec::kInt8 : reprise::KvCodec::kF16;
     o.batch_decode = options->batch_decode != 0;
     o.store_admit_after = options->store_admit_after;
+    o.token_selection = static_cast<reprise::TokenSelection>(selection);
     reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
     if (!made.ok()) return Fail(made.error(), error);
     auto handle = std::make_unique<reprise_engine>();
@@ -349,5 +366,92 @@ void reprise_cancel_token_reset(reprise_cancel_token* token) {
 }
 
 void reprise_cancel_token_destroy(reprise_cancel_token* token) { delete token; }
+
+reprise_status reprise_store_admin_open(const char* dir, int64_t disk_mb, int read_only,
+                                        reprise_store_admin** admin, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (dir == nullptr || admin == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "dir and admin must not be NULL", error);
+    }
+    *admin = nullptr;
+    reprise::StoreAdminOptions o;
+    o.dir = dir;
+    if (disk_mb != 0) o.disk_mb = disk_mb;
+    o.read_only = read_only != 0;
+    reprise::Result<std::unique_ptr<reprise::StoreAdmin>> opened = reprise::StoreAdmin::Open(o);
+    if (!opened.ok()) return Fail(opened.error(), error);
+    auto handle = std::make_unique<reprise_store_admin>();
+    handle->admin = std::move(opened).value();
+    *admin = handle.release();
+    return REPRISE_OK;
+  });
+}
+
+void reprise_store_admin_close(reprise_store_admin* admin) { delete admin; }
+
+reprise_status reprise_store_admin_stats(reprise_store_admin* admin, const char* name_space,
+                                         reprise_store_stats* stats, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (admin == nullptr || stats == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "admin and stats must not be NULL", error);
+    }
+    *stats = reprise_store_stats{};
+    std::optional<std::string> ns;
+    if (name_space != nullptr) ns = name_space;
+    reprise::Result<reprise::StoreStatus> s = admin->admin->Status(ns);
+    if (!s.ok()) return Fail(s.error(), error);
+    if (!s->catalog_error.empty()) {
+      return Fail(REPRISE_CORRUPT, "the catalog cannot be read: " + s->catalog_error, error);
+    }
+    stats->chunks = s->chunks;
+    stats->bytes_on_disk = s->bytes_on_disk;
+    stats->namespaces = s->namespaces;
+    stats->corrupt_dropped = s->corrupt_dropped;
+    stats->recovery_skipped = s->recovery_skipped ? 1 : 0;
+    return REPRISE_OK;
+  });
+}
+
+reprise_status reprise_store_admin_clear(reprise_store_admin* admin, const char* name_space,
+                                         char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (admin == nullptr) return Fail(REPRISE_INVALID_ARGUMENT, "admin must not be NULL", error);
+    std::optional<std::string> ns;
+    if (name_space != nullptr) ns = name_space;
+    reprise::Status s = admin->admin->Clear(ns);
+    return s.ok() ? REPRISE_OK : Fail(s, error);
+  });
+}
+
+reprise_status reprise_store_admin_pin(reprise_store_admin* admin, const char* name_space,
+                                       uint64_t chunk_id, int whole_namespace, int pinned,
+                                       char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (admin == nullptr || name_space == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "admin and name_space must not be NULL", error);
+    }
+    std::optional<uint64_t> chunk;
+    if (whole_namespace == 0) chunk = chunk_id;
+    reprise::Status s = admin->admin->SetPinned(name_space, chunk, pinned != 0);
+    return s.ok() ? REPRISE_OK : Fail(s, error);
+  });
+}
+
+reprise_status reprise_store_admin_gc(reprise_store_admin* admin, reprise_store_gc_report* report,
+                                      char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (admin == nullptr) return Fail(REPRISE_INVALID_ARGUMENT, "admin must not be NULL", error);
+    reprise::Result<reprise::StoreGcReport> r = admin->admin->Gc();
+    if (!r.ok()) return Fail(r.error(), error);
+    if (report != nullptr) {
+      report->rows_missing_file = r->rows_missing_file;
+      report->orphan_files = r->orphan_files;
+      report->corrupt = r->corrupt;
+      report->evicted = r->evicted;
+      report->evicted_bytes = r->evicted_bytes;
+    }
+    return REPRISE_OK;
+  });
+}
 
 }  // extern "C"

@@ -101,6 +101,11 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
   std::memcpy(&options_.store_codec, &bad, sizeof(bad));
   EXPECT_EQ(reprise_engine_create(&options_, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
   options_.store_codec = REPRISE_CODEC_F16;
+  std::memcpy(&options_.token_selection, &bad, sizeof(bad));
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, &error), REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("unknown token selection 42"), std::string::npos) << error;
+  reprise_string_free(error);
+  options_.token_selection = REPRISE_SELECT_DEVIATION;
   EXPECT_EQ(options_.store_admit_after, 1);  // the default: every chunk written
   reprise::testing_support::TempDir dir;
   const std::string store = dir.path() + "/store";
@@ -130,7 +135,9 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
 
 // Fields added later come after the first version's, which keep their offsets.
 static_assert(offsetof(reprise_engine_options, store_admit_after) >
-              offsetof(reprise_engine_options, batch_decode));
+                  offsetof(reprise_engine_options, batch_decode) &&
+              offsetof(reprise_engine_options, token_selection) >
+                  offsetof(reprise_engine_options, store_admit_after));
 static_assert(offsetof(reprise_request, documents) > offsetof(reprise_request, cancel) &&
               offsetof(reprise_request, max_prompt_tokens) > offsetof(reprise_request, skills));
 
@@ -217,6 +224,59 @@ TEST_F(CApiTest, SessionsKeepTheirNamespacesApart) {
   reprise_result_free(&r);
   reprise_session_close(a);
   reprise_session_close(b);
+}
+
+// An app looks after the store its engine used: counts per namespace, pinning, gc, and
+// deleting one namespace's chunks (a user who signs out) while the other's stay.
+TEST_F(CApiTest, StoreAdministrationWithoutAModel) {
+  reprise::testing_support::TempDir dir;
+  const std::string store = dir.path() + "/store";
+  reprise_store_admin* admin = nullptr;
+  char* error = nullptr;
+  EXPECT_EQ(reprise_store_admin_open(store.c_str(), 0, 1, &admin, &error), REPRISE_NOT_FOUND);
+  reprise_string_free(error);
+  EXPECT_EQ(admin, nullptr);
+
+  options_.store_dir = store.c_str();
+  options_.reuse = REPRISE_REUSE_BLEND;
+  EXPECT_EQ(options_.token_selection, REPRISE_SELECT_DEVIATION);
+  options_.token_selection = REPRISE_SELECT_ATTENTION_DEVIATION;
+  Create();
+  reprise_request request;
+  reprise_request_init(&request);
+  request.prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "sun with her dog and her friends from the big house near the park.";
+  request.max_new_tokens = 2;
+  reprise_result r;
+  for (const char* ns : {"user-1", "user-2"}) {
+    request.name_space = ns;
+    ASSERT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &r, &error), REPRISE_OK)
+        << error;
+    reprise_result_free(&r);
+  }
+  reprise_engine_destroy(engine_);  // persists everything
+  engine_ = nullptr;
+
+  ASSERT_EQ(reprise_store_admin_open(store.c_str(), 0, 0, &admin, &error), REPRISE_OK) << error;
+  reprise_store_stats all, one;
+  ASSERT_EQ(reprise_store_admin_stats(admin, nullptr, &all, nullptr), REPRISE_OK);
+  ASSERT_EQ(reprise_store_admin_stats(admin, "user-1", &one, nullptr), REPRISE_OK);
+  EXPECT_EQ(all.namespaces, 2);
+  EXPECT_GT(one.chunks, 0);
+  EXPECT_EQ(all.chunks, 2 * one.chunks);
+  EXPECT_EQ(all.bytes_on_disk, 2 * one.bytes_on_disk);
+  EXPECT_EQ(reprise_store_admin_pin(admin, "user-1", 0, 1, 1, nullptr), REPRISE_OK);
+  EXPECT_EQ(reprise_store_admin_pin(admin, "user-1", 12345, 0, 1, nullptr), REPRISE_NOT_FOUND);
+  reprise_store_gc_report gc;
+  ASSERT_EQ(reprise_store_admin_gc(admin, &gc, nullptr), REPRISE_OK);
+  EXPECT_EQ(gc.corrupt + gc.evicted + gc.orphan_files + gc.rows_missing_file, 0);
+  ASSERT_EQ(reprise_store_admin_clear(admin, "user-2", nullptr), REPRISE_OK);
+  reprise_store_stats after;
+  ASSERT_EQ(reprise_store_admin_stats(admin, nullptr, &after, nullptr), REPRISE_OK);
+  EXPECT_EQ(after.chunks, one.chunks);
+  EXPECT_EQ(reprise_store_admin_clear(nullptr, nullptr, nullptr), REPRISE_INVALID_ARGUMENT);
+  reprise_store_admin_close(admin);
 }
 
 TEST_F(CApiTest, CancellationAndStoppingEndTheRequest) {
