@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -175,6 +176,13 @@ struct GenerateRequest {
   // The namespace whose chunks this request may reuse and adds to; empty = the engine's
   // (EngineOptions::name_space) or the session's.
   std::string name_space;
+  // Keep this request's KV (its prompt's chunks, a chat reply) in the namespace's cache for
+  // later requests. false: reuse what is cached, add nothing (a one-off or private prompt, a
+  // measurement that must not change what the next request finds).
+  bool keep_kv = true;
+  // Return the logits after the prompt (GenerateResult::first_token_logits): the distribution
+  // of the first generated token, e.g. to compare reuse methods or to score choices.
+  bool return_first_token_logits = false;
   // Set to true from any thread to stop the request: before the next prefill graph call or
   // the next token. A request stopped before its first token fails with Cancelled; one
   // stopped later returns what it generated, with stop_reason "cancelled". Null = never.
@@ -213,6 +221,9 @@ struct GenerateResult {
   std::string stop_reason;
   std::string name_space;  // the namespace it ran in
   ReuseReport reuse;
+  // With GenerateRequest::return_first_token_logits: [vocabulary] logits after the prompt
+  // (empty otherwise, and with EngineOptions::use_reference).
+  std::vector<float> first_token_logits;
 };
 
 struct TokenPiece {
@@ -226,7 +237,21 @@ using TextCallback = std::function<bool(std::string_view text)>;
 struct SessionOptions {
   // The namespace of this session's requests that name none; empty = the engine's.
   std::string name_space;
+  // How this session's requests reuse cached KV; empty = the engine's (EngineOptions::reuse).
+  // A session of an engine made with ReuseMethod::kNone cannot reuse (it has no caches).
+  std::optional<ReuseMethod> reuse;
 };
+
+// What a model file holds, read without compiling it.
+struct ModelInfo {
+  std::string name;         // general.name ("reprise-random-..." for make-model's files)
+  std::string architecture;  // llama, qwen2, qwen3
+  int context_length = 0;   // trained context, tokens
+  int vocab_size = 0;
+  int num_layers = 0;
+};
+// Errors: those of loading the model (NotFound, Corrupt, Unimplemented, ...).
+Result<ModelInfo> ReadModelInfo(const std::string& path);
 
 // The engine's counters at one moment (for a server's metrics).
 struct EngineStats {
@@ -259,12 +284,14 @@ class Session {
   // As Engine::Generate, on this session.
   Result<GenerateResult> Generate(const GenerateRequest& request, const TextCallback& on_text = {});
   const std::string& name_space() const { return name_space_; }
+  ReuseMethod reuse() const { return reuse_method_; }
 
  private:
   friend class Engine;
-  Session(Engine& engine, std::string name_space);
+  Session(Engine& engine, std::string name_space, ReuseMethod reuse);
   Engine* engine_;
   std::string name_space_;
+  ReuseMethod reuse_method_;
   std::unique_ptr<engine::ReuseSession> reuse_;          // compiled graphs (or null:)
   std::unique_ptr<engine::InferenceBackend> reference_;  // with use_reference
 };
@@ -306,7 +333,8 @@ class Engine {
  private:
   friend class Session;
   Engine();
-  Result<std::unique_ptr<Session>> NewSession(std::string name_space);
+  Result<std::unique_ptr<Session>> NewSession(std::string name_space,
+                                              std::optional<ReuseMethod> reuse = std::nullopt);
   // The chunk cache of `name_space` (opened on first use); null with ReuseMethod::kNone.
   Result<kv::ChunkCache*> CacheOf(const std::string& name_space);
   Result<GenerateResult> Run(Session& session, const GenerateRequest& request,

@@ -116,6 +116,8 @@ typedef struct reprise_request {
   const reprise_document* skills;
   size_t num_skills;
   int max_prompt_tokens; /* refuse a longer prompt (REPRISE_INVALID_ARGUMENT); 0 = no limit */
+  int keep_kv; /* nonzero (default): keep this request's KV for later requests; 0: reuse what is
+                  cached, add nothing (a one-off or private prompt) */
 } reprise_request;
 
 typedef struct reprise_reuse_report {

@@ -121,6 +121,7 @@ reprise_status ToRequest(const reprise_request* in, reprise::GenerateRequest& ou
     return s;
   }
   out.max_prompt_tokens = in->max_prompt_tokens;
+  out.keep_kv = in->keep_kv != 0;
   out.chat = in->chat != 0;
   out.max_new_tokens = in->max_new_tokens;
   out.temperature = in->temperature;
@@ -310,6 +311,7 @@ void reprise_request_init(reprise_request* request) {
   request->top_k = d.top_k;
   request->top_p = d.top_p;
   request->max_prompt_tokens = d.max_prompt_tokens;
+  request->keep_kv = d.keep_kv ? 1 : 0;
 }
 
 reprise_status reprise_generate(reprise_engine* engine, const reprise_request* request,

@@ -139,7 +139,8 @@ static_assert(offsetof(reprise_engine_options, store_admit_after) >
               offsetof(reprise_engine_options, token_selection) >
                   offsetof(reprise_engine_options, store_admit_after));
 static_assert(offsetof(reprise_request, documents) > offsetof(reprise_request, cancel) &&
-              offsetof(reprise_request, max_prompt_tokens) > offsetof(reprise_request, skills));
+              offsetof(reprise_request, max_prompt_tokens) > offsetof(reprise_request, skills) &&
+              offsetof(reprise_request, keep_kv) > offsetof(reprise_request, max_prompt_tokens));
 
 TEST_F(CApiTest, DocumentsSkillsAndPromptLimit) {
   Create();
@@ -221,6 +222,17 @@ TEST_F(CApiTest, SessionsKeepTheirNamespacesApart) {
   reprise_result_free(&r);
   ASSERT_EQ(reprise_session_generate(a, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
   EXPECT_GT(r.reuse.tokens_prefix, 0);
+  reprise_result_free(&r);
+  // A request that keeps nothing: b's next identical request still finds only the first.
+  EXPECT_EQ(request.keep_kv, 1);
+  request.prompt = "A small cat sat on a warm red mat and looked at the moon all night long.";
+  request.keep_kv = 0;
+  ASSERT_EQ(reprise_session_generate(b, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
+  const int computed = r.reuse.tokens_new;
+  EXPECT_GE(computed, r.prompt_tokens - 1);  // all but BOS, cached before
+  reprise_result_free(&r);
+  ASSERT_EQ(reprise_session_generate(b, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
+  EXPECT_EQ(r.reuse.tokens_new, computed);
   reprise_result_free(&r);
   reprise_session_close(a);
   reprise_session_close(b);

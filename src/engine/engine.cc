@@ -71,6 +71,10 @@ static_assert(kDefaultStableRecomputeMinDeviation == engine::kDefaultStableMinDe
 // is made with, the namespaces' caches and the slots of Engine::Generate.
 struct Engine::Shared {
   engine::ReuseOptions reuse;
+  // The quality guard asked for (EngineOptions::quality_guard), and the threshold it came to
+  // for blend sessions of an engine whose own method is not blend (resolved at the first).
+  double requested_guard = kQualityGuardCalibrated;
+  std::optional<double> blend_session_guard;
   std::mutex mutex;
   // Namespace -> its cache (a view of the store, or a memory cache of its own).
   std::map<std::string, std::unique_ptr<kv::ChunkCache>> caches;
@@ -82,8 +86,8 @@ struct Engine::Shared {
   std::unique_ptr<engine::DecodeBatcher> decode_batcher;
 };
 
-Session::Session(Engine& engine, std::string name_space)
-    : engine_(&engine), name_space_(std::move(name_space)) {}
+Session::Session(Engine& engine, std::string name_space, ReuseMethod reuse)
+    : engine_(&engine), name_space_(std::move(name_space)), reuse_method_(reuse) {}
 Session::~Session() = default;
 
 Result<GenerateResult> Session::Generate(const GenerateRequest& request,
@@ -121,6 +125,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.num_threads = options.num_threads;
     reuse.recompute_ratio = options.recompute_ratio;
     reuse.guard_deviation = options.quality_guard;
+    engine->shared_->requested_guard = options.quality_guard;
     reuse.recompute_min_deviation = options.recompute_min_deviation;
     reuse.stable_min_deviation = options.stable_recompute_min_deviation;
     reuse.selection = static_cast<graph::SelectionKey>(options.token_selection);
@@ -197,18 +202,40 @@ Result<kv::ChunkCache*> Engine::CacheOf(const std::string& name_space) {
   return raw;
 }
 
-Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space) {
+Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space,
+                                                    std::optional<ReuseMethod> reuse) {
   if (name_space.empty()) name_space = options_.name_space;
   REPRISE_RETURN_IF_ERROR(store::ValidateNamespaceName(name_space));
-  std::unique_ptr<Session> session(new Session(*this, name_space));
+  const ReuseMethod method = reuse.value_or(options_.reuse);
+  if (method != ReuseMethod::kNone && options_.reuse == ReuseMethod::kNone) {
+    return InvalidArgumentError(std::string("a session cannot reuse (") + ReuseMethodName(method) +
+                                ") on an engine made without reuse (none): it has no caches");
+  }
+  std::unique_ptr<Session> session(new Session(*this, name_space, method));
   if (options_.use_reference) {
     REPRISE_ASSIGN_OR_RETURN(session->reference_,
                              engine::ReferenceBackend::Create(*model_, context_tokens_));
     return session;
   }
-  REPRISE_ASSIGN_OR_RETURN(kv::ChunkCache * cache, CacheOf(name_space));
-  REPRISE_ASSIGN_OR_RETURN(session->reuse_,
-                           engine::ReuseSession::Create(*model_, shared_->reuse, cache));
+  engine::ReuseOptions options = shared_->reuse;
+  options.method = static_cast<engine::ReuseMethod>(method);
+  if (method == ReuseMethod::kBlend && options_.reuse != ReuseMethod::kBlend) {
+    // The engine resolved no guard for its own method: resolve it once for blend sessions.
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    if (!shared_->blend_session_guard) {
+      engine::ReuseOptions guarded = options;
+      guarded.guard_deviation = shared_->requested_guard;
+      engine::ResolveQualityGuard(*model_, options_.calibration_dir,
+                                  /*measure_if_missing=*/true, &guarded);
+      shared_->blend_session_guard = guarded.guard_deviation;
+    }
+    options.guard_deviation = *shared_->blend_session_guard;
+  }
+  kv::ChunkCache* cache = nullptr;
+  if (method != ReuseMethod::kNone) {
+    REPRISE_ASSIGN_OR_RETURN(cache, CacheOf(name_space));
+  }
+  REPRISE_ASSIGN_OR_RETURN(session->reuse_, engine::ReuseSession::Create(*model_, options, cache));
   return session;
 }
 
@@ -216,7 +243,20 @@ Result<std::unique_ptr<Session>> Engine::OpenSession(const SessionOptions& optio
   if (options_.use_reference) {
     return InvalidArgumentError("the reference backend runs one sequence: no sessions");
   }
-  return NewSession(options.name_space);
+  return NewSession(options.name_space, options.reuse);
+}
+
+Result<ModelInfo> ReadModelInfo(const std::string& path) {
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<engine::LoadedModel> model,
+                           engine::LoadedModel::Load(path));
+  const model::ModelConfig& c = model->config();
+  ModelInfo info;
+  info.name = c.name;
+  info.architecture = std::string(model::ArchitectureName(c.arch));
+  info.context_length = c.context_length;
+  info.vocab_size = c.vocab_size;
+  info.num_layers = c.num_layers;
+  return info;
 }
 
 Status Engine::Flush() { return store_ ? store_->Flush() : Status::Ok(); }
@@ -320,7 +360,10 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     result.reuse.tokens_new = static_cast<int>(result.prompt_tokens.size());
   } else {
     engine::ReuseSession& reuse = *session.reuse_;
-    REPRISE_ASSIGN_OR_RETURN(kv::ChunkCache * cache, CacheOf(result.name_space));
+    kv::ChunkCache* cache = nullptr;
+    if (session.reuse() != ReuseMethod::kNone) {
+      REPRISE_ASSIGN_OR_RETURN(cache, CacheOf(result.name_space));
+    }
     reuse.set_cache(cache);
     reuse.set_cancel(request.cancel);
     Result<engine::PrefillReport> report = reuse.Prefill(segments, request.max_prompt_tokens);
@@ -340,6 +383,9 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     result.reuse.kv_prep_ms = report->kv_prep_ms;
     result.reuse.compute_ms = report->compute_ms;
     result.reuse.guard_fallbacks = report->guard_fallbacks;
+    if (request.return_first_token_logits) {
+      result.first_token_logits.assign(reuse.logits().begin(), reuse.logits().end());
+    }
     {
       // While it generates, the session's decode steps are batched with the others'.
       const engine::DecodeBatcher::Participant decoding(shared_->decode_batcher.get());
@@ -348,8 +394,9 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     }
     // After the reply: storing chunks is never on the time-to-first-token path (a store
     // only queues them for its write-back thread), then idle work (prefetch).
-    REPRISE_RETURN_IF_ERROR(reuse.StoreChunks());
-    if (engine::IsChatRequest(request) && stats.stop_reason != "cancelled") {
+    const bool keep = cache != nullptr && request.keep_kv;
+    if (keep) REPRISE_RETURN_IF_ERROR(reuse.StoreChunks());
+    if (keep && engine::IsChatRequest(request) && stats.stop_reason != "cancelled") {
       // The reply as the next turn will hold it: its KV is kept too, so that the next turn
       // reuses the whole conversation. A failure here loses only that reuse.
       const tokenizer::ChatMessage reply{"assistant", result.text};

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -301,6 +302,91 @@ TEST(EngineContextTest, TheSameDocumentsInAnotherOrderAreReused) {
               static_cast<int>(r2->prompt_tokens.size()) / 2)
         << "chat " << chat;
   }
+}
+
+// Sessions of one engine may reuse differently (an app comparing methods, a private session
+// that caches nothing), over the engine's compiled model and caches.
+TEST(EngineContextTest, ASessionMayChooseItsOwnReuseMethod) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(Options(ReuseMethod::kPrefix));
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  auto blend = (*engine)->OpenSession({"docs", ReuseMethod::kBlend});
+  auto none = (*engine)->OpenSession({"docs", ReuseMethod::kNone});
+  auto prefix = (*engine)->OpenSession({"docs"});
+  ASSERT_TRUE(blend.ok() && none.ok() && prefix.ok());
+  EXPECT_EQ((*blend)->reuse(), ReuseMethod::kBlend);
+  EXPECT_EQ((*prefix)->reuse(), ReuseMethod::kPrefix);
+  GenerateRequest first;
+  first.prompt = "Once upon a time";
+  first.documents = {{"one", Document(1)}, {"two", Document(2)}};
+  first.max_new_tokens = 2;
+  ASSERT_TRUE((*prefix)->Generate(first).ok());
+  GenerateRequest second = first;
+  std::swap(second.documents[0], second.documents[1]);
+  second.keep_kv = false;  // so that blend below finds the documents where `first` left them
+  // Reordered documents: the prefix session finds only the shared start, blend finds both.
+  Result<GenerateResult> by_prefix = (*prefix)->Generate(second);
+  ASSERT_TRUE(by_prefix.ok());
+  EXPECT_EQ(by_prefix->reuse.tokens_reused + by_prefix->reuse.tokens_recomputed, 0);
+  Result<GenerateResult> by_blend = (*blend)->Generate(second);
+  ASSERT_TRUE(by_blend.ok()) << by_blend.error().ToString();
+  EXPECT_GT(by_blend->reuse.tokens_reused + by_blend->reuse.tokens_recomputed,
+            static_cast<int>(by_blend->prompt_tokens.size()) / 2);
+  // The session without reuse computes everything and adds nothing.
+  GenerateRequest third = first;
+  third.documents = {{"three", Document(3)}};
+  Result<GenerateResult> by_none = (*none)->Generate(third);
+  ASSERT_TRUE(by_none.ok());
+  EXPECT_EQ(by_none->reuse.tokens_new, static_cast<int>(by_none->prompt_tokens.size()));
+  Result<GenerateResult> after = (*prefix)->Generate(third);
+  ASSERT_TRUE(after.ok());
+  EXPECT_LT(after->reuse.tokens_prefix, static_cast<int>(after->prompt_tokens.size()) / 2);
+
+  // An engine without reuse has no caches: its sessions cannot reuse.
+  Result<std::unique_ptr<Engine>> plain = Engine::Create(Options(ReuseMethod::kNone));
+  ASSERT_TRUE(plain.ok());
+  auto refused = (*plain)->OpenSession({"", ReuseMethod::kBlend});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+}
+
+// keep_kv = false reuses without adding; the first token's logits come back on request.
+TEST(EngineContextTest, ARequestMayKeepNothingAndReturnTheFirstTokensLogits) {
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(Options(ReuseMethod::kBlend));
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  GenerateRequest request = DocumentRequest("private", 3);
+  request.keep_kv = false;
+  request.return_first_token_logits = true;
+  Result<GenerateResult> first = (*engine)->Generate(request);
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  ASSERT_EQ(first->first_token_logits.size(),
+            static_cast<size_t>(ReadModelInfo(kModel)->vocab_size));
+  const auto top =
+      std::max_element(first->first_token_logits.begin(), first->first_token_logits.end()) -
+      first->first_token_logits.begin();
+  EXPECT_EQ(top, first->generated_tokens.front());  // greedy
+  Result<GenerateResult> again = (*engine)->Generate(request);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->reuse.tokens_new, static_cast<int>(again->prompt_tokens.size()));
+  EXPECT_EQ(again->first_token_logits, first->first_token_logits);
+  // Kept this time: the next request reuses it.
+  request.keep_kv = true;
+  request.return_first_token_logits = false;
+  Result<GenerateResult> kept = (*engine)->Generate(request);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->first_token_logits.empty());
+  Result<GenerateResult> reused = (*engine)->Generate(request);
+  ASSERT_TRUE(reused.ok());
+  EXPECT_GT(reused->reuse.tokens_prefix, static_cast<int>(reused->prompt_tokens.size()) / 2);
+}
+
+TEST(EngineContextTest, ReadModelInfoDescribesAFileWithoutCompilingIt) {
+  Result<ModelInfo> info = ReadModelInfo(kModel);
+  ASSERT_TRUE(info.ok()) << info.error().ToString();
+  EXPECT_EQ(info->architecture, "llama");
+  EXPECT_GT(info->context_length, 0);
+  EXPECT_GT(info->vocab_size, 0);
+  EXPECT_GT(info->num_layers, 0);
+  EXPECT_EQ(ReadModelInfo("/no/such/model.gguf").error().code(), StatusCode::kNotFound);
 }
 
 TEST(EngineContextTest, MaxPromptTokensRefusesLongerPrompts) {
