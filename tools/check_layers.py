@@ -7,8 +7,7 @@ GGUF writing on top of the tokenizer and model layers), `workload/` (the benchma
 built from real texts) and `tools/` (the reuse and speed benchmarks, the calibration driver,
 the inspector's report: measurement built on the engine); and `api/`, the C API over the
 engine's public C++ API. `model` also reads `kernels/` (the packed weight formats it loads
-into), which STYLE.md reaches through `graph`; `cli` opens the store itself for `reprise cache`
-(store/). Includes are rooted at src/, so
+into), which STYLE.md reaches through `graph`. Includes are rooted at src/, so
 `#include "gguf/gguf_file.h"` names the gguf layer.
 """
 import pathlib
@@ -32,7 +31,7 @@ ALLOWED = {
               "reuse", "workload"},
     "api": {"engine", "base"},
     "server": {"engine", "base"},
-    "cli": {"engine", "server", "base", "tools", "convert", "workload", "store"},
+    "cli": {"engine", "server", "base", "tools", "convert", "workload"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 

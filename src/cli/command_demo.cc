@@ -28,12 +28,8 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
-#include "engine/loaded_model.h"
-#include "engine/reuse_session.h"
-#include "engine/sampler.h"
-#include "engine/store_settings.h"
 #include "reprise/engine.h"
-#include "store/chunk_store.h"
+#include "reprise/store_admin.h"
 #include "tools/reuse_bench.h"
 #include "workload/docqa_workload.h"
 #include "workload/json_input.h"
@@ -139,7 +135,7 @@ Result<KitItem> ReadDocFiles(const std::vector<std::string>& paths, const std::s
   return item;
 }
 
-using Segments = std::vector<engine::PromptSegment>;
+using Segments = std::vector<Segment>;
 
 // The session's requests, built from one kit item (or any item: the text is real either way).
 struct Scenario {
@@ -158,17 +154,17 @@ std::string DocumentText(const std::string& title, const std::vector<std::string
   return text + "\n";
 }
 
-int CountTokens(const tokenizer::Tokenizer& tok, const Segments& segments) {
+int CountTokens(const Engine& engine, const Segments& segments) {
   int n = 1;  // BOS
-  for (const engine::PromptSegment& s : segments) {
-    n += static_cast<int>(tok.Encode(s.text, tokenizer::EncodeOptions{false, false}).size());
+  for (const Segment& s : segments) {
+    n += static_cast<int>(engine.Tokenize(s.text, false, false).size());
   }
   return n;
 }
 
 // Picks the documents (the supporting paragraphs and distractors, in the item's order) and
 // keeps as many of their sentences as fit in `budget` tokens for the longest request.
-Scenario BuildScenario(const KitItem& item, const tokenizer::Tokenizer& tok, int budget,
+Scenario BuildScenario(const KitItem& item, const Engine& tok, int budget,
                        const std::string& chat_answer_placeholder) {
   if (item.titles.empty()) return Scenario{};
   std::vector<size_t> picked;
@@ -228,18 +224,19 @@ Scenario BuildScenario(const KitItem& item, const tokenizer::Tokenizer& tok, int
 
 // What one method did on one request.
 struct MethodOutcome {
-  engine::PrefillReport report;  // of the first try, with the best TTFT of all tries
+  ReuseReport report;  // of the first try
+  double ttft_ms = 0;  // the best of all tries
   double first_ttft_ms = 0;
-  int64_t hits_memory = 0, hits_flash = 0;
-  std::vector<float> logits;
-  std::vector<int32_t> answer;
+  int prompt_tokens = 0;
+  std::vector<float> logits;    // the first answer token's (last try)
+  std::vector<int32_t> answer;  // greedy (last try)
+  std::string answer_text;
 };
 
-// One method's session over its namespace of the store.
+// One method's session (its own namespace of the engine's store).
 struct MethodRun {
-  engine::ReuseMethod method;
-  std::unique_ptr<kv::ChunkCache> cache;
-  std::unique_ptr<engine::ReuseSession> session;
+  ReuseMethod method;
+  std::unique_ptr<Session> session;
 };
 
 // Figures kept for the summary.
@@ -386,89 +383,83 @@ class DemoCommand : public Command {
   }
 
   static bool IsRandomModel(const std::string& path) {
-    Result<std::unique_ptr<engine::LoadedModel>> model = engine::LoadedModel::Load(path);
-    return model.ok() && (*model)->config().name.rfind("reprise-random-", 0) == 0;
+    Result<ModelInfo> info = ReadModelInfo(path);
+    return info.ok() && info->name.rfind("reprise-random-", 0) == 0;
   }
 
   // The store's namespaces of the demo: one per method that caches.
-  static std::string DemoNamespace(engine::ReuseMethod method) {
-    return std::string("demo-") + engine::ReuseMethodName(method);
+  static std::string DemoNamespace(ReuseMethod method) {
+    return std::string("demo-") + ReuseMethodName(method);
   }
 
-  // Opens the store and one session per method (sharing weights and threads). On the first
-  // open (`fresh`) the demo's namespaces are emptied, so that every run starts alike (other
-  // namespaces of a folder given with --store-dir are left alone), and each session first runs
-  // a prompt of `warm_tokens` tokens that is never stored, so that the first request is not
-  // the one that touches the graphs' and the KV cache's memory. After the restart there is no
-  // warm-up: its lookups would read the stored chunks from flash before the first request.
-  Status OpenRuns(const engine::LoadedModel& model, const engine::ReuseOptions& base,
-                  int warm_tokens, bool fresh, std::unique_ptr<store::ChunkStore>& store,
+  // Opens an engine on the store and one session per method (each its own namespace). On the
+  // first open (`fresh`) the demo's namespaces are emptied first, so that every run starts
+  // alike (other namespaces of a folder given with --store-dir are left alone).
+  Status OpenRuns(const EngineOptions& options, bool fresh, std::unique_ptr<Engine>& engine,
                   std::vector<MethodRun>& runs) {
-    const std::string sentence = "The quick brown fox jumps over the lazy dog. ";
-    const int per_sentence = std::max<int>(
-        1, static_cast<int>(
-               model.tokenizer().Encode(sentence, tokenizer::EncodeOptions{false, false}).size()));
-    std::string warm_text;
-    for (int n = 0; n + per_sentence < warm_tokens; n += per_sentence) warm_text += sentence;
-    if (warm_text.empty()) warm_text = "Hello.";
-    engine::StoreSettings settings;
-    settings.dir = store_dir_;
-    settings.pool_mb = 256;
-    settings.disk_mb = 1024;
-    REPRISE_ASSIGN_OR_RETURN(store, engine::OpenChunkStore(model, settings));
+    if (fresh) {
+      REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<StoreAdmin> admin,
+                               StoreAdmin::Open({options.store_dir, options.store_disk_mb}));
+      for (ReuseMethod method : {ReuseMethod::kPrefix, ReuseMethod::kBlend}) {
+        REPRISE_RETURN_IF_ERROR(admin->Clear(DemoNamespace(method)));
+      }
+    }
+    REPRISE_ASSIGN_OR_RETURN(engine, Engine::Create(options));
     runs.clear();
-    std::shared_ptr<const model::PackedWeights> weights;
-    std::shared_ptr<ThreadPool> pool;
-    for (engine::ReuseMethod method :
-         {engine::ReuseMethod::kNone, engine::ReuseMethod::kPrefix, engine::ReuseMethod::kBlend}) {
+    for (ReuseMethod method : {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kBlend}) {
       MethodRun run;
       run.method = method;
-      engine::ReuseOptions options = base;
-      options.method = method;
-      options.shared_weights = weights;
-      options.shared_pool = pool;
-      if (method != engine::ReuseMethod::kNone) {
-        if (fresh) REPRISE_RETURN_IF_ERROR(store->Clear(DemoNamespace(method)));
-        run.cache = store->OpenNamespace(DemoNamespace(method));
-      }
-      REPRISE_ASSIGN_OR_RETURN(run.session,
-                               engine::ReuseSession::Create(model, options, run.cache.get()));
-      weights = run.session->backend().shared_weights();
-      pool = run.session->backend().shared_pool();
-      const engine::PromptSegment warm[] = {{"warm-up", warm_text}};
-      if (!run.cache || fresh) REPRISE_RETURN_IF_ERROR(run.session->Prefill(warm));
+      REPRISE_ASSIGN_OR_RETURN(run.session, engine->OpenSession({DemoNamespace(method), method}));
       runs.push_back(std::move(run));
     }
     return Status::Ok();
   }
 
-  // One try of the prefill; the first records the report and where the chunks came from,
-  // later ones (nothing was stored in between, so the plan is the same; chunks read from
-  // flash by the first try are now in memory) only keep the best TTFT.
-  Status TryPrefill(MethodRun& run, const Segments& segments, bool first, MethodOutcome& out) {
-    REPRISE_ASSIGN_OR_RETURN(engine::PrefillReport report, run.session->Prefill(segments));
-    if (!first) {
-      out.report.ttft_ms = std::min(out.report.ttft_ms, report.ttft_ms);
-      return Status::Ok();
+  // Each session first runs a prompt of `warm_tokens` tokens that keeps nothing, so that the
+  // first request is not the one that touches the graphs' and the KV cache's memory. After the
+  // restart (not `fresh`) only `none` does: the others' lookups would read the stored chunks
+  // from flash before the first request.
+  static Status WarmUp(const Engine& engine, int warm_tokens, bool fresh,
+                       std::vector<MethodRun>& runs) {
+    const std::string sentence = "The quick brown fox jumps over the lazy dog. ";
+    const int per_sentence =
+        std::max<int>(1, static_cast<int>(engine.Tokenize(sentence, false, false).size()));
+    std::string warm_text;
+    for (int n = 0; n + per_sentence < warm_tokens; n += per_sentence) warm_text += sentence;
+    if (warm_text.empty()) warm_text = "Hello.";
+    for (MethodRun& run : runs) {
+      if (run.method != ReuseMethod::kNone && !fresh) continue;
+      GenerateRequest warm;
+      warm.segments = {{"warm-up", warm_text}};
+      warm.max_new_tokens = 1;
+      warm.keep_kv = false;
+      Result<GenerateResult> warmed = run.session->Generate(warm);
+      if (!warmed.ok()) return warmed.error();
     }
-    out.report = report;
-    out.first_ttft_ms = report.ttft_ms;
-    out.hits_memory = report.chunks_from_memory;
-    out.hits_flash = report.chunks_from_flash;
     return Status::Ok();
   }
 
-  // After the last try: the logits, the chunks stored (off the TTFT path: the store writes
-  // back later), and the greedy answer.
-  Status Finish(MethodRun& run, MethodOutcome& out) {
-    out.logits.assign(run.session->logits().begin(), run.session->logits().end());
-    REPRISE_RETURN_IF_ERROR(run.session->StoreChunks());
-    std::span<const float> logits = run.session->logits();
-    for (int i = 0; i < answer_tokens_; ++i) {
-      const int32_t token = engine::Argmax(logits);
-      out.answer.push_back(token);
-      if (i + 1 == answer_tokens_) break;
-      REPRISE_ASSIGN_OR_RETURN(logits, run.session->Decode(token));
+  // One try of the request: greedy, the answer's tokens. Only the last try keeps its KV (the
+  // store writes it back later, off the TTFT path), so every try plans alike; the first
+  // records the report and where the chunks came from (chunks read from flash by it are in
+  // memory for the later ones), every try the best TTFT, the last the answer.
+  Status Try(MethodRun& run, const Segments& segments, int t, MethodOutcome& out) {
+    GenerateRequest request;
+    request.segments = segments;
+    request.max_new_tokens = answer_tokens_;
+    request.keep_kv = t + 1 == repeat_;
+    request.return_first_token_logits = t + 1 == repeat_;
+    REPRISE_ASSIGN_OR_RETURN(GenerateResult result, run.session->Generate(request));
+    if (t == 0) {
+      out.report = result.reuse;
+      out.first_ttft_ms = out.ttft_ms = result.ttft_ms;
+      out.prompt_tokens = static_cast<int>(result.prompt_tokens.size());
+    }
+    out.ttft_ms = std::min(out.ttft_ms, result.ttft_ms);
+    if (t + 1 == repeat_) {
+      out.logits = std::move(result.first_token_logits);
+      out.answer = std::move(result.generated_tokens);
+      out.answer_text = std::move(result.text);
     }
     return Status::Ok();
   }
@@ -483,36 +474,38 @@ class DemoCommand : public Command {
   // Runs request `index` with every method and prints its table; returns the full-prefill
   // answer's text.
   Result<std::string> RunRequest(int index, const Scenario::Request& request,
-                                 std::vector<MethodRun>& runs, const tokenizer::Tokenizer& tok,
-                                 bool after_restart, Tally& tally) {
+                                 std::vector<MethodRun>& runs, bool after_restart, Tally& tally) {
     // The methods take turns, try after try, so that other work on the machine disturbs them
     // alike.
     std::vector<MethodOutcome> outcomes(runs.size());
     for (int t = 0; t < repeat_; ++t) {
       for (size_t m = 0; m < runs.size(); ++m) {
-        REPRISE_RETURN_IF_ERROR(TryPrefill(runs[m], request.segments, t == 0, outcomes[m]));
+        REPRISE_RETURN_IF_ERROR(Try(runs[m], request.segments, t, outcomes[m]));
       }
     }
-    for (size_t m = 0; m < runs.size(); ++m) REPRISE_RETURN_IF_ERROR(Finish(runs[m], outcomes[m]));
     const MethodOutcome& full = outcomes.front();
     std::printf("\n[%d] %s — %d prompt tokens\n", index + 1, request.title.c_str(),
-                full.report.prompt_tokens);
+                full.prompt_tokens);
     std::printf("    %-7s %9s %8s %7s %7s %7s %6s %13s %7s %s\n", "method", "TTFT ms", "speedup",
                 "prefix", "reused", "recomp", "new", "chunks mem/fl", "top-1",
                 "answer vs full prefill");
+    auto argmax = [](const std::vector<float>& v) {
+      return std::max_element(v.begin(), v.end()) - v.begin();
+    };
     for (size_t m = 0; m < runs.size(); ++m) {
       const MethodOutcome& o = outcomes[m];
-      const engine::PrefillReport& r = o.report;
-      const char* name = engine::ReuseMethodName(runs[m].method);
-      const double speedup = r.ttft_ms > 0 ? full.report.ttft_ms / r.ttft_ms : 0.0;
+      const ReuseReport& r = o.report;
+      const char* name = ReuseMethodName(runs[m].method);
+      const double speedup = o.ttft_ms > 0 ? full.ttft_ms / o.ttft_ms : 0.0;
       char chunks[32] = "-";
-      if (runs[m].cache) {
-        std::snprintf(chunks, sizeof(chunks), "%lld / %lld", static_cast<long long>(o.hits_memory),
-                      static_cast<long long>(o.hits_flash));
+      if (runs[m].method != ReuseMethod::kNone) {
+        std::snprintf(chunks, sizeof(chunks), "%lld / %lld",
+                      static_cast<long long>(r.chunks_from_memory),
+                      static_cast<long long>(r.chunks_from_flash));
       }
       std::string top1 = "ref", answer = "reference";
       if (m > 0) {
-        const bool same_top1 = engine::Argmax(o.logits) == engine::Argmax(full.logits);
+        const bool same_top1 = argmax(o.logits) == argmax(full.logits);
         size_t same = 0;
         while (same < o.answer.size() && same < full.answer.size() &&
                o.answer[same] == full.answer[same]) {
@@ -523,68 +516,70 @@ class DemoCommand : public Command {
         std::snprintf(line, sizeof(line), "%zu/%zu tokens same, KL %.2g", same, full.answer.size(),
                       tools::SoftmaxKl(full.logits, o.logits));
         answer = line;
-        if (runs[m].method == engine::ReuseMethod::kBlend) {
+        if (runs[m].method == ReuseMethod::kBlend) {
           if (index > 0) {
-            tally.repeated_none_ms += full.report.ttft_ms;
-            tally.repeated_blend_ms += r.ttft_ms;
-            tally.repeated_tokens += r.prompt_tokens;
-            tally.repeated_blend_reused +=
-                r.tokens_prefix + r.tokens_nonprefix + r.tokens_recomputed;
+            tally.repeated_none_ms += full.ttft_ms;
+            tally.repeated_blend_ms += o.ttft_ms;
+            tally.repeated_tokens += o.prompt_tokens;
+            tally.repeated_blend_reused += r.tokens_prefix + r.tokens_reused + r.tokens_recomputed;
           }
           ++tally.requests;
           tally.top1_same += same_top1;
-          tally.answer_same += same == full.answer.size();
+          tally.answer_same += same == full.answer.size() && o.answer.size() == full.answer.size();
           if (after_restart) {
-            tally.flash_after_restart += o.hits_flash;
-            tally.memory_after_restart += o.hits_memory;
+            tally.flash_after_restart += r.chunks_from_flash;
+            tally.memory_after_restart += r.chunks_from_memory;
           }
         }
       }
-      std::printf("    %-7s %9.2f %7.2fx %7d %7d %7d %6d %13s %7s %s\n", name, r.ttft_ms, speedup,
-                  r.tokens_prefix, r.tokens_nonprefix, r.tokens_recomputed, r.tokens_new, chunks,
+      std::printf("    %-7s %9.2f %7.2fx %7d %7d %7d %6d %13s %7s %s\n", name, o.ttft_ms, speedup,
+                  r.tokens_prefix, r.tokens_reused, r.tokens_recomputed, r.tokens_new, chunks,
                   top1.c_str(), answer.c_str());
-      if (after_restart && o.hits_flash > 0 && repeat_ > 1) {
+      if (after_restart && r.chunks_from_flash > 0 && repeat_ > 1) {
         std::printf("    %-7s first try, reading %lld chunks from flash: %.2f ms\n", name,
-                    static_cast<long long>(o.hits_flash), o.first_ttft_ms);
+                    static_cast<long long>(r.chunks_from_flash), o.first_ttft_ms);
       }
       if (m > 0 && o.answer != full.answer) {
-        std::printf("    %-7s answer: %s\n", name, Quote(tok.Decode(o.answer, true)).c_str());
+        std::printf("    %-7s answer: %s\n", name, Quote(o.answer_text).c_str());
       }
     }
-    const std::string text = tok.Decode(full.answer, true);
-    std::printf("    answer (full prefill, greedy): %s\n", Quote(text).c_str());
-    return text;
+    std::printf("    answer (full prefill, greedy): %s\n", Quote(full.answer_text).c_str());
+    return full.answer_text;
   }
 
   int RunReuseSession(const std::string& model_path, Tally& tally) {
-    Result<std::unique_ptr<engine::LoadedModel>> loaded = engine::LoadedModel::Load(model_path);
-    if (!loaded.ok()) return PrintError("demo", loaded.error());
-    const engine::LoadedModel& model = **loaded;
-    const tokenizer::Tokenizer& tok = model.tokenizer();
+    Result<ModelInfo> info = ReadModelInfo(model_path);
+    if (!info.ok()) return PrintError("demo", info.error());
     Result<KitItem> item = doc_files_.empty() ? ReadKitItem(kit_ + "/" + kKitQuestions, question_)
                                               : ReadDocFiles(doc_files_, ask_);
     if (!item.ok()) return PrintError("demo", item.error());
 
-    engine::ReuseOptions base;
-    base.context_tokens = std::min(model.config().context_length, kMaxDemoContext);
-    base.num_threads = threads_;
-    base.chunk_tokens = 512;
+    EngineOptions options;
+    options.model_path = model_path;
+    options.context_tokens = std::min(info->context_length, kMaxDemoContext);
+    options.num_threads = threads_;
+    options.reuse = ReuseMethod::kBlend;  // sessions choose their own
+    options.cache_mb = 256;
+    options.store_disk_mb = 1024;
     // The longest prompt leaves room for the answer and for the chat's earlier answer.
-    const int budget = base.context_tokens - 3 * answer_tokens_ - 8;
+    const int budget = options.context_tokens - 3 * answer_tokens_ - 8;
     if (budget < 64) {
       return PrintError("demo", InvalidArgumentError("the model's context (" +
-                                                     std::to_string(base.context_tokens) +
+                                                     std::to_string(options.context_tokens) +
                                                      " tokens) is too short for the demo"));
     }
-    Scenario scenario = BuildScenario(*item, tok, budget, std::string(2 * answer_tokens_, '.'));
-    if (scenario.requests.empty()) {
-      return PrintError("demo", InvalidArgumentError("the question has no paragraphs"));
-    }
-
     if (store_dir_.empty()) {
       Result<std::string> cache = FindCacheDir();
       if (!cache.ok()) return PrintError("demo", cache.error());
       store_dir_ = *cache + "/demo-store";
+    }
+    options.store_dir = store_dir_;
+    std::unique_ptr<Engine> engine;
+    std::vector<MethodRun> runs;
+    if (Status s = OpenRuns(options, true, engine, runs); !s.ok()) return PrintError("demo", s);
+    Scenario scenario = BuildScenario(*item, *engine, budget, std::string(2 * answer_tokens_, '.'));
+    if (scenario.requests.empty()) {
+      return PrintError("demo", InvalidArgumentError("the question has no paragraphs"));
     }
 
     std::printf("\n== 2. KV reuse: a document-QA session on %s\n", model_path.c_str());
@@ -598,11 +593,9 @@ class DemoCommand : public Command {
                 doc_files_.empty() ? " (HotpotQA paragraphs, CC BY-SA 4.0)" : "");
     for (const std::string& t : scenario.document_titles) std::printf(" \"%s\"", t.c_str());
     std::printf(
-        "\n   Store %s, namespaces demo-prefix and demo-blend (emptied first); context %d tokens, "
-        "prefill graph %d tokens, recompute graph %d (ratio %.2f);\n   TTFT: the best of %d tries "
-        "of each prefill.\n",
-        store_dir_.c_str(), base.context_tokens, base.prefill_capacity, base.recompute_capacity,
-        base.recompute_ratio, repeat_);
+        "\n   Store %s, namespaces demo-prefix and demo-blend (emptied first); blend's ratio "
+        "%.2f;\n   %s;\n   TTFT: the best of %d tries of each prefill.\n",
+        store_dir_.c_str(), options.recompute_ratio, engine->Describe().c_str(), repeat_);
     std::printf(
         "   Methods: none = full prefill (the reference); prefix = exact reuse of a shared "
         "prefix; blend = cached chunks\n   moved to their new positions, the most deviating "
@@ -612,46 +605,46 @@ class DemoCommand : public Command {
 
     int warm_tokens = 0;
     for (const Scenario::Request& r : scenario.requests) {
-      warm_tokens = std::max(warm_tokens, CountTokens(tok, r.segments));
+      warm_tokens = std::max(warm_tokens, CountTokens(*engine, r.segments));
     }
-    std::unique_ptr<store::ChunkStore> store;
-    std::vector<MethodRun> runs;
-    if (Status s = OpenRuns(model, base, warm_tokens, true, store, runs); !s.ok())
+    if (Status s = WarmUp(*engine, warm_tokens, true, runs); !s.ok()) {
       return PrintError("demo", s);
+    }
     const size_t before_restart = scenario.requests.size() - 1;
     std::string chat_answer;
     for (size_t i = 0; i < before_restart; ++i) {
       Scenario::Request& request = scenario.requests[i];
       if (i == 2) {
         // The chat's earlier turn holds the answer the model gave to request 2.
-        for (engine::PromptSegment& s : request.segments) {
+        for (Segment& s : request.segments) {
           if (s.role == "assistant" && s.text != "Answer:") {
             s.text = "Answer:" + chat_answer.substr(0, chat_answer.find('\n')) + "\n";
           }
         }
       }
-      Result<std::string> answer =
-          RunRequest(static_cast<int>(i), request, runs, tok, false, tally);
+      Result<std::string> answer = RunRequest(static_cast<int>(i), request, runs, false, tally);
       if (!answer.ok()) return PrintError("demo", answer.error());
       chat_answer = *answer;
       // The next request's text search finds only chunks the catalog holds: wait for the
       // write-back (off the TTFT path), so that every run finds the same candidates.
-      if (Status s = store->Flush(); !s.ok()) return PrintError("demo", s);
+      if (Status s = engine->Flush(); !s.ok()) return PrintError("demo", s);
     }
 
-    const store::StoreStats saved = store->Stats();
+    const EngineStats saved = engine->Stats();
     runs.clear();
-    store.reset();
+    engine.reset();
     std::printf(
         "\n== 3. Restart: the engine is closed (the store holds %lld chunks, %.1f MiB on "
         "flash) and opened again on the same store\n",
         static_cast<long long>(saved.chunks), saved.bytes_on_disk / 1048576.0);
-    if (Status s = OpenRuns(model, base, warm_tokens, false, store, runs); !s.ok())
+    if (Status s = OpenRuns(options, false, engine, runs); !s.ok()) return PrintError("demo", s);
+    if (Status s = WarmUp(*engine, warm_tokens, false, runs); !s.ok()) {
       return PrintError("demo", s);
-    Result<std::string> answer = RunRequest(static_cast<int>(before_restart),
-                                            scenario.requests.back(), runs, tok, true, tally);
+    }
+    Result<std::string> answer =
+        RunRequest(static_cast<int>(before_restart), scenario.requests.back(), runs, true, tally);
     if (!answer.ok()) return PrintError("demo", answer.error());
-    if (Status s = store->Flush(); !s.ok()) return PrintError("demo", s);
+    if (Status s = engine->Flush(); !s.ok()) return PrintError("demo", s);
 
     std::printf("\n== What this showed\n");
     std::printf(
