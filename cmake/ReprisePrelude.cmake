@@ -38,16 +38,41 @@ set(REPRISE_AVX_VNNI_FLAGS ${REPRISE_AVX2_FLAGS} -mavxvnni)
 set(REPRISE_AVX512_VNNI_FLAGS ${REPRISE_AVX2_FLAGS} -mavx512f -mavx512bw -mavx512dq -mavx512vl
   -mavx512vnni)
 
+# ... those that hold ARM NEON kernels with the dot-product instructions (AArch64 only).
+set(REPRISE_NEON_DOTPROD_FLAGS -march=armv8.2-a+dotprod)
+# Which kernel sources a build compiles: the x86 SIMD ones on x86-64, the NEON ones on AArch64
+# (a cross build: cmake/aarch64-linux-gnu.cmake), neither elsewhere (scalar kernels only).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+  set(REPRISE_ARCH aarch64)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(REPRISE_ARCH x86_64)
+else()
+  set(REPRISE_ARCH other)
+endif()
+
 # reprise_library(NAME folder SOURCES ... DEPS ...): one static library per src/ folder,
 # named reprise_<folder>. reprise_options (warnings, -Werror, sanitizers, the src/ include
 # root) is a build-tree requirement only: the installed package (cmake/RepriseInstall.cmake)
 # passes none of it to the programs that embed Reprise.
 function(reprise_library folder)
   cmake_parse_arguments(ARG "" ""
-    "SOURCES;AVX2_SOURCES;AVX_VNNI_SOURCES;AVX512_VNNI_SOURCES;DEPS;PUBLIC_LIBS" ${ARGN})
+    "SOURCES;AVX2_SOURCES;AVX_VNNI_SOURCES;AVX512_VNNI_SOURCES;NEON_DOTPROD_SOURCES;DEPS;PUBLIC_LIBS"
+    ${ARGN})
   set(target reprise_${folder})
+  if(NOT REPRISE_ARCH STREQUAL "x86_64")
+    unset(ARG_AVX2_SOURCES)
+    unset(ARG_AVX_VNNI_SOURCES)
+    unset(ARG_AVX512_VNNI_SOURCES)
+  endif()
+  if(NOT REPRISE_ARCH STREQUAL "aarch64")
+    unset(ARG_NEON_DOTPROD_SOURCES)
+  endif()
   add_library(${target} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES} ${ARG_AVX_VNNI_SOURCES}
-    ${ARG_AVX512_VNNI_SOURCES})
+    ${ARG_AVX512_VNNI_SOURCES} ${ARG_NEON_DOTPROD_SOURCES})
+  if(ARG_NEON_DOTPROD_SOURCES)
+    set_source_files_properties(${ARG_NEON_DOTPROD_SOURCES} PROPERTIES COMPILE_OPTIONS
+      "${REPRISE_NEON_DOTPROD_FLAGS}")
+  endif()
   target_link_libraries(${target} PUBLIC $<BUILD_INTERFACE:reprise_options> Threads::Threads
     ${ARG_DEPS} ${ARG_PUBLIC_LIBS})
   if(ARG_AVX2_SOURCES)

@@ -6,7 +6,9 @@
 #  2. an AddressSanitizer + UndefinedBehaviorSanitizer build, the `unit` and `hostile` labels
 #     (the hostile-input tests of the command line run under the sanitizers too);
 #  3. every libFuzzer target (clang; fuzz/CMakeLists.txt: GGUF, KV file, catalog recovery,
-#     tokenizers, chat template, HF import), each for REPRISE_FUZZ_SECONDS (default 20).
+#     tokenizers, chat template, HF import), each for REPRISE_FUZZ_SECONDS (default 20);
+#  4. the ARM check (scripts/test-arm64.sh, quick form): an AArch64 cross build of the kernels,
+#     their tests under qemu-user with and without the dot-product instructions.
 # Long fuzzing and the store crash harness at scale are scripts/soak.sh's (not run in CI).
 # Set REPRISE_TEST_QUICK=1 to run step 1 only.
 set -euo pipefail
@@ -45,3 +47,8 @@ for name in gguf kv_file catalog tokenizer chat_template convert openai_request;
 done
 cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]}"
 (cd build-fuzz && ctest --output-on-failure -L fuzz)
+
+echo "== AArch64 cross build, kernel tests under qemu-user"
+step_start=$SECONDS
+REPRISE_ARM64_QUICK=1 scripts/test-arm64.sh build-arm64
+echo "   ($((SECONDS - step_start)) s)"

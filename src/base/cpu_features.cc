@@ -6,6 +6,9 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace reprise {
@@ -53,6 +56,13 @@ void DetectSimd(CpuFeatures& features) {
       features.has_avx_vnni = (eax & bit_AVXVNNI) != 0;
     }
   }
+}
+
+#elif defined(__aarch64__) && defined(__linux__)
+
+void DetectSimd(CpuFeatures& features) {
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  features.has_neon_dotprod = (hwcap & HWCAP_ASIMD) != 0 && (hwcap & HWCAP_ASIMDDP) != 0;
 }
 
 #else

@@ -4,21 +4,25 @@
 // itself from the number of usable cores. Detection uses cpuid, checks with xgetbv that the
 // operating system saves the 256-bit registers (AVX state) on context switches, and counts
 // the cores this process may run on (sched_getaffinity, so taskset and cgroup cpusets are
-// honoured). On other architectures every SIMD flag is false.
+// honoured). On AArch64 Linux and Android the kernel's auxiliary vector says which ARM
+// extensions the CPU has. On other architectures every SIMD flag is false.
 #pragma once
 
 namespace reprise {
 
 struct CpuFeatures {
-  bool has_avx = false;      // AVX instructions and OS support for the ymm state
-  bool has_avx2 = false;     // implies has_avx
-  bool has_fma = false;      // FMA3, implies has_avx
-  bool has_f16c = false;     // half-float conversions, implies has_avx
+  bool has_avx = false;   // AVX instructions and OS support for the ymm state
+  bool has_avx2 = false;  // implies has_avx
+  bool has_fma = false;   // FMA3, implies has_avx
+  bool has_f16c = false;  // half-float conversions, implies has_avx
   // AVX-512 Foundation, Byte/Word, Doubleword/Quadword and Vector Length extensions, with OS
   // support for the zmm and mask state; and AVX-512 VNNI (vpdpbusd) on top of them.
   bool has_avx_vnni = false;  // AVX-VNNI (VEX vpdpbusd on ymm), implies has_avx
   bool has_avx512 = false;
   bool has_avx512_vnni = false;  // implies has_avx512
+  // ARM (AArch64): Advanced SIMD with the dot-product instructions (sdot/udot, Armv8.2-A
+  // DotProd: every phone core since Cortex-A55/A75, Apple M1), from the kernel's HWCAP bits.
+  bool has_neon_dotprod = false;
   int num_usable_cores = 1;  // cores in this process's affinity mask, at least 1
 
   // The set the AVX2 kernels of kernels/ are compiled for (-mavx2 -mfma -mf16c).

@@ -38,6 +38,10 @@ std::vector<const KernelSet*> AllSets() {
 
 TEST(KernelSetTest, BestIsTheWidestSetSupported) {
   ASSERT_NE(ScalarKernels().matmul, nullptr);
+  // A harness that knows the CPU (scripts/test-arm64.sh picks qemu's) says what to expect.
+  if (const char* expected = std::getenv("REPRISE_EXPECT_KERNELS")) {
+    EXPECT_STREQ(BestKernels().name, expected);
+  }
   if (std::getenv("REPRISE_KERNELS") != nullptr) GTEST_SKIP() << "REPRISE_KERNELS caps the choice";
   if (Avx512VnniKernels() != nullptr) {
     EXPECT_EQ(&BestKernels(), Avx512VnniKernels());
@@ -50,6 +54,10 @@ TEST(KernelSetTest, BestIsTheWidestSetSupported) {
   } else if (Avx2Kernels() != nullptr) {
     EXPECT_EQ(&BestKernels(), Avx2Kernels());
     EXPECT_STREQ(BestKernels().name, "avx2");
+  } else if (NeonDotKernels() != nullptr) {
+    EXPECT_EQ(&BestKernels(), NeonDotKernels());
+    EXPECT_STREQ(BestKernels().name, "neon-dotprod");
+    EXPECT_NE(BestKernels().matmul, ScalarKernels().matmul);
   } else {
     EXPECT_EQ(&BestKernels(), &ScalarKernels());
   }

@@ -76,4 +76,13 @@ void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end
                int64_t head_begin, int64_t head_end);
 }  // namespace avx512
 
+// AArch64, compiled with -march=armv8.2-a+dotprod; only NeonDotKernels() hands it out. The
+// other kernels of that set are the scalar ones.
+namespace neon {
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end);
+PeakLoop Int8PeakLoop();
+PeakLoop Float32PeakLoop();
+}  // namespace neon
+
 }  // namespace reprise::kernels

@@ -29,6 +29,8 @@ KernelSet MakeScalarSet() {
   return set;
 }
 
+#if defined(__x86_64__)
+
 KernelSet MakeAvx2Set() {
   KernelSet set;
   set.name = "avx2";
@@ -66,10 +68,26 @@ KernelSet MakeAvx512VnniSet() {
   return set;
 }
 
+#endif  // __x86_64__
+
+#if defined(__aarch64__)
+
+KernelSet MakeNeonDotSet() {
+  KernelSet set = MakeScalarSet();
+  set.name = "neon-dotprod";
+  set.matmul = neon::MatMul;
+  set.int8_peak = neon::Int8PeakLoop();
+  set.float_peak = neon::Float32PeakLoop();
+  return set;
+}
+
+#endif  // __aarch64__
+
 const KernelSet& DetectBestKernels() {
   const KernelSet* best = Avx512VnniKernels();
   if (best == nullptr) best = AvxVnniKernels();
   if (best == nullptr) best = Avx2Kernels();
+  if (best == nullptr) best = NeonDotKernels();
   if (best == nullptr) best = &ScalarKernels();
   const char* cap = std::getenv("REPRISE_KERNELS");
   if (cap == nullptr) return *best;
@@ -79,7 +97,8 @@ const KernelSet& DetectBestKernels() {
   if (name == "avx-vnni" && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
   if (name != best->name) {
     REPRISE_LOG(kWarning) << "REPRISE_KERNELS=" << name
-                          << " names no kernel set this CPU runs (scalar, avx2, avx-vnni); using "
+                          << " names no kernel set this CPU runs (scalar, avx2, avx-vnni, "
+                             "neon-dotprod); using "
                           << best->name;
   }
   return *best;
@@ -91,6 +110,8 @@ const KernelSet& ScalarKernels() {
   static const KernelSet set = MakeScalarSet();
   return set;
 }
+
+#if defined(__x86_64__)
 
 const KernelSet* Avx2Kernels() {
   static const KernelSet set = MakeAvx2Set();
@@ -106,6 +127,28 @@ const KernelSet* Avx512VnniKernels() {
   static const KernelSet set = MakeAvx512VnniSet();
   return GetCpuFeatures().has_avx512_vnni_set() ? &set : nullptr;
 }
+
+const KernelSet* NeonDotKernels() { return nullptr; }
+
+#elif defined(__aarch64__)
+
+const KernelSet* Avx2Kernels() { return nullptr; }
+const KernelSet* AvxVnniKernels() { return nullptr; }
+const KernelSet* Avx512VnniKernels() { return nullptr; }
+
+const KernelSet* NeonDotKernels() {
+  static const KernelSet set = MakeNeonDotSet();
+  return GetCpuFeatures().has_neon_dotprod ? &set : nullptr;
+}
+
+#else
+
+const KernelSet* Avx2Kernels() { return nullptr; }
+const KernelSet* AvxVnniKernels() { return nullptr; }
+const KernelSet* Avx512VnniKernels() { return nullptr; }
+const KernelSet* NeonDotKernels() { return nullptr; }
+
+#endif
 
 const KernelSet& BestKernels() {
   static const KernelSet& best = DetectBestKernels();

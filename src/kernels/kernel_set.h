@@ -19,7 +19,7 @@ namespace reprise::kernels {
 
 // Immutable after construction; the returned references live for the whole process.
 struct KernelSet {
-  const char* name = nullptr;  // "scalar", "avx2", "avx-vnni", "avx512-vnni"
+  const char* name = nullptr;  // "scalar", "avx2", "avx-vnni", "avx512-vnni", "neon-dotprod"
 
   MatMulFn matmul = nullptr;
   QuantizeRowFn quantize_row = nullptr;
@@ -52,9 +52,15 @@ const KernelSet* AvxVnniKernels();
 // since Ice Lake, AMD since Zen 4), or null when this CPU (or OS) cannot run them.
 const KernelSet* Avx512VnniKernels();
 
+// AArch64 (phones, ARM laptops): the block-format and float matmuls in NEON, the int8 dot
+// products with sdot (Armv8.2-A DotProd); the other kernels scalar. Null when the CPU lacks
+// DotProd, or on other architectures.
+const KernelSet* NeonDotKernels();
+
 // The fastest set this CPU runs: Avx512VnniKernels(), else AvxVnniKernels(), else
-// Avx2Kernels(), else ScalarKernels(). The environment variable REPRISE_KERNELS=avx-vnni,
-// =avx2 or =scalar picks a narrower set (to compare the sets on one machine); it is read once.
+// Avx2Kernels(), else NeonDotKernels(), else ScalarKernels(). The environment variable
+// REPRISE_KERNELS=avx-vnni, =avx2 or =scalar picks a narrower set (to compare the sets on one
+// machine); it is read once.
 const KernelSet& BestKernels();
 
 }  // namespace reprise::kernels

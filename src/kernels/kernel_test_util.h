@@ -53,6 +53,7 @@ inline std::vector<const KernelSet*> SimdSets() {
   if (const KernelSet* avx2 = Avx2Kernels()) sets.push_back(avx2);
   if (const KernelSet* vnni = AvxVnniKernels()) sets.push_back(vnni);
   if (const KernelSet* vnni512 = Avx512VnniKernels()) sets.push_back(vnni512);
+  if (const KernelSet* neon = NeonDotKernels()) sets.push_back(neon);
   return sets;
 }
 

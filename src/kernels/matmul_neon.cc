@@ -1,0 +1,222 @@
+// ARM NEON matmul over the packed layouts (packed_matrix.h), for phones and ARM laptops: the
+// block formats with the dot-product instruction (sdot, Armv8.2-A DotProd), the float formats
+// with fused multiply-add. Compiled with -march=armv8.2-a+dotprod; only NeonDotKernels()
+// hands it out, after the CPU reported DotProd.
+//
+// A packed group holds 8 weight rows interleaved 4 bytes at a time — [chunk c][row 0..7][4
+// values] — so one 16-byte load is 4 rows' values of one 4-column chunk, and `sdot` by lane
+// (vdotq_laneq_s32) multiplies it with that chunk of the activations held in one lane: two
+// loads and two sdots per chunk give the 8 rows' int32 sums, with no shuffles. Q4_0's bytes
+// hold chunk p in their low nibbles and chunk p + 4 in their high ones. Up to 4 tokens share
+// each weight load (a tile of 4 x 8 outputs).
+//
+// The float operations are those of the scalar reference, in the same order (an exact int32
+// dot per block, then acc = fma(dot, d_w * d_a, acc); float weights one fma per column), so
+// the results agree with it to the bit.
+
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/activation_quant.h"
+#include "kernels/kernel_impl.h"
+#include "kernels/quant_blocks.h"
+
+namespace reprise::kernels::neon {
+namespace {
+
+constexpr int kTile = 4;  // tokens per weight load
+constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;
+constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;
+
+// The 8 half-float scales at `p` as two float vectors (rows 0-3, 4-7).
+inline void LoadScales(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {
+  const uint16x8_t bits = vld1q_u16(reinterpret_cast<const uint16_t*>(p));
+  lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(bits)));
+  hi = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(bits)));
+}
+
+// Writes (or adds) the 8 outputs of group `g` that fall in [n_begin, n_end).
+inline void Store(const float32x4_t lo, const float32x4_t hi, float* out_row, int64_t g,
+                  int64_t n_begin, int64_t n_end, bool accumulate) {
+  const int64_t base = g * kPackRows;
+  if (base >= n_begin && base + kPackRows <= n_end) {
+    float* o = out_row + base;
+    if (accumulate) {
+      vst1q_f32(o, vaddq_f32(vld1q_f32(o), lo));
+      vst1q_f32(o + 4, vaddq_f32(vld1q_f32(o + 4), hi));
+    } else {
+      vst1q_f32(o, lo);
+      vst1q_f32(o + 4, hi);
+    }
+    return;
+  }
+  float values[kPackRows];
+  vst1q_f32(values, lo);
+  vst1q_f32(values + 4, hi);
+  for (int64_t r = std::max<int64_t>(0, n_begin - base); r < kPackRows && base + r < n_end; ++r) {
+    out_row[base + r] = accumulate ? out_row[base + r] + values[r] : values[r];
+  }
+}
+
+// One group of 8 rows against T tokens of quantized activations.
+template <int T, bool kQ4>
+void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t m,
+                const MatMulOutput& out, int64_t n_begin, int64_t n_end) {
+  const uint8_t* group = w.group(g);
+  const int64_t blocks = w.cols / kQK;
+  float32x4_t acc_lo[T], acc_hi[T];
+  const int8_t* a_q[T];
+  const uint8_t* a_row[T];
+  for (int t = 0; t < T; ++t) {
+    acc_lo[t] = vdupq_n_f32(0.0f);
+    acc_hi[t] = vdupq_n_f32(0.0f);
+    a_row[t] = x.q8 + (m + t) * x.q8_stride;
+    a_q[t] = reinterpret_cast<const int8_t*>(a_row[t]);
+  }
+  const int64_t scales_offset = w.cols;
+  const int64_t sums_offset = w.cols + blocks * 4;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = group + b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
+    const uint8_t* q = block + 2 * kPackRows;
+    int32x4_t s_lo[T], s_hi[T];
+    int8x16_t a_first[T], a_second[T];  // the block's columns 0-15 and 16-31
+    for (int t = 0; t < T; ++t) {
+      s_lo[t] = vdupq_n_s32(0);
+      s_hi[t] = vdupq_n_s32(0);
+      a_first[t] = vld1q_s8(a_q[t] + b * kQK);
+      a_second[t] = vld1q_s8(a_q[t] + b * kQK + 16);
+    }
+    if constexpr (kQ4) {
+      const uint8x16_t mask = vdupq_n_u8(0x0f);
+#define REPRISE_Q4_PAIR(p)                                         \
+  {                                                                \
+    const uint8x16_t w0 = vld1q_u8(q + (p)*32);                    \
+    const uint8x16_t w1 = vld1q_u8(q + (p)*32 + 16);               \
+    const int8x16_t lo0 = vreinterpretq_s8_u8(vandq_u8(w0, mask)); \
+    const int8x16_t lo1 = vreinterpretq_s8_u8(vandq_u8(w1, mask)); \
+    const int8x16_t hi0 = vreinterpretq_s8_u8(vshrq_n_u8(w0, 4));  \
+    const int8x16_t hi1 = vreinterpretq_s8_u8(vshrq_n_u8(w1, 4));  \
+    for (int t = 0; t < T; ++t) {                                  \
+      s_lo[t] = vdotq_laneq_s32(s_lo[t], lo0, a_first[t], (p));    \
+      s_hi[t] = vdotq_laneq_s32(s_hi[t], lo1, a_first[t], (p));    \
+      s_lo[t] = vdotq_laneq_s32(s_lo[t], hi0, a_second[t], (p));   \
+      s_hi[t] = vdotq_laneq_s32(s_hi[t], hi1, a_second[t], (p));   \
+    }                                                              \
+  }
+      REPRISE_Q4_PAIR(0)
+      REPRISE_Q4_PAIR(1)
+      REPRISE_Q4_PAIR(2)
+      REPRISE_Q4_PAIR(3)
+#undef REPRISE_Q4_PAIR
+      // The nibbles are value + 8: remove 8 x the block's activation sum.
+      for (int t = 0; t < T; ++t) {
+        int32_t sum;
+        std::memcpy(&sum, a_row[t] + sums_offset + 4 * b, sizeof(sum));
+        const int32x4_t offset = vdupq_n_s32(8 * sum);
+        s_lo[t] = vsubq_s32(s_lo[t], offset);
+        s_hi[t] = vsubq_s32(s_hi[t], offset);
+      }
+    } else {
+#define REPRISE_Q8_CHUNK(c, a, lane)                                                 \
+  {                                                                                  \
+    const int8x16_t w0 = vld1q_s8(reinterpret_cast<const int8_t*>(q) + (c)*32);      \
+    const int8x16_t w1 = vld1q_s8(reinterpret_cast<const int8_t*>(q) + (c)*32 + 16); \
+    for (int t = 0; t < T; ++t) {                                                    \
+      s_lo[t] = vdotq_laneq_s32(s_lo[t], w0, a[t], (lane));                          \
+      s_hi[t] = vdotq_laneq_s32(s_hi[t], w1, a[t], (lane));                          \
+    }                                                                                \
+  }
+      REPRISE_Q8_CHUNK(0, a_first, 0)
+      REPRISE_Q8_CHUNK(1, a_first, 1)
+      REPRISE_Q8_CHUNK(2, a_first, 2)
+      REPRISE_Q8_CHUNK(3, a_first, 3)
+      REPRISE_Q8_CHUNK(4, a_second, 0)
+      REPRISE_Q8_CHUNK(5, a_second, 1)
+      REPRISE_Q8_CHUNK(6, a_second, 2)
+      REPRISE_Q8_CHUNK(7, a_second, 3)
+#undef REPRISE_Q8_CHUNK
+    }
+    float32x4_t d_lo, d_hi;
+    LoadScales(block, d_lo, d_hi);
+    for (int t = 0; t < T; ++t) {
+      float d_a;
+      std::memcpy(&d_a, a_row[t] + scales_offset + 4 * b, sizeof(d_a));
+      acc_lo[t] = vfmaq_f32(acc_lo[t], vcvtq_f32_s32(s_lo[t]), vmulq_n_f32(d_lo, d_a));
+      acc_hi[t] = vfmaq_f32(acc_hi[t], vcvtq_f32_s32(s_hi[t]), vmulq_n_f32(d_hi, d_a));
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    Store(acc_lo[t], acc_hi[t], out.data + (m + t) * out.stride, g, n_begin, n_end, out.accumulate);
+  }
+}
+
+// One group of 8 rows of float weights (F32 or F16) against one token.
+template <bool kF16>
+void FloatGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t m,
+                const MatMulOutput& out, int64_t n_begin, int64_t n_end) {
+  const uint8_t* group = w.group(g);
+  const float* a = x.f32 + m * x.f32_stride;
+  float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
+  for (int64_t k = 0; k < w.cols; ++k) {
+    float32x4_t w_lo, w_hi;
+    if constexpr (kF16) {
+      LoadScales(group + k * kPackRows * 2, w_lo, w_hi);
+    } else {
+      const float* p = reinterpret_cast<const float*>(group) + k * kPackRows;
+      w_lo = vld1q_f32(p);
+      w_hi = vld1q_f32(p + 4);
+    }
+    lo = vfmaq_n_f32(lo, w_lo, a[k]);
+    hi = vfmaq_n_f32(hi, w_hi, a[k]);
+  }
+  Store(lo, hi, out.data + m * out.stride, g, n_begin, n_end, out.accumulate);
+}
+
+template <bool kQ4>
+void BlockMatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out,
+                 int64_t m_begin, int64_t m_end, int64_t g_begin, int64_t g_end, int64_t n_begin,
+                 int64_t n_end) {
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    int64_t m = m_begin;
+    for (; m + kTile <= m_end; m += kTile) {
+      BlockGroup<kTile, kQ4>(w, g, x, m, out, n_begin, n_end);
+    }
+    for (; m < m_end; ++m) BlockGroup<1, kQ4>(w, g, x, m, out, n_begin, n_end);
+  }
+}
+
+}  // namespace
+
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end) {
+  REPRISE_DCHECK(0 <= m_begin && m_begin <= m_end);
+  REPRISE_DCHECK(0 <= n_begin && n_begin <= n_end && n_end <= w.rows);
+  if (m_begin == m_end || n_begin == n_end) return;
+  const int64_t g_begin = n_begin / kPackRows;
+  const int64_t g_end = (n_end + kPackRows - 1) / kPackRows;
+  switch (w.format) {
+    case PackedFormat::kQ8_0x8:
+      BlockMatMul<false>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
+      return;
+    case PackedFormat::kQ4_0x8:
+      BlockMatMul<true>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
+      return;
+    case PackedFormat::kF16x8:
+    case PackedFormat::kF32x8:
+      for (int64_t g = g_begin; g < g_end; ++g) {
+        for (int64_t m = m_begin; m < m_end; ++m) {
+          if (w.format == PackedFormat::kF16x8) {
+            FloatGroup<true>(w, g, x, m, out, n_begin, n_end);
+          } else {
+            FloatGroup<false>(w, g, x, m, out, n_begin, n_end);
+          }
+        }
+      }
+      return;
+  }
+}
+
+}  // namespace reprise::kernels::neon
