@@ -90,9 +90,11 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
 
 Status GraphBackend::RunCall(graph::ExecutionContext& context, std::span<const int32_t> tokens,
                              std::span<const int32_t> positions, std::span<const int32_t> slots,
-                             std::span<const uint8_t> forced, int64_t num_visible_slots) {
+                             std::span<const uint8_t> forced, int64_t num_visible_slots,
+                             std::span<const float> row_attention, graph::SelectionKey key) {
   REPRISE_RETURN_IF_ERROR(context.SetInputs(tokens, positions, slots, num_visible_slots));
   if (!forced.empty()) context.SetForcedRows(forced);
+  if (key != graph::SelectionKey::kDeviation) context.SetRowAttention(row_attention, key);
   executor_->Run(context);
   last_logits_ = context.logits();
   return Status::Ok();
@@ -142,14 +144,10 @@ Result<std::span<const int32_t>> GraphBackend::RunRecompute(
   if (key != graph::SelectionKey::kDeviation && row_attention.size() != tokens.size()) {
     return InvalidArgumentError("query-aware selection needs an attention weight per token");
   }
-  graph::ExecutionContext& context = *recompute_context_;
-  REPRISE_RETURN_IF_ERROR(context.SetInputs(tokens, positions, slots, num_tokens_after));
-  if (!forced.empty()) context.SetForcedRows(forced);
-  if (key != graph::SelectionKey::kDeviation) context.SetRowAttention(row_attention, key);
-  executor_->Run(context);
-  last_logits_ = context.logits();
+  REPRISE_RETURN_IF_ERROR(RunCall(*recompute_context_, tokens, positions, slots, forced,
+                                  num_tokens_after, row_attention, key));
   num_tokens_ = num_tokens_after;
-  return context.selected_rows();
+  return recompute_context_->selected_rows();
 }
 
 Result<std::span<const float>> GraphBackend::RunQueryProbe(std::span<const int32_t> tokens,

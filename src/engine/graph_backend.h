@@ -148,10 +148,13 @@ class GraphBackend : public InferenceBackend {
 
  private:
   GraphBackend() = default;
-  // Runs one call of `context`'s graph (at most its capacity of tokens).
+  // Runs one call of `context`'s graph (at most its capacity of tokens); `forced` and the
+  // row attention (read when `key` is not kDeviation) only for the recompute graph.
   Status RunCall(graph::ExecutionContext& context, std::span<const int32_t> tokens,
                  std::span<const int32_t> positions, std::span<const int32_t> slots,
-                 std::span<const uint8_t> forced, int64_t num_visible_slots);
+                 std::span<const uint8_t> forced, int64_t num_visible_slots,
+                 std::span<const float> row_attention = {},
+                 graph::SelectionKey key = graph::SelectionKey::kDeviation);
   Status CheckTokens(std::span<const int32_t> tokens) const;
 
   std::string name_;
