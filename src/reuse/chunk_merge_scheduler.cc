@@ -33,6 +33,27 @@ const char* CallKindName(CallKind kind) {
 
 }  // namespace
 
+const char* ScheduleStrategyName(ScheduleStrategy strategy) {
+  switch (strategy) {
+    case ScheduleStrategy::kDp:
+      return "dp";
+    case ScheduleStrategy::kGreedy:
+      return "greedy";
+    case ScheduleStrategy::kNaive:
+      return "naive";
+  }
+  return "?";
+}
+
+Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name) {
+  for (ScheduleStrategy s :
+       {ScheduleStrategy::kDp, ScheduleStrategy::kGreedy, ScheduleStrategy::kNaive}) {
+    if (name == ScheduleStrategyName(s)) return s;
+  }
+  return InvalidArgumentError("unknown scheduler '" + std::string(name) +
+                              "' (dp, greedy or naive)");
+}
+
 Result<ChunkMergeScheduler> ChunkMergeScheduler::Create(const ChunkMergeOptions& options) {
   if (options.recompute_capacity < 1 || options.prefill_capacity < 1) {
     return InvalidArgumentError("chunk merge: graph capacities must be at least 1");
@@ -75,6 +96,7 @@ Result<ChunkSchedule> ChunkMergeScheduler::Schedule(std::span<const TokenRun> ru
   // Validate, and collect the non-prefix runs with adjacent runs of one kind merged.
   // Invariant of `work`: consecutive, non-empty, kinds alternate, work[0].begin == prefix_end.
   std::vector<TokenRun> work;
+  std::vector<TokenRun> given;  // the non-prefix runs as given, for kNaive
   int prefix_end = runs[0].begin;
   if (prefix_end < 0) return InvalidArgumentError("chunk merge: negative run position");
   int expected_begin = runs[0].begin;
@@ -98,6 +120,7 @@ Result<ChunkSchedule> ChunkMergeScheduler::Schedule(std::span<const TokenRun> ru
         break;
       case RunKind::kNonPrefix:
       case RunKind::kNew:
+        given.push_back(run);
         if (!work.empty() && work.back().kind == run.kind) {
           work.back().end = run.end;
         } else {
@@ -110,6 +133,43 @@ Result<ChunkSchedule> ChunkMergeScheduler::Schedule(std::span<const TokenRun> ru
   }
   if (work.empty()) return schedule;  // everything is prefix-reused
 
+  switch (options_.strategy) {
+    case ScheduleStrategy::kDp:
+      schedule.calls = DpCalls(work, prefix_end);
+      break;
+    case ScheduleStrategy::kGreedy:
+      schedule.calls = GreedyCalls(work);
+      break;
+    case ScheduleStrategy::kNaive:
+      schedule.calls = NaiveCalls(given);
+      break;
+  }
+  const ChunkMergeOptions& o = options_;
+  // Token counts and capacity of each call: its pieces are its intersections with the
+  // (merged) runs.
+  size_t run_index = 0;
+  for (GraphCall& call : schedule.calls) {
+    while (work[run_index].end <= call.begin) ++run_index;
+    for (size_t j = run_index; j < work.size() && work[j].begin < call.end; ++j) {
+      const int piece = std::min(call.end, work[j].end) - std::max(call.begin, work[j].begin);
+      if (work[j].kind == RunKind::kNew) {
+        call.num_new += piece;
+        call.capacity_used += call.kind == CallKind::kRecompute ? NewTokenUnits(piece) : piece;
+      } else {
+        call.num_nonprefix += piece;
+        call.capacity_used += piece;
+      }
+    }
+    REPRISE_CHECK_LE(call.capacity_used,
+                     call.kind == CallKind::kRecompute ? o.recompute_capacity : o.prefill_capacity);
+    schedule.total_latency_ms +=
+        call.kind == CallKind::kRecompute ? o.recompute_latency_ms : o.prefill_latency_ms;
+  }
+  return schedule;
+}
+
+std::vector<GraphCall> ChunkMergeScheduler::DpCalls(const std::vector<TokenRun>& work,
+                                                    int prefix_end) const {
   const ChunkMergeOptions& o = options_;
   const int num_tokens = work.back().end - prefix_end;
   // Indexed by the number x of non-prefix tokens processed, i.e. tokens [0, prefix_end + x):
@@ -174,35 +234,76 @@ Result<ChunkSchedule> ChunkMergeScheduler::Schedule(std::span<const TokenRun> ru
   }
 
   // Walk the decisions back from the end, then restore token order.
+  std::vector<GraphCall> calls;
   for (int x = num_tokens; x > 0; x = call_begin[x]) {
     GraphCall call;
     call.kind = call_kind[x];
     call.begin = prefix_end + call_begin[x];
     call.end = prefix_end + x;
-    schedule.calls.push_back(call);
+    calls.push_back(call);
   }
-  std::reverse(schedule.calls.begin(), schedule.calls.end());
-  schedule.total_latency_ms = least_latency[num_tokens];
+  std::reverse(calls.begin(), calls.end());
+  return calls;
+}
 
-  // Token counts and capacity of each call: its pieces are its intersections with the
-  // (merged) runs.
-  size_t run_index = 0;
-  for (GraphCall& call : schedule.calls) {
-    while (work[run_index].end <= call.begin) ++run_index;
-    for (size_t j = run_index; j < work.size() && work[j].begin < call.end; ++j) {
-      const int piece = std::min(call.end, work[j].end) - std::max(call.begin, work[j].begin);
-      if (work[j].kind == RunKind::kNew) {
-        call.num_new += piece;
-        call.capacity_used += call.kind == CallKind::kRecompute ? NewTokenUnits(piece) : piece;
+std::vector<GraphCall> ChunkMergeScheduler::GreedyCalls(const std::vector<TokenRun>& work) const {
+  const ChunkMergeOptions& o = options_;
+  std::vector<GraphCall> calls;
+  int used = 0;  // units (recompute) or tokens (prefill) of calls.back()
+  const auto open = [&](CallKind kind, int begin) {
+    calls.push_back(GraphCall{kind, begin, begin});
+    used = 0;
+  };
+  for (const TokenRun& run : work) {
+    for (int t = run.begin; t < run.end;) {
+      const int left = run.end - t;
+      int take = 0;
+      if (run.kind == RunKind::kNonPrefix) {
+        if (calls.empty() || calls.back().kind != CallKind::kRecompute ||
+            used >= o.recompute_capacity) {
+          open(CallKind::kRecompute, t);
+        }
+        take = std::min(left, o.recompute_capacity - used);
+        used += take;
       } else {
-        call.num_nonprefix += piece;
-        call.capacity_used += piece;
+        // A NEW stretch rides along in the open recompute call as far as the ratio lets it
+        // (taken whole here: a stretch's units are counted once), the rest is prefilled.
+        if (!calls.empty() && calls.back().kind == CallKind::kRecompute) {
+          take = std::min(left, MaxNewTokens(o.recompute_capacity - used));
+          used += NewTokenUnits(take);
+        }
+        if (take == 0) {
+          if (calls.empty() || calls.back().kind != CallKind::kPrefill ||
+              used >= o.prefill_capacity) {
+            open(CallKind::kPrefill, t);
+          }
+          take = std::min(left, o.prefill_capacity - used);
+          used += take;
+        }
+      }
+      t += take;
+      calls.back().end = t;
+      // A recompute call that took part of a NEW stretch is closed: the rest of the stretch
+      // goes to a prefill call, and units of one stretch are counted once.
+      if (run.kind == RunKind::kNew && calls.back().kind == CallKind::kRecompute && t < run.end) {
+        used = o.recompute_capacity;
       }
     }
-    REPRISE_CHECK_LE(call.capacity_used,
-                     call.kind == CallKind::kRecompute ? o.recompute_capacity : o.prefill_capacity);
   }
-  return schedule;
+  return calls;
+}
+
+std::vector<GraphCall> ChunkMergeScheduler::NaiveCalls(const std::vector<TokenRun>& given) const {
+  std::vector<GraphCall> calls;
+  for (const TokenRun& run : given) {
+    const bool reused = run.kind == RunKind::kNonPrefix;
+    const CallKind kind = reused ? CallKind::kRecompute : CallKind::kPrefill;
+    const int capacity = reused ? options_.recompute_capacity : options_.prefill_capacity;
+    for (int t = run.begin; t < run.end; t += capacity) {
+      calls.push_back(GraphCall{kind, t, std::min(run.end, t + capacity)});
+    }
+  }
+  return calls;
 }
 
 std::string ChunkSchedule::ToString() const {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -35,12 +36,26 @@ struct TokenRun {
   int end = 0;
 };
 
+// How the calls are chosen. kDp is the scheduler of DESIGN.md §5; the others are the
+// ablation's baselines (the seed's Figure 17), valid schedules under the same rules:
+//  - kGreedy: tokens in order into the open call while it has room — reused tokens into a
+//    recompute call, new tokens into the open recompute call as far as the ratio rule lets
+//    them (the rest into prefill calls) — a new call whenever the open one cannot take more;
+//  - kNaive: every run on its own — a reused run through recompute calls, a new run
+//    through prefill calls, each as many calls as its length needs; nothing shared.
+enum class ScheduleStrategy : uint8_t { kDp, kGreedy, kNaive };
+
+// "dp", "greedy", "naive".
+const char* ScheduleStrategyName(ScheduleStrategy strategy);
+Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name);
+
 struct ChunkMergeOptions {
   int recompute_capacity = 0;       // Ls: capacity units of one recompute call, >= 1
   double recompute_latency_ms = 0;  // ts: latency of one recompute call, >= 0
   int prefill_capacity = 0;         // Lp: tokens of one prefill call, >= 1
   double prefill_latency_ms = 0;    // tp: latency of one prefill call, >= 0
   double recompute_ratio = 0.25;    // r in (0, 1]
+  ScheduleStrategy strategy = ScheduleStrategy::kDp;
 };
 
 enum class CallKind : uint8_t { kRecompute, kPrefill };
@@ -75,11 +90,12 @@ class ChunkMergeScheduler {
 
   const ChunkMergeOptions& options() const { return options_; }
 
-  // The least-latency schedule of the prompt described by `runs`.
+  // The schedule of the prompt described by `runs`: with kDp the least-latency one.
   // Requires of runs: consecutive (runs[k].end == runs[k + 1].begin), starting at any
   // position >= 0, each non-empty, PREFIX runs only before all others. Adjacent runs of one
-  // kind are merged first (a token's kind is all that matters). Among schedules of equal
-  // latency it prefers, call by call from the end, prefill (exact) over recompute.
+  // kind are merged first (a token's kind is all that matters), except by kNaive, which
+  // gives each run as given its own calls. Among schedules of equal latency kDp prefers,
+  // call by call from the end, prefill (exact) over recompute.
   // O(n + runs) time and O(n) memory, n the number of non-prefix tokens.
   // Errors: InvalidArgument when `runs` breaks the requirements (empty runs included).
   Result<ChunkSchedule> Schedule(std::span<const TokenRun> runs) const;
@@ -93,6 +109,11 @@ class ChunkMergeScheduler {
 
  private:
   explicit ChunkMergeScheduler(const ChunkMergeOptions& options) : options_(options) {}
+  // The calls of each strategy over the non-prefix runs `work` (merged: kinds alternate) or
+  // `given` (as given); kinds and bounds only.
+  std::vector<GraphCall> DpCalls(const std::vector<TokenRun>& work, int prefix_end) const;
+  std::vector<GraphCall> GreedyCalls(const std::vector<TokenRun>& work) const;
+  std::vector<GraphCall> NaiveCalls(const std::vector<TokenRun>& given) const;
 
   ChunkMergeOptions options_;
 };

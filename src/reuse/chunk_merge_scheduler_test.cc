@@ -299,6 +299,77 @@ TEST(ChunkMergeSchedulerTest, MatchesLiteralAlgorithmOnLongPrompts) {
   }
 }
 
+// The ablation's baselines make valid schedules under the same rules, and never beat the DP.
+TEST(ChunkMergeSchedulerTest, GreedyAndNaiveAreValidAndNeverBeatTheDp) {
+  Random random(2718);
+  int greedy_worse = 0, naive_worse = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const Problem problem = RandomProblem(random, 8);
+    const ChunkSchedule dp = MustSchedule(problem.options(), problem.runs);
+    for (ScheduleStrategy strategy : {ScheduleStrategy::kGreedy, ScheduleStrategy::kNaive}) {
+      ChunkMergeOptions options = problem.options();
+      options.strategy = strategy;
+      const ChunkSchedule schedule = MustSchedule(options, problem.runs);
+      SCOPED_TRACE(std::string(ScheduleStrategyName(strategy)) + "\n" + schedule.ToString());
+      ExpectWellFormed(problem, schedule);
+      ASSERT_GE(schedule.total_latency_ms, dp.total_latency_ms);
+      (strategy == ScheduleStrategy::kGreedy ? greedy_worse : naive_worse) +=
+          schedule.total_latency_ms > dp.total_latency_ms;
+    }
+  }
+  // The DP is not trivially equal to them.
+  EXPECT_GT(greedy_worse, 100);
+  EXPECT_GT(naive_worse, greedy_worse);
+}
+
+TEST(ChunkMergeSchedulerTest, StrategiesOnOneDocumentPrompt) {
+  // Two reused documents (given as two runs), 8 new tokens between them, capacities 64:
+  // naive gives each run its calls; greedy fills a recompute call with the first document,
+  // takes 6 of the new tokens into it (24 units left: floor(0.25 * 24) = 6), prefills the
+  // other 2 and opens a recompute call for the second document; the DP recomputes the first
+  // document and prefills the new tokens together with the second (48 tokens <= Lp).
+  const std::vector<TokenRun> runs = {{RunKind::kPrefix, 0, 10},
+                                      {RunKind::kNonPrefix, 10, 50},
+                                      {RunKind::kNew, 50, 58},
+                                      {RunKind::kNonPrefix, 58, 78},
+                                      {RunKind::kNonPrefix, 78, 98}};
+  ChunkMergeOptions options = {.recompute_capacity = 64,
+                               .recompute_latency_ms = 1,
+                               .prefill_capacity = 64,
+                               .prefill_latency_ms = 1,
+                               .recompute_ratio = 0.25};
+  const ChunkSchedule dp = MustSchedule(options, runs);
+  ASSERT_EQ(dp.calls.size(), 2u) << dp.ToString();
+  EXPECT_EQ(dp.total_latency_ms, 2);
+  options.strategy = ScheduleStrategy::kGreedy;
+  const ChunkSchedule greedy = MustSchedule(options, runs);
+  ASSERT_EQ(greedy.calls.size(), 3u) << greedy.ToString();
+  EXPECT_EQ(greedy.calls[0].kind, CallKind::kRecompute);
+  EXPECT_EQ(greedy.calls[0].end, 56);
+  EXPECT_EQ(greedy.calls[0].num_new, 6);
+  EXPECT_EQ(greedy.calls[1].kind, CallKind::kPrefill);
+  EXPECT_EQ(greedy.calls[1].end, 58);
+  EXPECT_EQ(greedy.calls[2].kind, CallKind::kRecompute);
+  EXPECT_EQ(greedy.calls[2].end, 98);
+  options.strategy = ScheduleStrategy::kNaive;
+  const ChunkSchedule naive = MustSchedule(options, runs);
+  ASSERT_EQ(naive.calls.size(), 4u) << naive.ToString();
+  EXPECT_EQ(naive.calls[2].begin, 58);
+  EXPECT_EQ(naive.calls[2].end, 78);
+  EXPECT_EQ(naive.calls[3].kind, CallKind::kRecompute);
+  EXPECT_EQ(naive.total_latency_ms, 4);
+}
+
+TEST(ChunkMergeSchedulerTest, StrategyNames) {
+  for (ScheduleStrategy s :
+       {ScheduleStrategy::kDp, ScheduleStrategy::kGreedy, ScheduleStrategy::kNaive}) {
+    auto parsed = ParseScheduleStrategy(ScheduleStrategyName(s));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, s);
+  }
+  EXPECT_FALSE(ParseScheduleStrategy("optimal").ok());
+}
+
 TEST(ChunkMergeSchedulerTest, MergesNewTokensIntoRecompute) {
   // 6 reused tokens then 1 new one. Scanning back from the new token: floor(0.25 * 12) = 3
   // new tokens fit, the one uses ceil(1 / 0.25) = 4 units, 8 remain for the 6 reused tokens.

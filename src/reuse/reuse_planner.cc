@@ -71,7 +71,11 @@ std::vector<TokenRun> ReusePlan::Runs() const {
     const RunKind kind = tokens[i].kind == TokenKind::kPrefix      ? RunKind::kPrefix
                          : tokens[i].kind == TokenKind::kNonPrefix ? RunKind::kNonPrefix
                                                                    : RunKind::kNew;
-    if (!runs.empty() && runs.back().kind == kind) {
+    const bool extends = !runs.empty() && runs.back().kind == kind &&
+                         (kind != RunKind::kNonPrefix ||
+                          (tokens[i - 1].source == tokens[i].source &&
+                           tokens[i - 1].source_token + 1 == tokens[i].source_token));
+    if (extends) {
       runs.back().end = static_cast<int>(i) + 1;
     } else {
       runs.push_back(TokenRun{kind, static_cast<int>(i), static_cast<int>(i) + 1});

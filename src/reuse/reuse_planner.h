@@ -59,7 +59,9 @@ struct ReusePlan {
   // The prefix-tree id each prompt chunk has (or gets) on this prompt's path.
   std::vector<kv::ChunkId> chunk_ids;
 
-  // Consecutive runs of one kind, for the scheduler.
+  // Consecutive runs of one kind, for the scheduler; a NONPREFIX run also ends where its
+  // source changes (another cached chunk, or a jump within one), so each is one reused
+  // piece (the naive schedule gives each its own calls).
   std::vector<TokenRun> Runs() const;
   // "prefix 310 | nonprefix 420 (3 chunks, 1 substring) | new 35".
   std::string Summary() const;

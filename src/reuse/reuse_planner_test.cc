@@ -246,6 +246,27 @@ TEST(ReusePlannerTest, TheLastTokenIsAlwaysNew) {
   EXPECT_EQ(runs[1].end - runs[1].begin, 1);
 }
 
+// Reused tokens from two cached chunks in a row are two runs (the naive schedule gives each
+// its own calls); the scheduler merges them by kind.
+TEST(ReusePlannerTest, RunsEndWhereTheReusedSourceChanges) {
+  kv::MemoryChunkCache cache(1 << 20);
+  CachePath(cache, {kDocA});
+  CachePath(cache, {kDocB});
+  const Prompt p = MakePrompt({kSystem, kDocB, kDocA, kQuestion});
+  auto plan = PlanReuse(p.tokens, p.chunks, cache, PlannerOptions{});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->num_nonprefix, static_cast<int>(kDocA.size() + kDocB.size())) << plan->Summary();
+  const std::vector<TokenRun> runs = plan->Runs();
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0].kind, RunKind::kNew);
+  EXPECT_EQ(runs[1].kind, RunKind::kNonPrefix);
+  EXPECT_EQ(runs[1].end - runs[1].begin, static_cast<int>(kDocB.size()));
+  EXPECT_EQ(runs[2].kind, RunKind::kNonPrefix);
+  EXPECT_EQ(runs[2].begin, runs[1].end);
+  EXPECT_EQ(runs[2].end - runs[2].begin, static_cast<int>(kDocA.size()));
+  EXPECT_EQ(runs[3].kind, RunKind::kNew);
+}
+
 TEST(ReusePlannerTest, MethodSwitchesTurnReuseKindsOff) {
   kv::MemoryChunkCache cache(1 << 20);
   CachePath(cache, {kSystem, kDocA, kDocB});
