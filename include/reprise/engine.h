@@ -117,6 +117,11 @@ struct EngineOptions {
   // blend's token selection. The query-aware ones run a probe of the prompt's last 32 new
   // tokens over the reused KV first (docs/benchmarks.md, "Query-aware selection").
   TokenSelection token_selection = TokenSelection::kDeviation;
+  // Static shapes: every call of the prefill and recompute graphs computes its full capacity,
+  // padding included, as an NPU or another ahead-of-time backend must (a CPU can skip the
+  // padding: off by default). Same results; the cost of a call no longer depends on how full
+  // it is, which is what the chunk-merge scheduler's per-call costs assume.
+  bool static_shapes = false;
   // Memory for cached chunks, in MiB: the store's memory pool when `store_dir` is set, else
   // the memory cache of each namespace.
   int64_t cache_mb = 1024;
@@ -244,9 +249,9 @@ struct SessionOptions {
 
 // What a model file holds, read without compiling it.
 struct ModelInfo {
-  std::string name;         // general.name ("reprise-random-..." for make-model's files)
+  std::string name;          // general.name ("reprise-random-..." for make-model's files)
   std::string architecture;  // llama, qwen2, qwen3
-  int context_length = 0;   // trained context, tokens
+  int context_length = 0;    // trained context, tokens
   int vocab_size = 0;
   int num_layers = 0;
 };

@@ -54,8 +54,8 @@ typedef enum reprise_kv_codec { REPRISE_CODEC_F16 = 0, REPRISE_CODEC_INT8 = 1 } 
 
 /* Which reused tokens blend recomputes. */
 typedef enum reprise_token_selection {
-  REPRISE_SELECT_DEVIATION = 0, /* whose KV deviates most at the check layer (default) */
-  REPRISE_SELECT_ATTENTION = 1, /* those the prompt's last new tokens attend to most */
+  REPRISE_SELECT_DEVIATION = 0,          /* whose KV deviates most at the check layer (default) */
+  REPRISE_SELECT_ATTENTION = 1,          /* those the prompt's last new tokens attend to most */
   REPRISE_SELECT_ATTENTION_DEVIATION = 2 /* the largest product of the two */
 } reprise_token_selection;
 
@@ -82,6 +82,8 @@ typedef struct reprise_engine_options {
                             prompts (system, document, skill and tool segments at once);
                             default 1 = every chunk */
   reprise_token_selection token_selection; /* blend; default REPRISE_SELECT_DEVIATION */
+  int static_shapes; /* nonzero: every graph call computes its full capacity, padding included,
+                        as an NPU must (same results); default 0 */
 } reprise_engine_options;
 
 typedef struct reprise_segment {
@@ -192,9 +194,8 @@ typedef struct reprise_store_gc_report {
 
 /* Opens the store in `dir` (created unless `read_only`; a read-only open of a folder without
  * a store fails with REPRISE_NOT_FOUND). `disk_mb`: the flash budget gc enforces; 0 = 8192. */
-REPRISE_API reprise_status reprise_store_admin_open(const char* dir, int64_t disk_mb,
-                                                    int read_only, reprise_store_admin** admin,
-                                                    char** error);
+REPRISE_API reprise_status reprise_store_admin_open(const char* dir, int64_t disk_mb, int read_only,
+                                                    reprise_store_admin** admin, char** error);
 REPRISE_API void reprise_store_admin_close(reprise_store_admin* admin);
 /* Counts of the whole store (`name_space` NULL) or of one namespace. */
 REPRISE_API reprise_status reprise_store_admin_stats(reprise_store_admin* admin,

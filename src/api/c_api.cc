@@ -242,6 +242,7 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->batch_decode = d.batch_decode ? 1 : 0;
   options->store_admit_after = d.store_admit_after;
   options->token_selection = static_cast<reprise_token_selection>(d.token_selection);
+  options->static_shapes = d.static_shapes ? 1 : 0;
 }
 
 reprise_status reprise_engine_create(const reprise_engine_options* options, reprise_engine** engine,
@@ -286,6 +287,7 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     o.batch_decode = options->batch_decode != 0;
     o.store_admit_after = options->store_admit_after;
     o.token_selection = static_cast<reprise::TokenSelection>(selection);
+    o.static_shapes = options->static_shapes != 0;
     reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
     if (!made.ok()) return Fail(made.error(), error);
     auto handle = std::make_unique<reprise_engine>();

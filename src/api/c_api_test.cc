@@ -137,7 +137,9 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
 static_assert(offsetof(reprise_engine_options, store_admit_after) >
                   offsetof(reprise_engine_options, batch_decode) &&
               offsetof(reprise_engine_options, token_selection) >
-                  offsetof(reprise_engine_options, store_admit_after));
+                  offsetof(reprise_engine_options, store_admit_after) &&
+              offsetof(reprise_engine_options, static_shapes) >
+                  offsetof(reprise_engine_options, token_selection));
 static_assert(offsetof(reprise_request, documents) > offsetof(reprise_request, cancel) &&
               offsetof(reprise_request, max_prompt_tokens) > offsetof(reprise_request, skills) &&
               offsetof(reprise_request, keep_kv) > offsetof(reprise_request, max_prompt_tokens));
@@ -253,6 +255,8 @@ TEST_F(CApiTest, StoreAdministrationWithoutAModel) {
   options_.reuse = REPRISE_REUSE_BLEND;
   EXPECT_EQ(options_.token_selection, REPRISE_SELECT_DEVIATION);
   options_.token_selection = REPRISE_SELECT_ATTENTION_DEVIATION;
+  EXPECT_EQ(options_.static_shapes, 0);
+  options_.static_shapes = 1;
   Create();
   reprise_request request;
   reprise_request_init(&request);

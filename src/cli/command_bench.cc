@@ -295,8 +295,8 @@ class BenchCommand : public Command {
     s->add_option("-t,--threads", reuse_options_.reuse.num_threads, "Threads (0 = all cores)")
         ->default_val(0)
         ->check(IntegerIn(0, kMaxThreads));
-    s->add_option("--cache-mb", reuse_options_.cache_budget_mb,
-                  "Chunk cache budget per method, MiB")
+    s->add_option("--cache-mb,--pool-mb", reuse_options_.cache_budget_mb,
+                  "Chunk cache budget per method, MiB (with --store: the memory pool's)")
         ->default_val(2048)
         ->check(BudgetMib());
     s->add_flag("--warm-corpus", reuse_options_.warm_corpus,
@@ -324,6 +324,13 @@ class BenchCommand : public Command {
         ->default_val("cost")
         ->check(CLI::IsMember({"cost", "lru"}));
     s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
+    s->add_flag("--static-shapes", reuse_options_.reuse.static_shapes,
+                "Every graph call computes its full capacity, padding included, as an NPU must");
+    s->add_option("--scheduler", scheduler_,
+                  "How blend's graph calls are chosen: dp (the chunk-merge DP), greedy (fill "
+                  "each call in order) or naive (each reused or new run its own calls)")
+        ->default_val("dp")
+        ->check(CLI::IsMember({"dp", "greedy", "naive"}));
     s->add_flag("--no-overlap", no_overlap_,
                 "Read and place the reused KV before the first graph call instead of beside the "
                 "graphs (ablation)");
@@ -361,6 +368,8 @@ class BenchCommand : public Command {
     if (no_prefetch_) command += " --no-prefetch";
     if (reuse_options_.cold_flash) command += " --cold-flash";
     if (no_overlap_) command += " --no-overlap";
+    if (reuse_options_.reuse.static_shapes) command += " --static-shapes";
+    if (scheduler_ != "dp") command += " --scheduler " + scheduler_;
     if (no_quality_) command += " --no-quality";
     if (r.guard_deviation > 0) command += " --guard " + std::to_string(r.guard_deviation);
     if (reuse_options_.reuse.recompute_min_deviation > 0) {
@@ -389,6 +398,7 @@ class BenchCommand : public Command {
     reuse_options_.reuse.selection = *engine::ParseSelection(selection_);   // checked above
     reuse_options_.store_prefetch = !no_prefetch_;
     reuse_options_.reuse.overlap_kv_preparation = !no_overlap_;
+    reuse_options_.reuse.scheduler = *engine::ParseScheduleStrategy(scheduler_);  // checked above
     if (reuse_options_.cold_flash && reuse_options_.store_dir.empty()) {
       return PrintError("bench reuse", InvalidArgumentError("--cold-flash needs --store"));
     }
@@ -528,6 +538,7 @@ class BenchCommand : public Command {
   std::string eviction_ = "cost";
   std::string chunking_;
   std::string selection_;
+  std::string scheduler_;
   bool no_prefetch_ = false;
   bool no_overlap_ = false;
   bool no_quality_ = false;

@@ -88,6 +88,9 @@ class RunCommand : public Command {
            "there, measured by a probe) or attention-deviation (their product)")
         ->default_val(TokenSelectionName(options_.token_selection))
         ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
+    sub->add_flag("--static-shapes", options_.static_shapes,
+                  "Every graph call computes its full capacity, padding included, as an NPU "
+                  "or another ahead-of-time backend must (same output, the static cost)");
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across runs, in the default store folder "
                   "(<cache folder>/store; the cache folder is $XDG_CACHE_HOME/reprise or "

@@ -105,6 +105,9 @@ class ServeCommand : public Command {
                     "Which reused tokens blend recomputes (see `reprise run --help`)")
         ->default_val(TokenSelectionName(engine_.token_selection))
         ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
+    sub->add_flag("--static-shapes", engine_.static_shapes,
+                  "Every graph call computes its full capacity, padding included (see `reprise "
+                  "run --help`)");
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across restarts, in the default store folder");
     sub->add_option("--store-dir", engine_.store_dir, "Keep KV caches in this folder");

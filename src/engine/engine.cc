@@ -129,6 +129,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.recompute_min_deviation = options.recompute_min_deviation;
     reuse.stable_min_deviation = options.stable_recompute_min_deviation;
     reuse.selection = static_cast<graph::SelectionKey>(options.token_selection);
+    reuse.static_shapes = options.static_shapes;
     engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;

@@ -58,6 +58,7 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
         b->probe_, m.QueryProbeGraph(std::min(options.query_probe_capacity, options.context_tokens),
                                      options.check_layer));
     REPRISE_ASSIGN_OR_RETURN(b->probe_context_, graph::ExecutionContext::Create(*b->probe_));
+    b->probe_context_->set_strict_shapes(options.strict_shapes);
   }
   const model::ModelConfig& c = m.config();
   REPRISE_ASSIGN_OR_RETURN(
@@ -96,6 +97,7 @@ Status GraphBackend::RunCall(graph::ExecutionContext& context, std::span<const i
   if (!forced.empty()) context.SetForcedRows(forced);
   if (key != graph::SelectionKey::kDeviation) context.SetRowAttention(row_attention, key);
   executor_->Run(context);
+  ++num_graph_calls_;
   last_logits_ = context.logits();
   return Status::Ok();
 }
@@ -164,6 +166,7 @@ Result<std::span<const float>> GraphBackend::RunQueryProbe(std::span<const int32
   if (num_visible_slots > capacity_tokens()) return InvalidArgumentError("context overflow");
   REPRISE_RETURN_IF_ERROR(probe_context_->SetInputs(tokens, positions, slots, num_visible_slots));
   executor_->Run(*probe_context_);
+  ++num_graph_calls_;
   return probe_context_->attention_scores();
 }
 

@@ -48,7 +48,10 @@ struct GraphBackendOptions {
   int query_probe_capacity = 0;
   int num_threads = 0;          // 0 = every usable core
   bool scalar_kernels = false;  // force the portable kernels (tests)
-  bool strict_shapes = false;   // compute padding rows too, like a static NPU graph
+  // Static shapes: every call of the prefill, recompute and probe graphs computes its full
+  // capacity, padding rows included (and a recompute call's selected phase its full
+  // ceil(r * Ls) rows), as a static NPU / ahead-of-time graph must. Same results.
+  bool strict_shapes = false;
   model::PackOptions pack;
   // Weights already packed and a pool already running, shared by several backends of one
   // model (e.g. the sessions of a benchmark); both null = the backend makes its own.
@@ -127,6 +130,8 @@ class GraphBackend : public InferenceBackend {
   void SetNumTokens(int num_tokens);
 
   std::span<const float> last_logits() const { return last_logits_; }
+  // Graph calls run so far (prefill, recompute, probe and decode calls), for reports.
+  int64_t num_graph_calls() const { return num_graph_calls_; }
   bool has_recompute_graph() const { return recompute_ != nullptr; }
   int recompute_capacity() const { return recompute_ ? recompute_->capacity() : 0; }
 
@@ -175,6 +180,7 @@ class GraphBackend : public InferenceBackend {
   std::vector<float> batch_logits_;  // [vocab] a batched decode step's logits
   std::vector<int32_t> positions_scratch_, slots_scratch_;  // [prefill capacity]
   int num_tokens_ = 0;
+  int64_t num_graph_calls_ = 0;
   std::span<const float> last_logits_;
   const std::atomic<bool>* cancel_ = nullptr;
 };

@@ -176,6 +176,66 @@ TEST_F(GraphBackendTest, OpTimesCountEveryMatmulMultiplyAdd) {
   EXPECT_EQ(times.matmul_macs, counted);
 }
 
+// Static shapes: a call computes its full capacity (padding rows included; a recompute
+// call's selected phase its full ceil(r * Ls) rows even when adaptive recompute keeps fewer),
+// so its work does not depend on how many tokens it holds; results are those of the dynamic
+// path, bit for bit.
+TEST_F(GraphBackendTest, StaticShapesComputeEveryPaddingRowAndChangeNoResult) {
+  std::unique_ptr<LoadedModel> model =
+      std::move(LoadedModel::Load(Path("tiny-qwen3", DType::kQ8_0))).value();
+  const int vocab = model->config().vocab_size;
+  GraphBackendOptions options;
+  options.context_tokens = 64;
+  options.prefill_capacity = 16;
+  options.recompute_capacity = 16;
+  options.recompute_ratio = 0.25;
+  options.check_layer = 1;
+  options.recompute_min_deviation = 0.5;  // rows recomputed over their own KV barely deviate
+  auto dynamic = std::move(GraphBackend::Create(*model, options)).value();
+  auto full = std::move(GraphBackend::Create(*model, options)).value();
+  options.strict_shapes = true;
+  auto fixed = std::move(GraphBackend::Create(*model, options)).value();
+  graph::OpTimes dynamic_times, fixed_times, full_times;
+  dynamic->set_op_times(&dynamic_times);
+  fixed->set_op_times(&fixed_times);
+  full->set_op_times(&full_times);
+
+  const std::vector<int32_t> prompt = Prompt(21, vocab, 3);  // two calls: 16 rows, then 5
+  ASSERT_TRUE(dynamic->Append(prompt).ok());
+  ASSERT_TRUE(fixed->Append(prompt).ok());
+  ASSERT_TRUE(full->Append(Prompt(32, vocab, 3)).ok());  // two full calls
+  EXPECT_EQ(std::vector<float>(dynamic->last_logits().begin(), dynamic->last_logits().end()),
+            std::vector<float>(fixed->last_logits().begin(), fixed->last_logits().end()));
+  EXPECT_LT(dynamic_times.matmul_macs, fixed_times.matmul_macs);
+  EXPECT_DOUBLE_EQ(fixed_times.matmul_macs, full_times.matmul_macs);
+
+  // Recompute tokens [begin, 21) over their own KV: adaptive recompute keeps one row.
+  std::vector<int32_t> positions(21);
+  for (int i = 0; i < 21; ++i) positions[static_cast<size_t>(i)] = i;
+  const auto recompute = [&](GraphBackend& backend, graph::OpTimes& times, int begin) {
+    times = graph::OpTimes{};
+    const auto n = static_cast<size_t>(21 - begin);
+    const std::vector<uint8_t> forced(n, 0);
+    auto selected = backend.RunRecompute(
+        std::span<const int32_t>(prompt).subspan(static_cast<size_t>(begin), n),
+        std::span<const int32_t>(positions).subspan(static_cast<size_t>(begin), n),
+        std::span<const int32_t>(positions).subspan(static_cast<size_t>(begin), n), forced, 21);
+    EXPECT_TRUE(selected.ok());
+    return selected.ok() ? std::vector<int32_t>(selected->begin(), selected->end())
+                         : std::vector<int32_t>{};
+  };
+  const std::vector<int32_t> dynamic_rows = recompute(*dynamic, dynamic_times, 15);
+  const std::vector<int32_t> fixed_rows = recompute(*fixed, fixed_times, 15);
+  EXPECT_EQ(dynamic_rows.size(), 1u);
+  EXPECT_EQ(dynamic_rows, fixed_rows);
+  EXPECT_EQ(std::vector<float>(dynamic->last_logits().begin(), dynamic->last_logits().end()),
+            std::vector<float>(fixed->last_logits().begin(), fixed->last_logits().end()));
+  EXPECT_LT(dynamic_times.matmul_macs, fixed_times.matmul_macs);
+  const double six_tokens = fixed_times.matmul_macs;
+  recompute(*fixed, fixed_times, 5);  // a full call of 16 tokens
+  EXPECT_DOUBLE_EQ(fixed_times.matmul_macs, six_tokens);
+}
+
 TEST_F(GraphBackendTest, OpTimesCountNoInt8WorkInAFloatModel) {
   std::unique_ptr<LoadedModel> model =
       std::move(LoadedModel::Load(Path("tiny-qwen3", DType::kF32))).value();

@@ -119,6 +119,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   graph_options.shared_weights = options.shared_weights;
   graph_options.shared_pool = options.shared_pool;
   graph_options.decode_batcher = options.decode_batcher;
+  graph_options.strict_shapes = options.static_shapes;
   if (options.method == ReuseMethod::kBlend) {
     graph_options.recompute_capacity = options.recompute_capacity;
     graph_options.recompute_ratio = options.recompute_ratio;
@@ -154,6 +155,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     merge.recompute_latency_ms = costs.recompute;
   }
   merge.recompute_ratio = options.recompute_ratio;
+  merge.strategy = options.scheduler;
   REPRISE_ASSIGN_OR_RETURN(reuse::ChunkMergeScheduler scheduler,
                            reuse::ChunkMergeScheduler::Create(merge));
   s->scheduler_ = std::make_unique<reuse::ChunkMergeScheduler>(std::move(scheduler));
@@ -457,6 +459,7 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
     KeepPlanState(plan);
 
     const auto compute_start = std::chrono::steady_clock::now();
+    const int64_t calls_before = backend_->num_graph_calls();
     std::vector<kv::ChunkId> failed;
     Status computed;
     {
@@ -484,6 +487,7 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
     REPRISE_RETURN_IF_ERROR(computed);
     backend_->SetNumTokens(n);
     report.compute_ms = MillisecondsSince(compute_start) - report.kv_prep_ms;
+    report.graph_calls = static_cast<int>(backend_->num_graph_calls() - calls_before);
     report.ttft_ms = MillisecondsSince(start);
     prefilled_ = true;
     prefilled_cache_ = cache_;

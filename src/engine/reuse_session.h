@@ -20,6 +20,7 @@
 #include "engine/loaded_model.h"
 #include "engine/segment_chunker.h"
 #include "kv/chunk_cache.h"
+#include "reuse/chunk_merge_scheduler.h"
 #include "reuse/kv_loader.h"
 #include "reuse/reuse_planner.h"
 #include "tokenizer/tokenizer.h"
@@ -34,6 +35,11 @@ Result<ReuseMethod> ParseReuseMethod(std::string_view name);
 // "deviation", "attention", "attention-deviation".
 const char* SelectionName(graph::SelectionKey key);
 Result<graph::SelectionKey> ParseSelection(std::string_view name);
+
+// The chunk-merge scheduler's strategies, for the engine's users ("dp", "greedy", "naive").
+using reuse::ParseScheduleStrategy;
+using reuse::ScheduleStrategy;
+using reuse::ScheduleStrategyName;
 
 // ReuseOptions::stable_min_deviation's default (docs/benchmarks.md, "Adaptive recompute").
 inline constexpr double kDefaultStableMinDeviation = 0.01;
@@ -87,6 +93,13 @@ struct ReuseOptions {
   // Read and place the reused KV beside the graph calls (KvPreparer); false: all of it
   // before the first call (the ablation of the pipeline).
   bool overlap_kv_preparation = true;
+  // Static shapes (GraphBackendOptions::strict_shapes): every graph call computes its full
+  // capacity, padding included, as an NPU or another ahead-of-time backend must. Same
+  // results; a call then costs what the scheduler's per-call latency says.
+  bool static_shapes = false;
+  // How blend's graph calls are chosen (DESIGN.md §5): the DP, or the ablation's greedy and
+  // naive baselines (reuse/chunk_merge_scheduler.h).
+  ScheduleStrategy scheduler = ScheduleStrategy::kDp;
   // Graph latencies for the scheduler, measured by a calibration (both > 0); otherwise the
   // scheduler uses UncalibratedGraphCosts.
   double prefill_latency_ms = 0.0;
@@ -163,6 +176,7 @@ struct PrefillReport {
   int chunks_from_flash = 0;
   int replans = 0;  // plans made again because a source failed to load
   double compute_ms = 0.0;
+  int graph_calls = 0;  // of the prefill, recompute and probe graphs (the last plan's)
   // blend: the largest residual deviation of a recompute call, and how many calls the quality
   // guard sent back through the prefill graph.
   double max_residual_deviation = 0.0;

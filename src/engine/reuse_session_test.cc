@@ -605,6 +605,47 @@ TEST_F(ReuseSessionTest, OverlappingKvPreparationChangesNothing) {
   }
 }
 
+// Static shapes change the work of each call, never a result: for every method and every
+// scheduler the logits are those of the dynamic path. The schedulers differ in their calls.
+TEST_F(ReuseSessionTest, StaticShapesChangeNoResultUnderEveryScheduler) {
+  auto model = std::move(LoadedModel::Load(Path("tiny-qwen3"))).value();
+  const std::vector<std::vector<PromptSegment>> warmup = {{{"document", Words(7, 60)}},
+                                                          {{"document", Words(8, 50)}}};
+  const std::vector<PromptSegment> prompt = {{"system", Words(1, 20)},
+                                             {"document", Words(8, 50)},
+                                             {"question", Words(5, 8)},
+                                             {"document", Words(7, 60)},
+                                             {"question", Words(6, 8)}};
+  std::vector<std::string> schedules;
+  for (const ReuseMethod method : {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kBlend}) {
+    for (const reuse::ScheduleStrategy scheduler :
+         {reuse::ScheduleStrategy::kDp, reuse::ScheduleStrategy::kGreedy,
+          reuse::ScheduleStrategy::kNaive}) {
+      if (method != ReuseMethod::kBlend && scheduler != reuse::ScheduleStrategy::kDp) continue;
+      SCOPED_TRACE(std::string(ReuseMethodName(method)) + " " +
+                   reuse::ScheduleStrategyName(scheduler));
+      ReuseOptions dynamic = Options(method);
+      dynamic.scheduler = scheduler;
+      dynamic.prefill_capacity = 32;
+      dynamic.recompute_capacity = 64;
+      ReuseOptions fixed = dynamic;
+      fixed.static_shapes = true;
+      kv::MemoryChunkCache cache_a(64 << 20), cache_b(64 << 20);
+      PrefillReport report;
+      const std::vector<float> a = Run(*model, dynamic, &cache_a, warmup, prompt, &report);
+      const std::vector<float> b = Run(*model, fixed, &cache_b, warmup, prompt);
+      ASSERT_FALSE(a.empty());
+      EXPECT_EQ(a, b);
+      if (method == ReuseMethod::kBlend) {
+        EXPECT_GT(report.tokens_recomputed, 0) << report.plan;
+        schedules.push_back(report.schedule);
+      }
+    }
+  }
+  ASSERT_EQ(schedules.size(), 3u);
+  EXPECT_NE(schedules[0], schedules[2]) << schedules[0];  // the DP merges what naive does not
+}
+
 // Planning reads the store's index only; the KV comes from flash through the loader. A chunk
 // file damaged after it was catalogued fails its checks when it is loaded: the prompt is
 // planned again without it and that part computed — the logits of a full prefill, never the

@@ -30,6 +30,7 @@ Result<std::unique_ptr<ExecutionContext>> ExecutionContext::Create(const Compile
   context->forced_.assign(capacity, 0);
   context->selected_rows_.assign(capacity, 0);
   context->selected_positions_.assign(capacity, 0);
+  context->selected_query_positions_.assign(capacity, -1);
   context->selected_slots_.assign(capacity, 0);
   context->relative_deviation_.assign(capacity, 0.0f);
   context->row_attention_.assign(capacity, 0.0f);
@@ -89,6 +90,7 @@ Status ExecutionContext::SetInputs(std::span<const int32_t> tokens,
 void ExecutionContext::ResetRunState() {
   std::fill(forced_.begin(), forced_.end(), 0);
   num_selected_ = 0;
+  num_selected_rows_ = 0;
   selection_key_ = SelectionKey::kDeviation;
   num_scored_slots_ = 0;
   residual_deviation_ = 0.0;
@@ -177,21 +179,31 @@ RowSet ExecutionContext::rows(int phase) const {
     return RowSet{num_rows(),    num_valid_,           positions_.data(), query_positions_.data(),
                   slots_.data(), identity_rows_.data()};
   }
-  return RowSet{num_selected_,
-                num_selected_,
-                selected_positions_.data(),
-                selected_positions_.data(),
-                selected_slots_.data(),
-                selected_rows_.data()};
+  return RowSet{num_selected_rows_,         num_selected_,
+                selected_positions_.data(), selected_query_positions_.data(),
+                selected_slots_.data(),     selected_rows_.data()};
 }
 
-void ExecutionContext::SelectRows(std::span<const int32_t> rows) {
+void ExecutionContext::SelectRows(std::span<const int32_t> rows, int static_rows) {
   num_selected_ = static_cast<int>(rows.size());
   for (size_t j = 0; j < rows.size(); ++j) {
     const int32_t r = rows[j];
     selected_rows_[j] = r;
     selected_positions_[j] = positions_[static_cast<size_t>(r)];
+    selected_query_positions_[j] = positions_[static_cast<size_t>(r)];
     selected_slots_[j] = slots_[static_cast<size_t>(r)];
+  }
+  num_selected_rows_ = num_selected_;
+  if (strict_shapes_) {
+    num_selected_rows_ = std::min(graph_->capacity(), std::max(num_selected_, static_rows));
+    // Padding: a harmless input row, masked from attention, writing no KV.
+    const int32_t pad_row = num_selected_ > 0 ? selected_rows_[0] : 0;
+    for (int j = num_selected_; j < num_selected_rows_; ++j) {
+      selected_rows_[static_cast<size_t>(j)] = pad_row;
+      selected_positions_[static_cast<size_t>(j)] = positions_[static_cast<size_t>(pad_row)];
+      selected_query_positions_[static_cast<size_t>(j)] = -1;
+      selected_slots_[static_cast<size_t>(j)] = -1;
+    }
   }
 }
 

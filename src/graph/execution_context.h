@@ -182,8 +182,10 @@ class ExecutionContext {
   // The input rows (phase 0) or the selected rows (phase 1).
   RowSet rows(int phase) const;
   // Makes `rows` (input row indices, ascending) the selected set. Requires: size <= capacity.
-  // `rows` may be selection_scratch() itself.
-  void SelectRows(std::span<const int32_t> rows);
+  // `rows` may be selection_scratch() itself. With strict shapes the selected phase runs
+  // max(rows, static_rows) rows (at most the capacity), as a static graph compiled for
+  // `static_rows` selected rows would: the extra ones are padding (no position, no slot).
+  void SelectRows(std::span<const int32_t> rows, int static_rows = 0);
   // [capacity] room to compute a selection in without allocating.
   int32_t* selection_scratch() { return selected_rows_.data(); }
   // [capacity] each row's relative deviation (see residual_deviation()), for the Executor.
@@ -207,6 +209,7 @@ class ExecutionContext {
   std::vector<uint8_t> forced_;           // [capacity]
   std::vector<int32_t> selected_rows_;    // [capacity], the first num_selected_ in use
   std::vector<int32_t> selected_positions_;
+  std::vector<int32_t> selected_query_positions_;  // -1 for padding rows
   std::vector<int32_t> selected_slots_;
   std::vector<float> relative_deviation_;  // [capacity]
   std::vector<float> row_attention_;       // [capacity]
@@ -220,7 +223,8 @@ class ExecutionContext {
   double stable_min_relative_deviation_ = 0.0;
   double abort_above_ = 0.0;
   bool aborted_ = false;
-  int num_selected_ = 0;
+  int num_selected_ = 0;       // selected rows
+  int num_selected_rows_ = 0;  // rows the selected phase runs: num_selected_ plus padding
   int num_valid_ = 0;
   int64_t num_visible_slots_ = 0;
   bool strict_shapes_ = false;

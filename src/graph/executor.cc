@@ -488,7 +488,8 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       ctx.set_aborted();
       return;
     }
-    ctx.SelectRows(std::span<const int32_t>(order, static_cast<size_t>(k_eff)));
+    ctx.SelectRows(std::span<const int32_t>(order, static_cast<size_t>(k_eff)),
+                   static_cast<int>(op->k));
     return;
   }
   if (const auto* op = std::get_if<AttentionScoreOp>(&any_op)) {

@@ -60,7 +60,7 @@ struct MethodRun {
   MethodStats stats;
   double kl_sum = 0, top1_sum = 0, continuation_sum = 0;
   double match_sum = 0, prep_sum = 0, place_sum = 0, load_wait_sum = 0, compute_sum = 0,
-         store_sum = 0;
+         store_sum = 0, calls_sum = 0;
   std::vector<int64_t> window_found, window_reusable;  // per kRecallWindowQueries queries
   // Continuations by prompt group (the id before '#'), for order stability.
   std::map<std::string, std::vector<std::vector<int32_t>>> continuations_by_group;
@@ -254,6 +254,12 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   result.calibration = "Lp " + std::to_string(tuned.prefill_capacity) + ", Ls " +
                        std::to_string(tuned.recompute_capacity) + ", r " +
                        std::to_string(tuned.recompute_ratio).substr(0, 5) + " " + calibration_note;
+  if (tuned.static_shapes) result.calibration += ", static shapes";
+  if (std::find(options.methods.begin(), options.methods.end(), engine::ReuseMethod::kBlend) !=
+      options.methods.end()) {
+    result.calibration +=
+        std::string(", scheduler ") + engine::ScheduleStrategyName(tuned.scheduler);
+  }
   result.workload = work.name + (options.warm_corpus           ? " (warm corpus)"
                                  : options.warm_retrieved_only ? " (retrieved documents pre-cached)"
                                                                : "");
@@ -370,6 +376,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       run.place_sum += report.kv_place_ms;
       run.load_wait_sum += report.kv_load_wait_ms;
       run.compute_sum += report.compute_ms;
+      run.calls_sum += report.graph_calls;
       run.store_sum += store_ms;
       st.guard_fallbacks += report.guard_fallbacks;
       run.residual_sum += report.max_residual_deviation;
@@ -461,6 +468,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     st.match_ms_mean = run.match_sum / n;
     st.kv_prep_ms_mean = run.prep_sum / n;
     st.compute_ms_mean = run.compute_sum / n;
+    st.graph_calls_mean = run.calls_sum / n;
     st.overhead_ms_mean = st.match_ms_mean + st.kv_prep_ms_mean;
     st.background_place_ms_mean = run.place_sum / n;
     st.background_load_wait_ms_mean = run.load_wait_sum / n;
@@ -492,6 +500,8 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   result.queries = static_cast<int>(work.requests.size());
   result.guard_deviation = tuned.guard_deviation;
   result.selection = engine::SelectionName(options.reuse.selection);
+  result.static_shapes = options.reuse.static_shapes;
+  result.scheduler = engine::ScheduleStrategyName(options.reuse.scheduler);
   if (store) {
     REPRISE_RETURN_IF_ERROR(store->Flush());
     const store::StoreStats ss = store->Stats();
@@ -530,6 +540,8 @@ std::string ReuseBenchResult::ToJson() const {
   j["graphs"] = calibration;
   j["guard_deviation"] = guard_deviation;  // 0 = off
   j["selection"] = selection;
+  j["static_shapes"] = static_shapes;
+  j["scheduler"] = scheduler;
   nlohmann::json m = nlohmann::json::object();
   for (const MethodStats& s : methods) {
     m[s.method] = {{"ttft_ms_mean", s.ttft_ms_mean},
@@ -557,6 +569,7 @@ std::string ReuseBenchResult::ToJson() const {
                    {"background_place_ms_mean", s.background_place_ms_mean},
                    {"background_load_wait_ms_mean", s.background_load_wait_ms_mean},
                    {"recompute_fraction", s.recompute_fraction},
+                   {"graph_calls_mean", s.graph_calls_mean},
                    {"compute_ms_mean", s.compute_ms_mean},
                    {"store_ms_mean", s.store_ms_mean},
                    {"cache_chunks", s.cache_chunks},
@@ -613,12 +626,11 @@ std::string ReuseBenchResult::ToText() const {
   s += "\n(tokens are totals over the run; reused = non-prefix reused and not recomputed; "
        "overhead = matching + KV preparation as a share of TTFT)\n";
   s += "time split, mean ms: match | waiting for reused KV | compute (beside the graphs: "
-       "placing KV, waiting for reads):\n";
+       "placing KV, waiting for reads); graph calls per query:\n";
   for (const MethodStats& m : methods) {
-    if (m.method == "none") continue;
-    std::snprintf(line, sizeof(line), "  %-6s %.1f | %.1f | %.1f  (%.1f, %.1f)\n", m.method.c_str(),
-                  m.match_ms_mean, m.kv_prep_ms_mean, m.compute_ms_mean, m.background_place_ms_mean,
-                  m.background_load_wait_ms_mean);
+    std::snprintf(line, sizeof(line), "  %-6s %.1f | %.1f | %.1f  (%.1f, %.1f); %.1f calls\n",
+                  m.method.c_str(), m.match_ms_mean, m.kv_prep_ms_mean, m.compute_ms_mean,
+                  m.background_place_ms_mean, m.background_load_wait_ms_mean, m.graph_calls_mean);
     s += line;
   }
   if (tokens_reusable > 0) {

@@ -89,7 +89,8 @@ struct MethodStats {
   double background_place_ms_mean = 0, background_load_wait_ms_mean = 0;
   // Recomputed tokens / reused tokens a graph actually ran (recomputed + kept at new positions).
   double recompute_fraction = 0;
-  double store_ms_mean = 0;  // after the first token, off the TTFT path
+  double graph_calls_mean = 0;  // prefill, recompute and probe graph calls per query
+  double store_ms_mean = 0;     // after the first token, off the TTFT path
   int64_t cache_chunks = 0, cache_bytes = 0, cache_evictions = 0;
   int64_t hits_pool = 0, hits_flash = 0;   // chunks served from memory / loaded from flash
   double store_write_ms_on_ttft_path = 0;  // total over the run; 0 by design
@@ -121,6 +122,8 @@ struct ReuseBenchResult {
   std::string store;           // the store's final state, when one was used
   double guard_deviation = 0;  // the quality guard's threshold (0 = off)
   std::string selection;       // what blend's recompute ranks tokens by (engine::SelectionName)
+  bool static_shapes = false;  // every graph call computed its full capacity
+  std::string scheduler;       // how blend's graph calls were chosen (dp, greedy, naive)
   // The recall oracle (reuse/reuse_recall_oracle.h): a token is reusable when a window of
   // `recall_window` tokens (the planner's min_match_tokens) around it occurred in an earlier
   // prompt of this run or a warmed segment. Per query and in total. A store kept from an

@@ -488,6 +488,39 @@ TEST_F(CliTest, BenchReuseSelectsTokensByTheQuestionsAttention) {
   EXPECT_EQ(Reprise(bench + " --selection attention --probe-tokens 65").exit_code, 2);
 }
 
+// Static shapes change the work, not a result; the schedulers of the ablation change the
+// graph calls: naive (each run its own calls) makes more than the DP.
+TEST_F(CliTest, BenchReuseRunsStaticShapesUnderEachScheduler) {
+  REPRISE_REQUIRE_SHARED_FILE(stories, "models/stories260K/stories260K.gguf");
+  REPRISE_REQUIRE_SHARED_FILE(hotpot, "workloads/hotpotqa/hotpotqa_distractor_100.jsonl");
+  const std::string data = hotpot.substr(0, hotpot.find("/workloads/"));
+  const std::string bench = "bench reuse -m " + stories +
+                            " --workload docqa-shuffled --queries 3 --methods blend --guard 0 "
+                            "--json --data " +
+                            data;
+  Outcome dynamic = Reprise(bench);
+  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.err;
+  Outcome fixed = Reprise(bench + " --static-shapes");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  Outcome naive = Reprise(bench + " --static-shapes --scheduler naive");
+  ASSERT_EQ(naive.exit_code, 0) << naive.err;
+  const nlohmann::json d = nlohmann::json::parse(dynamic.out);
+  const nlohmann::json f = nlohmann::json::parse(fixed.out);
+  const nlohmann::json n = nlohmann::json::parse(naive.out);
+  EXPECT_EQ(d["static_shapes"], false);
+  EXPECT_EQ(f["static_shapes"], true);
+  EXPECT_EQ(f["scheduler"], "dp");
+  EXPECT_EQ(n["scheduler"], "naive");
+  const nlohmann::json& db = d["methods"]["blend"];
+  const nlohmann::json& fb = f["methods"]["blend"];
+  const nlohmann::json& nb = n["methods"]["blend"];
+  EXPECT_EQ(fb["kl_per_query"], db["kl_per_query"]);
+  EXPECT_EQ(fb["tokens_recomputed"], db["tokens_recomputed"]);
+  EXPECT_EQ(fb["graph_calls_mean"], db["graph_calls_mean"]);
+  EXPECT_GT(nb["graph_calls_mean"].get<double>(), fb["graph_calls_mean"].get<double>());
+  EXPECT_EQ(Reprise(bench + " --scheduler optimal").exit_code, 2);
+}
+
 // Position sensitivity: the same documents in every order; each method says how often its
 // answer stayed the same.
 TEST_F(CliTest, BenchReuseReportsOrderStability) {
