@@ -334,6 +334,9 @@ class BenchCommand : public Command {
     s->add_flag("--no-overlap", no_overlap_,
                 "Read and place the reused KV before the first graph call instead of beside the "
                 "graphs (ablation)");
+    s->add_flag("--no-shard-pipeline", no_shard_pipeline_,
+                "Let a graph call wait for all layers of the reused KV it attends to, instead of "
+                "running each shard once its layers are placed (ablation)");
     s->add_flag("--cold-flash", reuse_options_.cold_flash,
                 "With --store: before every query, wait for the write-back and drop the KV "
                 "files from the OS page cache, so that KV not in the memory pool is read from "
@@ -368,6 +371,7 @@ class BenchCommand : public Command {
     if (no_prefetch_) command += " --no-prefetch";
     if (reuse_options_.cold_flash) command += " --cold-flash";
     if (no_overlap_) command += " --no-overlap";
+    if (no_shard_pipeline_) command += " --no-shard-pipeline";
     if (reuse_options_.reuse.static_shapes) command += " --static-shapes";
     if (scheduler_ != "dp") command += " --scheduler " + scheduler_;
     if (no_quality_) command += " --no-quality";
@@ -398,6 +402,7 @@ class BenchCommand : public Command {
     reuse_options_.reuse.selection = *engine::ParseSelection(selection_);   // checked above
     reuse_options_.store_prefetch = !no_prefetch_;
     reuse_options_.reuse.overlap_kv_preparation = !no_overlap_;
+    reuse_options_.reuse.shard_pipeline = !no_shard_pipeline_;
     reuse_options_.reuse.scheduler = *engine::ParseScheduleStrategy(scheduler_);  // checked above
     if (reuse_options_.cold_flash && reuse_options_.store_dir.empty()) {
       return PrintError("bench reuse", InvalidArgumentError("--cold-flash needs --store"));
@@ -539,6 +544,7 @@ class BenchCommand : public Command {
   std::string chunking_;
   std::string selection_;
   std::string scheduler_;
+  bool no_shard_pipeline_ = false;
   bool no_prefetch_ = false;
   bool no_overlap_ = false;
   bool no_quality_ = false;

@@ -96,10 +96,29 @@ Status GraphBackend::RunCall(graph::ExecutionContext& context, std::span<const i
   REPRISE_RETURN_IF_ERROR(context.SetInputs(tokens, positions, slots, num_visible_slots));
   if (!forced.empty()) context.SetForcedRows(forced);
   if (key != graph::SelectionKey::kDeviation) context.SetRowAttention(row_attention, key);
-  executor_->Run(context);
+  if (!shard_gate_) {
+    executor_->Run(context);
+  } else {
+    const std::vector<graph::Shard>& shards = context.graph().shards();
+    for (size_t s = 0; s < shards.size(); ++s) {
+      if (!shard_gate_(shards[s].end_layer)) {
+        return UnavailableError("the KV a graph shard attends to could not be placed");
+      }
+      executor_->Run(context, static_cast<int>(s), static_cast<int>(s) + 1);
+      if (context.aborted()) break;  // the quality guard stopped a recompute call
+    }
+  }
   ++num_graph_calls_;
   last_logits_ = context.logits();
   return Status::Ok();
+}
+
+std::vector<int> GraphBackend::shard_first_layers() const {
+  std::vector<int> layers;
+  for (size_t s = 1; s < prefill_->shards().size(); ++s) {
+    layers.push_back(prefill_->shards()[s].first_layer);
+  }
+  return layers;
 }
 
 Status GraphBackend::CheckTokens(std::span<const int32_t> tokens) const {

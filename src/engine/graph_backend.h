@@ -10,7 +10,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "engine/compiled_model.h"
@@ -121,6 +123,15 @@ class GraphBackend : public InferenceBackend {
   // KV above that layer is stale and must be recomputed (by RunPrefill).
   bool last_recompute_aborted() const;
 
+  // The shard pipeline's gate: when set, each prefill or recompute call runs shard by shard,
+  // and before each shard asks the gate whether the KV of layers [0, the shard's end layer)
+  // it attends to is in place (blocking until it is); false fails the call with Unavailable.
+  // Empty = whole calls, no gate.
+  using ShardGate = std::function<bool(int end_layer)>;
+  void set_shard_gate(ShardGate gate) { shard_gate_ = std::move(gate); }
+  // The first layer of each shard of the graphs but the first (for KvPreparationOrder).
+  std::vector<int> shard_first_layers() const;
+
   // A flag that, once set (from any thread), makes RunPrefill stop before its next graph
   // call with Cancelled (the KV then holds part of the tokens); null = never.
   void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
@@ -181,6 +192,7 @@ class GraphBackend : public InferenceBackend {
   std::vector<int32_t> positions_scratch_, slots_scratch_;  // [prefill capacity]
   int num_tokens_ = 0;
   int64_t num_graph_calls_ = 0;
+  ShardGate shard_gate_;
   std::span<const float> last_logits_;
   const std::atomic<bool>* cancel_ = nullptr;
 };

@@ -236,6 +236,49 @@ TEST_F(GraphBackendTest, StaticShapesComputeEveryPaddingRowAndChangeNoResult) {
   EXPECT_DOUBLE_EQ(fixed_times.matmul_macs, six_tokens);
 }
 
+// The shard pipeline's gate: a call runs shard by shard and asks, before each, for the KV of
+// the layers it attends to; the results are those of whole calls. A gate that says no fails
+// the call with Unavailable.
+TEST_F(GraphBackendTest, AShardGateIsAskedBeforeEveryShard) {
+  std::unique_ptr<LoadedModel> model =
+      std::move(LoadedModel::Load(Path("tiny-qwen3", DType::kQ8_0))).value();
+  const int vocab = model->config().vocab_size;
+  GraphBackendOptions options;
+  options.context_tokens = 64;
+  options.prefill_capacity = 16;
+  auto plain = std::move(GraphBackend::Create(*model, options)).value();
+  auto gated = std::move(GraphBackend::Create(*model, options)).value();
+  const std::vector<graph::Shard>& shards = gated->prefill_graph().shards();
+  ASSERT_GE(shards.size(), 2u);
+  EXPECT_EQ(gated->shard_first_layers().size(), shards.size() - 1);
+  std::vector<int> asked;
+  gated->set_shard_gate([&asked](int end_layer) {
+    asked.push_back(end_layer);
+    return true;
+  });
+  const std::vector<int32_t> prompt = Prompt(21, vocab, 5);  // two calls
+  ASSERT_TRUE(plain->Append(prompt).ok());
+  ASSERT_TRUE(gated->Append(prompt).ok());
+  EXPECT_EQ(std::vector<float>(plain->last_logits().begin(), plain->last_logits().end()),
+            std::vector<float>(gated->last_logits().begin(), gated->last_logits().end()));
+  std::vector<int> expected;
+  for (int call = 0; call < 2; ++call) {
+    for (const graph::Shard& shard : shards) expected.push_back(shard.end_layer);
+  }
+  EXPECT_EQ(asked, expected);
+
+  const int num_layers = model->config().num_layers;
+  gated->set_shard_gate([num_layers](int end_layer) { return end_layer < num_layers; });
+  Status failed = gated->RunPrefill(std::vector<int32_t>{7, 8}, std::vector<int32_t>{21, 22},
+                                    std::vector<int32_t>{21, 22}, 23);
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+  gated->set_shard_gate(nullptr);
+  EXPECT_TRUE(gated
+                  ->RunPrefill(std::vector<int32_t>{7, 8}, std::vector<int32_t>{21, 22},
+                               std::vector<int32_t>{21, 22}, 23)
+                  .ok());
+}
+
 TEST_F(GraphBackendTest, OpTimesCountNoInt8WorkInAFloatModel) {
   std::unique_ptr<LoadedModel> model =
       std::move(LoadedModel::Load(Path("tiny-qwen3", DType::kF32))).value();

@@ -14,7 +14,7 @@ double MillisecondsBetween(std::chrono::steady_clock::time_point a,
 
 KvPreparer::KvPreparer(const reuse::ReusePlan& plan, reuse::KvLoader& loader, kv::KvCache& cache,
                        std::span<const int32_t> positions, const RopeLayout& rope,
-                       const kernels::KernelSet& kernels)
+                       const kernels::KernelSet& kernels, KvPreparationOrder order)
     : plan_(plan),
       loader_(loader),
       cache_(cache),
@@ -40,6 +40,29 @@ KvPreparer::KvPreparer(const reuse::ReusePlan& plan, reuse::KvLoader& loader, kv
     runs_.push_back(Run{i, j, t.source, t.source_token});
     i = j;
   }
+  const int num_layers = cache.shape().num_layers;
+  group_first_layer_.push_back(0);
+  for (int layer : order.shard_first_layers) {
+    if (layer > group_first_layer_.back() && layer < num_layers) {
+      group_first_layer_.push_back(layer);
+    }
+  }
+  group_first_layer_.push_back(num_layers);
+  // Windows: the runs each call needs that earlier calls did not; then one per run left.
+  size_t next = 0;
+  for (int end : order.call_ends) {
+    if (next < runs_.size() && runs_[next].begin < end) {
+      window_begin_.push_back(next);
+      while (next < runs_.size() && runs_[next].begin < end) ++next;
+    }
+  }
+  for (; next < runs_.size(); ++next) window_begin_.push_back(next);
+  window_begin_.push_back(runs_.size());
+  run_kv_.resize(runs_.size());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    placed_groups_.assign(runs_.size(), 0);
+  }
   if (!runs_.empty()) worker_ = std::thread([this] { PlaceAll(); });
 }
 
@@ -49,43 +72,75 @@ KvPreparer::~KvPreparer() {
 }
 
 void KvPreparer::PlaceAll() {
-  for (const Run& run : runs_) {
-    if (stop_.load(std::memory_order_relaxed)) return;
-    const std::shared_ptr<const kv::ChunkKv> chunk = loader_.Wait(run.source);
-    if (!chunk) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        failed_ = true;
+  const size_t num_groups = group_first_layer_.size() - 1;
+  for (size_t w = 0; w + 1 < window_begin_.size(); ++w) {
+    for (size_t g = 0; g < num_groups; ++g) {
+      for (size_t r = window_begin_[w]; r < window_begin_[w + 1]; ++r) {
+        if (stop_.load(std::memory_order_relaxed)) return;
+        if (!Place(r, g)) {
+          {
+            std::lock_guard<std::mutex> lock(mutex_);
+            failed_ = true;
+          }
+          placed_.notify_all();
+          return;
+        }
       }
-      placed_.notify_all();
-      return;
     }
-    const auto start = std::chrono::steady_clock::now();
-    PlaceChunkRows(*chunk, run.source_token,
-                   positions_.subspan(static_cast<size_t>(run.begin),
-                                      static_cast<size_t>(run.end - run.begin)),
-                   cache_, run.begin, rope_, kernels_);
-    const double ms = MillisecondsBetween(start, std::chrono::steady_clock::now());
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++num_placed_runs_;
-      place_ms_ += ms;
-    }
-    placed_.notify_all();
   }
 }
 
-bool KvPreparer::ReadyUntil(int end) {
-  size_t needed = num_committed_runs_;
+bool KvPreparer::Place(size_t r, size_t group) {
+  const Run& run = runs_[r];
+  if (group == 0) {
+    run_kv_[r] = loader_.Wait(run.source);
+    if (!run_kv_[r]) return false;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  PlaceChunkRows(
+      *run_kv_[r], run.source_token,
+      positions_.subspan(static_cast<size_t>(run.begin), static_cast<size_t>(run.end - run.begin)),
+      cache_, run.begin, rope_, kernels_, group_first_layer_[group], group_first_layer_[group + 1]);
+  const double ms = MillisecondsBetween(start, std::chrono::steady_clock::now());
+  if (group + 2 == group_first_layer_.size()) run_kv_[r].reset();  // the last group
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    placed_groups_[r] = static_cast<int>(group) + 1;
+    place_ms_ += ms;
+  }
+  placed_.notify_all();
+  return true;
+}
+
+bool KvPreparer::ReadyUntil(int end, int end_layer) {
+  size_t needed = 0;
   while (needed < runs_.size() && runs_[needed].begin < end) ++needed;
-  if (needed == num_committed_runs_) return true;
+  // The groups holding layers [0, end_layer).
+  int groups = 0;
+  while (groups + 1 < static_cast<int>(group_first_layer_.size()) &&
+         group_first_layer_[static_cast<size_t>(groups)] < end_layer) {
+    ++groups;
+  }
+  if (needed == 0 || groups == 0) return true;
+  // Placed run by run within a window and window by window: the runs before `needed` are
+  // placed through `groups` once the last of them is, unless an earlier window (placed in
+  // full first) holds it.
+  const auto is_ready = [&]() REPRISE_REQUIRES(mutex_) {
+    for (size_t r = needed; r-- > 0;) {
+      if (placed_groups_[r] < groups) return false;
+      if (placed_groups_[r] == static_cast<int>(group_first_layer_.size()) - 1) break;
+    }
+    return true;
+  };
   const auto start = std::chrono::steady_clock::now();
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    placed_.wait(lock, [&] { return failed_ || num_placed_runs_ >= needed; });
-    if (num_placed_runs_ < needed) {
-      wait_ms_ += MillisecondsBetween(start, std::chrono::steady_clock::now());
-      return false;
+    if (!is_ready()) {
+      placed_.wait(lock, [&]() REPRISE_REQUIRES(mutex_) { return failed_ || is_ready(); });
+      if (!is_ready()) {
+        wait_ms_ += MillisecondsBetween(start, std::chrono::steady_clock::now());
+        return false;
+      }
     }
   }
   wait_ms_ += MillisecondsBetween(start, std::chrono::steady_clock::now());

@@ -31,8 +31,10 @@ void PlaceChunkKv(const kv::ChunkKv& chunk, int src_begin, std::span<const int32
 
 void PlaceChunkRows(const kv::ChunkKv& chunk, int src_begin, std::span<const int32_t> new_positions,
                     kv::KvCache& cache, int dst_slot, const RopeLayout& rope,
-                    const kernels::KernelSet& kernels) {
+                    const kernels::KernelSet& kernels, int first_layer, int end_layer) {
   const kv::KvShape& shape = cache.shape();
+  if (end_layer < 0) end_layer = shape.num_layers;
+  REPRISE_CHECK(first_layer >= 0 && first_layer <= end_layer && end_layer <= shape.num_layers);
   const int count = static_cast<int>(new_positions.size());
   REPRISE_CHECK(chunk.num_layers == shape.num_layers && chunk.num_kv_heads == shape.num_kv_heads &&
                 chunk.head_dim == shape.head_dim);
@@ -58,7 +60,7 @@ void PlaceChunkRows(const kv::ChunkKv& chunk, int src_begin, std::span<const int
     rotation_of[static_cast<size_t>(t)] =
         static_cast<int>(rotations.size() / (2 * static_cast<size_t>(half))) - 1;
   }
-  for (int l = 0; l < shape.num_layers; ++l) {
+  for (int l = first_layer; l < end_layer; ++l) {
     for (int h = 0; h < shape.num_kv_heads; ++h) {
       // A head's rows are contiguous in both layouts: one copy per (layer, head).
       std::memcpy(cache.k_row(l, h, dst_slot), &chunk.k[chunk.row_offset(l, h, src_begin)],

@@ -27,12 +27,13 @@ void PlaceChunkKv(const kv::ChunkKv& chunk, int src_begin, std::span<const int32
                   kv::KvCache& cache, int dst_slot, const RopeLayout& rope,
                   const kernels::KernelSet& kernels);
 
-// PlaceChunkKv without the slot table: the slots' K and V rows only. For a preparer that
-// fills slots no graph reads yet and lets the caller record their positions when it needs
-// them (kv_preparer.h).
+// PlaceChunkKv without the slot table: the slots' K and V rows only, of layers
+// [first_layer, end_layer) (end_layer < 0: through the last). For a preparer that fills
+// slots no graph reads yet and lets the caller record their positions when it needs them
+// (kv_preparer.h).
 void PlaceChunkRows(const kv::ChunkKv& chunk, int src_begin, std::span<const int32_t> new_positions,
                     kv::KvCache& cache, int dst_slot, const RopeLayout& rope,
-                    const kernels::KernelSet& kernels);
+                    const kernels::KernelSet& kernels, int first_layer = 0, int end_layer = -1);
 
 // The KV of cache slots [slot, slot + count), with their positions.
 kv::ChunkKv ExtractChunkKv(const kv::KvCache& cache, int slot, int count);

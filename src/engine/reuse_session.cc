@@ -277,16 +277,33 @@ Status ReuseSession::RunNew(int begin, int end) {
                               std::span<const int32_t>(positions_.data() + begin, count), end);
 }
 
-Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
-                             PrefillReport& report) {
+Status ReuseSession::Compute(const reuse::ReusePlan& plan, const reuse::ChunkSchedule& schedule,
+                             KvPreparer& preparer, PrefillReport& report) {
   const int n = static_cast<int>(prompt_.size());
   const std::vector<reuse::TokenRun> runs = plan.Runs();
   // Every graph call over tokens [begin, end) sees slots [0, end): the reused KV before `end`
-  // must be in place, the rest may still be being placed.
-  const auto ready_until = [&preparer](int end) {
+  // must be in place, the rest may still be being placed. With the shard pipeline the call's
+  // shards wait, each for the layers it attends to (the backend asks the gate); otherwise the
+  // call waits for all of it.
+  const bool shard_pipeline = options_.overlap_kv_preparation && options_.shard_pipeline;
+  int gate_end = 0;
+  struct GateReset {
+    GraphBackend* backend;
+    ~GateReset() { backend->set_shard_gate(nullptr); }
+  } gate_reset{backend_.get()};
+  if (shard_pipeline) {
+    backend_->set_shard_gate(
+        [&preparer, &gate_end](int end_layer) { return preparer.ReadyUntil(gate_end, end_layer); });
+  }
+  const auto all_ready_until = [&](int end) {
     return preparer.ReadyUntil(end)
                ? Status::Ok()
                : UnavailableError("a cached chunk could not be loaded as planned");
+  };
+  // Before a graph call ending at `end`.
+  const auto ready_until = [&](int end) {
+    gate_end = end;
+    return shard_pipeline ? Status::Ok() : all_ready_until(end);
   };
   if (options_.method != ReuseMethod::kBlend) {
     // Every NEW run through the prefill graph, in order; reused tokens keep their KV.
@@ -295,11 +312,10 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
       REPRISE_RETURN_IF_ERROR(ready_until(run.end));
       REPRISE_RETURN_IF_ERROR(RunNew(run.begin, run.end));
     }
-    REPRISE_RETURN_IF_ERROR(ready_until(n));
+    REPRISE_RETURN_IF_ERROR(all_ready_until(n));
     report.tokens_nonprefix = plan.num_nonprefix;
     return Status::Ok();
   }
-  REPRISE_ASSIGN_OR_RETURN(reuse::ChunkSchedule schedule, scheduler_->Schedule(runs));
   report.schedule = schedule.ToString();
   std::vector<int> stable_context;
   if (options_.stable_min_deviation > 0 && cache_ != nullptr) {
@@ -313,7 +329,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
       });
   if (query_aware) {
     // The probe reads every reused slot.
-    REPRISE_RETURN_IF_ERROR(ready_until(n));
+    REPRISE_RETURN_IF_ERROR(all_ready_until(n));
     REPRISE_RETURN_IF_ERROR(ProbeQueryAttention(plan));
   }
   int recomputed = 0;
@@ -383,7 +399,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, KvPreparer& preparer,
           plan.tokens[static_cast<size_t>(call.begin + row)].kind == TokenKind::kNonPrefix;
     }
   }
-  REPRISE_RETURN_IF_ERROR(ready_until(n));
+  REPRISE_RETURN_IF_ERROR(all_ready_until(n));
   report.tokens_recomputed = recomputed;
   report.tokens_nonprefix = plan.num_nonprefix - recomputed;
   return Status::Ok();
@@ -460,14 +476,29 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
 
     const auto compute_start = std::chrono::steady_clock::now();
     const int64_t calls_before = backend_->num_graph_calls();
+    // The graph calls (blend's schedule; one per NEW run otherwise) are known before any KV
+    // moves: the preparer places what each call needs in call order, shard by shard.
+    reuse::ChunkSchedule schedule;
+    KvPreparationOrder order;
+    if (options_.method == ReuseMethod::kBlend) {
+      REPRISE_ASSIGN_OR_RETURN(schedule, scheduler_->Schedule(plan.Runs()));
+      for (const reuse::GraphCall& call : schedule.calls) order.call_ends.push_back(call.end);
+    } else {
+      for (const reuse::TokenRun& run : plan.Runs()) {
+        if (run.kind == reuse::RunKind::kNew) order.call_ends.push_back(run.end);
+      }
+    }
+    if (options_.overlap_kv_preparation && options_.shard_pipeline) {
+      order.shard_first_layers = backend_->shard_first_layers();
+    }
     std::vector<kv::ChunkId> failed;
     Status computed;
     {
       reuse::KvLoader loader(cache_, plan, shape);
       KvPreparer preparer(plan, loader, backend_->kv_cache(), positions_, rope,
-                          kernels::BestKernels());
+                          kernels::BestKernels(), order);
       computed = options_.overlap_kv_preparation || preparer.ReadyUntil(n)
-                     ? Compute(plan, preparer, report)
+                     ? Compute(plan, schedule, preparer, report)
                      : UnavailableError("a cached chunk could not be loaded as planned");
       report.kv_prep_ms = preparer.wait_ms();
       report.kv_place_ms = preparer.place_ms();

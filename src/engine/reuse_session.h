@@ -93,6 +93,10 @@ struct ReuseOptions {
   // Read and place the reused KV beside the graph calls (KvPreparer); false: all of it
   // before the first call (the ablation of the pipeline).
   bool overlap_kv_preparation = true;
+  // With the overlap: place each call's reused KV shard by shard (layer groups), running a
+  // call's shard once the KV of its layers is in, so the first shard starts after a fraction
+  // of the placing (kv_preparer.h). false: a call waits for all layers of its KV (ablation).
+  bool shard_pipeline = true;
   // Static shapes (GraphBackendOptions::strict_shapes): every graph call computes its full
   // capacity, padding included, as an NPU or another ahead-of-time backend must. Same
   // results; a call then costs what the scheduler's per-call latency says.
@@ -262,7 +266,10 @@ class ReuseSession {
   Status CheckCancelled() const;
   // The graph calls of the plan, in order; before each, `preparer` makes the reused KV it
   // reads visible. Unavailable when a source failed to load (the caller plans again).
-  Status Compute(const reuse::ReusePlan& plan, KvPreparer& preparer, PrefillReport& report);
+  // Runs the graph calls of `plan` (blend: those of `schedule`; the other methods: one per
+  // NEW run) while `preparer` places the reused KV.
+  Status Compute(const reuse::ReusePlan& plan, const reuse::ChunkSchedule& schedule,
+                 KvPreparer& preparer, PrefillReport& report);
   // Query-aware selection: probes the attention the prompt's last new tokens pay to every
   // slot before them into slot_attention_ (zeros past what the probe scored).
   Status ProbeQueryAttention(const reuse::ReusePlan& plan);

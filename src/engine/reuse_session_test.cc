@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 #include "base/float16.h"
 #include "convert/model_maker.h"
 #include "engine/kv_transfer.h"
 #include "kv/memory_chunk_cache.h"
+#include "kv/on_flash_cache_test_util.h"
 #include "reuse/chunk_merge_scheduler.h"
 #include "store/chunk_store.h"
 #include "store/kv_file.h"
@@ -602,6 +605,43 @@ TEST_F(ReuseSessionTest, OverlappingKvPreparationChangesNothing) {
       EXPECT_GT(report.tokens_nonprefix + report.tokens_recomputed, 0) << report.plan;
     }
     EXPECT_EQ(a, b) << static_cast<int>(method);
+  }
+}
+
+// Chunks "on flash" whose every read is slow.
+kv::testing_caches::OnFlashChunkCache SlowFlashCache() {
+  return kv::testing_caches::OnFlashChunkCache(
+      [](kv::ChunkId) { std::this_thread::sleep_for(std::chrono::milliseconds(15)); });
+}
+
+// The shard pipeline runs a call's shard as soon as the KV of its layers is placed, while
+// slow reads bring in the rest: every shard still sees exactly its KV — the logits are those
+// of placing everything before the first call, bit for bit.
+TEST_F(ReuseSessionTest, TheShardPipelineWithSlowReadsChangesNothing) {
+  auto model = std::move(LoadedModel::Load(Path("tiny-qwen3"))).value();
+  const std::vector<std::vector<PromptSegment>> warmup = {
+      {{"document", Words(7, 60)}}, {{"document", Words(8, 50)}}, {{"document", Words(9, 40)}}};
+  const std::vector<PromptSegment> prompt = {{"system", Words(1, 20)},   {"document", Words(8, 50)},
+                                             {"question", Words(5, 8)},  {"document", Words(7, 60)},
+                                             {"document", Words(9, 40)}, {"question", Words(6, 8)}};
+  for (const ReuseMethod method : {ReuseMethod::kFull, ReuseMethod::kBlend}) {
+    SCOPED_TRACE(ReuseMethodName(method));
+    ReuseOptions pipelined = Options(method);
+    ReuseOptions whole_calls = pipelined;
+    whole_calls.shard_pipeline = false;
+    ReuseOptions first = pipelined;
+    first.overlap_kv_preparation = false;
+    kv::testing_caches::OnFlashChunkCache cache_a = SlowFlashCache(), cache_b = SlowFlashCache(),
+                                          cache_c = SlowFlashCache();
+    PrefillReport report;
+    const std::vector<float> a = Run(*model, pipelined, &cache_a, warmup, prompt, &report);
+    const std::vector<float> b = Run(*model, whole_calls, &cache_b, warmup, prompt);
+    const std::vector<float> c = Run(*model, first, &cache_c, warmup, prompt);
+    EXPECT_GE(report.chunks_from_flash, 3) << report.plan;
+    EXPECT_GT(report.tokens_nonprefix + report.tokens_recomputed, 100) << report.plan;
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(a, c);
+    EXPECT_EQ(b, c);
   }
 }
 
