@@ -330,6 +330,8 @@ class Engine {
   // One line about the KV store (chunks, bytes, hits), or "" without one.
   std::string DescribeStore() const;
   int context_tokens() const { return context_tokens_; }
+  // Entries of the model's vocabulary (the length of GenerateResult::first_token_logits).
+  int vocab_size() const;
   // Waits until the store has persisted every chunk so far (no-op without a store).
   Status Flush();
   // Thread-safe.

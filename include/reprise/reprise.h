@@ -120,6 +120,12 @@ typedef struct reprise_request {
   int max_prompt_tokens; /* refuse a longer prompt (REPRISE_INVALID_ARGUMENT); 0 = no limit */
   int keep_kv; /* nonzero (default): keep this request's KV for later requests; 0: reuse what is
                   cached, add nothing (a one-off or private prompt) */
+  /* Non-NULL: receives the logits of the first generated token (the distribution the prompt's
+   * prefill produced: what reuse quality is judged by), reprise_engine_vocab_size() floats;
+   * `first_token_logits_size` (the buffer's length, in floats) smaller than that is
+   * REPRISE_INVALID_ARGUMENT, before anything runs. */
+  float* first_token_logits;
+  size_t first_token_logits_size;
 } reprise_request;
 
 typedef struct reprise_reuse_report {
@@ -152,6 +158,9 @@ REPRISE_API reprise_status reprise_engine_create(const reprise_engine_options* o
 REPRISE_API void reprise_engine_destroy(reprise_engine* engine);
 /* One line describing the model and the backend; owned by the engine. */
 REPRISE_API const char* reprise_engine_describe(const reprise_engine* engine);
+/* Entries of the model's vocabulary (the length of a request's first_token_logits); 0 for a
+ * NULL engine. */
+REPRISE_API int reprise_engine_vocab_size(const reprise_engine* engine);
 
 REPRISE_API void reprise_request_init(reprise_request* request);
 /* Runs a request on a free slot of the engine. `on_text` may be NULL. `result` is filled on
@@ -164,6 +173,12 @@ REPRISE_API void reprise_result_free(reprise_result* result);
 /* A conversation of one's own, in `name_space` (NULL = the engine's). */
 REPRISE_API reprise_status reprise_session_open(reprise_engine* engine, const char* name_space,
                                                 reprise_session** session, char** error);
+/* The same with its own reuse method (e.g. an exact-prefix session on a blend engine); a
+ * reusing session on an engine made with REPRISE_REUSE_NONE is REPRISE_INVALID_ARGUMENT. */
+REPRISE_API reprise_status reprise_session_open_with_reuse(reprise_engine* engine,
+                                                           const char* name_space,
+                                                           reprise_reuse_method reuse,
+                                                           reprise_session** session, char** error);
 REPRISE_API reprise_status reprise_session_generate(reprise_session* session,
                                                     const reprise_request* request,
                                                     reprise_text_callback on_text, void* user_data,

@@ -22,6 +22,7 @@ struct reprise_engine {
 
 struct reprise_session {
   std::unique_ptr<reprise::Session> session;
+  int vocab_size = 0;
 };
 
 struct reprise_cancel_token {
@@ -122,6 +123,7 @@ reprise_status ToRequest(const reprise_request* in, reprise::GenerateRequest& ou
   }
   out.max_prompt_tokens = in->max_prompt_tokens;
   out.keep_kv = in->keep_kv != 0;
+  out.return_first_token_logits = in->first_token_logits != nullptr;
   out.chat = in->chat != 0;
   out.max_new_tokens = in->max_new_tokens;
   out.temperature = in->temperature;
@@ -178,9 +180,9 @@ reprise_status Guarded(char** error, Fn&& body) {
 // reprise_generate and reprise_session_generate: a request on an Engine or a Session (null
 // when the caller's handle was NULL, named `what` in the error).
 template <typename Target>
-reprise_status GenerateOn(Target* target, const char* what, const reprise_request* request,
-                          reprise_text_callback on_text, void* user_data, reprise_result* result,
-                          char** error) {
+reprise_status GenerateOn(Target* target, int vocab_size, const char* what,
+                          const reprise_request* request, reprise_text_callback on_text,
+                          void* user_data, reprise_result* result, char** error) {
   return Guarded(error, [&]() -> reprise_status {
     if (target == nullptr || result == nullptr) {
       return Fail(REPRISE_INVALID_ARGUMENT, std::string(what) + " and result must not be NULL",
@@ -189,7 +191,23 @@ reprise_status GenerateOn(Target* target, const char* what, const reprise_reques
     *result = reprise_result{};
     reprise::GenerateRequest r;
     if (reprise_status s = ToRequest(request, r, error); s != REPRISE_OK) return s;
-    return ToResult(target->Generate(r, ToCallback(on_text, user_data)), result, error);
+    if (request->first_token_logits != nullptr &&
+        request->first_token_logits_size < static_cast<size_t>(vocab_size)) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  "first_token_logits_size " + std::to_string(request->first_token_logits_size) +
+                      " is below the vocabulary's " + std::to_string(vocab_size) + " entries",
+                  error);
+    }
+    reprise::Result<reprise::GenerateResult> generated =
+        target->Generate(r, ToCallback(on_text, user_data));
+    if (generated.ok() && request->first_token_logits != nullptr) {
+      const std::vector<float>& logits = generated->first_token_logits;
+      std::copy(logits.begin(),
+                logits.begin() + static_cast<std::ptrdiff_t>(
+                                     std::min(logits.size(), request->first_token_logits_size)),
+                request->first_token_logits);
+    }
+    return ToResult(std::move(generated), result, error);
   });
 }
 
@@ -304,6 +322,10 @@ const char* reprise_engine_describe(const reprise_engine* engine) {
   return engine != nullptr ? engine->description.c_str() : "";
 }
 
+int reprise_engine_vocab_size(const reprise_engine* engine) {
+  return engine != nullptr ? engine->engine->vocab_size() : 0;
+}
+
 void reprise_request_init(reprise_request* request) {
   if (request == nullptr) return;
   const reprise::GenerateRequest d;
@@ -319,8 +341,9 @@ void reprise_request_init(reprise_request* request) {
 reprise_status reprise_generate(reprise_engine* engine, const reprise_request* request,
                                 reprise_text_callback on_text, void* user_data,
                                 reprise_result* result, char** error) {
-  return GenerateOn(engine != nullptr ? engine->engine.get() : nullptr, "engine", request, on_text,
-                    user_data, result, error);
+  return GenerateOn(engine != nullptr ? engine->engine.get() : nullptr,
+                    engine != nullptr ? engine->engine->vocab_size() : 0, "engine", request,
+                    on_text, user_data, result, error);
 }
 
 void reprise_result_free(reprise_result* result) {
@@ -331,28 +354,52 @@ void reprise_result_free(reprise_result* result) {
   result->stop_reason = nullptr;
 }
 
-reprise_status reprise_session_open(reprise_engine* engine, const char* name_space,
-                                    reprise_session** session, char** error) {
+namespace {
+
+reprise_status OpenSession(reprise_engine* engine, const char* name_space,
+                           std::optional<reprise::ReuseMethod> reuse, reprise_session** session,
+                           char** error) {
   return Guarded(error, [&]() -> reprise_status {
     if (engine == nullptr || session == nullptr) {
       return Fail(REPRISE_INVALID_ARGUMENT, "engine and session must not be NULL", error);
     }
     *session = nullptr;
     reprise::Result<std::unique_ptr<reprise::Session>> opened =
-        engine->engine->OpenSession({OrEmpty(name_space)});
+        engine->engine->OpenSession({OrEmpty(name_space), reuse});
     if (!opened.ok()) return Fail(opened.error(), error);
     auto handle = std::make_unique<reprise_session>();
     handle->session = std::move(opened).value();
+    handle->vocab_size = engine->engine->vocab_size();
     *session = handle.release();
     return REPRISE_OK;
   });
 }
 
+}  // namespace
+
+reprise_status reprise_session_open(reprise_engine* engine, const char* name_space,
+                                    reprise_session** session, char** error) {
+  return OpenSession(engine, name_space, std::nullopt, session, error);
+}
+
+reprise_status reprise_session_open_with_reuse(reprise_engine* engine, const char* name_space,
+                                               reprise_reuse_method reuse,
+                                               reprise_session** session, char** error) {
+  const int method = EnumAsInt(reuse);
+  if (method < REPRISE_REUSE_NONE || method > REPRISE_REUSE_BLEND) {
+    if (session != nullptr) *session = nullptr;
+    return Fail(REPRISE_INVALID_ARGUMENT,
+                "unknown reuse method " + std::to_string(method) + " (0-3)", error);
+  }
+  return OpenSession(engine, name_space, static_cast<reprise::ReuseMethod>(method), session, error);
+}
+
 reprise_status reprise_session_generate(reprise_session* session, const reprise_request* request,
                                         reprise_text_callback on_text, void* user_data,
                                         reprise_result* result, char** error) {
-  return GenerateOn(session != nullptr ? session->session.get() : nullptr, "session", request,
-                    on_text, user_data, result, error);
+  return GenerateOn(session != nullptr ? session->session.get() : nullptr,
+                    session != nullptr ? session->vocab_size : 0, "session", request, on_text,
+                    user_data, result, error);
 }
 
 void reprise_session_close(reprise_session* session) { delete session; }

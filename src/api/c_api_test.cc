@@ -2,9 +2,11 @@
 // streaming callbacks, sessions in namespaces, cancellation — on the demo kit's model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "reprise/reprise.h"
 #include "support/temp_dir.h"
@@ -238,6 +240,64 @@ TEST_F(CApiTest, SessionsKeepTheirNamespacesApart) {
   reprise_result_free(&r);
   reprise_session_close(a);
   reprise_session_close(b);
+}
+
+// A session with its own reuse method, and the first token's logits: a session that reuses
+// nothing computes every token again, and its first-token distribution is the one a reusing
+// session's exact prefix gives; a buffer shorter than the vocabulary is refused up front.
+TEST_F(CApiTest, SessionReuseMethodAndFirstTokenLogits) {
+  Create();
+  const int vocab = reprise_engine_vocab_size(engine_);
+  ASSERT_GT(vocab, 1);
+  EXPECT_EQ(reprise_engine_vocab_size(nullptr), 0);
+  reprise_session *plain = nullptr, *exact = nullptr, *bad = nullptr;
+  char* error = nullptr;
+  ASSERT_EQ(reprise_session_open_with_reuse(engine_, "ns", REPRISE_REUSE_NONE, &plain, &error),
+            REPRISE_OK)
+      << error;
+  ASSERT_EQ(reprise_session_open_with_reuse(engine_, "ns", REPRISE_REUSE_PREFIX, &exact, &error),
+            REPRISE_OK)
+      << error;
+  reprise_reuse_method unknown;
+  const int seven = 7;
+  std::memcpy(&unknown, &seven, sizeof(unknown));
+  EXPECT_EQ(reprise_session_open_with_reuse(engine_, "ns", unknown, &bad, nullptr),
+            REPRISE_INVALID_ARGUMENT);
+  EXPECT_EQ(bad, nullptr);
+
+  reprise_request request;
+  reprise_request_init(&request);
+  EXPECT_EQ(request.first_token_logits, nullptr);
+  request.prompt =
+      "Tom had a red kite. He ran up the hill with it and the wind took it high into the sky.";
+  request.max_new_tokens = 2;
+  std::vector<float> a(static_cast<size_t>(vocab), 0.0f), b(a.size(), 0.0f), c(a.size(), 0.0f);
+  reprise_result r;
+  request.first_token_logits = a.data();
+  request.first_token_logits_size = a.size();
+  ASSERT_EQ(reprise_session_generate(exact, &request, nullptr, nullptr, &r, &error), REPRISE_OK)
+      << error;
+  reprise_result_free(&r);
+  request.first_token_logits = b.data();
+  ASSERT_EQ(reprise_session_generate(exact, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
+  EXPECT_GT(r.reuse.tokens_prefix, 0);  // the prefix session reused its first request
+  reprise_result_free(&r);
+  request.first_token_logits = c.data();
+  ASSERT_EQ(reprise_session_generate(plain, &request, nullptr, nullptr, &r, nullptr), REPRISE_OK);
+  EXPECT_EQ(r.reuse.tokens_prefix, 0);  // same namespace, but this session reuses nothing
+  EXPECT_EQ(r.reuse.tokens_new, r.prompt_tokens);
+  reprise_result_free(&r);
+  EXPECT_NE(*std::max_element(a.begin(), a.end()), 0.0f);
+  EXPECT_EQ(a, b);  // exact prefix reuse: the same distribution
+  EXPECT_EQ(a, c);
+
+  request.first_token_logits_size = a.size() - 1;
+  EXPECT_EQ(reprise_session_generate(plain, &request, nullptr, nullptr, &r, &error),
+            REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("vocabulary"), std::string::npos) << error;
+  reprise_string_free(error);
+  reprise_session_close(plain);
+  reprise_session_close(exact);
 }
 
 // An app looks after the store its engine used: counts per namespace, pinning, gc, and

@@ -418,6 +418,8 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   return result;
 }
 
+int Engine::vocab_size() const { return model_->config().vocab_size; }
+
 std::string Engine::Describe() const { return description_; }
 
 EngineStats Engine::Stats() const {
