@@ -258,10 +258,9 @@ TEST_F(CApiTest, SessionReuseMethodAndFirstTokenLogits) {
   ASSERT_EQ(reprise_session_open_with_reuse(engine_, "ns", REPRISE_REUSE_PREFIX, &exact, &error),
             REPRISE_OK)
       << error;
-  reprise_reuse_method unknown;
-  const int seven = 7;
-  std::memcpy(&unknown, &seven, sizeof(unknown));
-  EXPECT_EQ(reprise_session_open_with_reuse(engine_, "ns", unknown, &bad, nullptr),
+  // (A C caller's out-of-range method is refused as well; C++ cannot pass one without
+  // undefined behaviour.) A NULL engine is refused, and nothing is opened.
+  EXPECT_EQ(reprise_session_open_with_reuse(nullptr, "ns", REPRISE_REUSE_BLEND, &bad, nullptr),
             REPRISE_INVALID_ARGUMENT);
   EXPECT_EQ(bad, nullptr);
 
