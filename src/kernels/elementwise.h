@@ -25,6 +25,10 @@ using RmsNormQuantizeFn = void (*)(const float* x, const float* weight, int64_t 
                                    uint8_t* dst);
 // dst = the quantized activation row of x[0..k). Requires: k % 32 == 0.
 using QuantizeRowFn = void (*)(const float* x, int64_t k, uint8_t* dst);
+// Static (per-tensor) quantization, as an NPU's fixed-point input: dst[i] = x[i] * inv_scale
+// clamped to [-127, 127] and rounded to nearest even (a NaN becomes -127). The row is the K
+// int8 values a kI8x8 matmul reads. Any k.
+using StaticQuantizeRowFn = void (*)(const float* x, int64_t k, float inv_scale, int8_t* dst);
 
 // Rotates, for each of num_heads heads at x + h * head_stride, its first rot_dim values by
 // the angles whose cos/sin are given (rot_dim / 2 of each, from RopeCosSin), in place.

@@ -79,6 +79,29 @@ void QuantizeRow(const float* x, int64_t k, uint8_t* dst) {
   }
 }
 
+void StaticQuantizeRow(const float* x, int64_t k, float inv_scale, int8_t* dst) {
+  const __m256 scale = _mm256_set1_ps(inv_scale);
+  const __m256 lo = _mm256_set1_ps(-127.0f);
+  const __m256 hi = _mm256_set1_ps(127.0f);
+  int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    __m256i ints[4];
+    for (int j = 0; j < 4; ++j) {
+      // max_ps returns its second operand when the first is NaN: a NaN becomes -127, as in
+      // the scalar twin (fmax).
+      const __m256 v = _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * j), scale), lo);
+      ints[j] = _mm256_cvtps_epi32(_mm256_min_ps(v, hi));
+    }
+    const __m256i words01 = _mm256_packs_epi32(ints[0], ints[1]);
+    const __m256i words23 = _mm256_packs_epi32(ints[2], ints[3]);
+    const __m256i bytes = _mm256_packs_epi16(words01, words23);
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(dst + i),
+        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+  scalar::StaticQuantizeRow(x + i, k - i, inv_scale, dst + i);
+}
+
 void RmsNorm(const float* x, const float* weight, int64_t k, float eps, float* out) {
   const float inv = InverseRms(x, k, eps);
   const __m256 vinv = _mm256_set1_ps(inv);

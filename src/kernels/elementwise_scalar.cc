@@ -60,6 +60,13 @@ float InverseRms(const float* x, int64_t k, float eps) {
 
 }  // namespace
 
+void StaticQuantizeRow(const float* x, int64_t k, float inv_scale, int8_t* dst) {
+  for (int64_t i = 0; i < k; ++i) {
+    const float v = std::fmin(std::fmax(x[i] * inv_scale, -127.0f), 127.0f);
+    dst[i] = static_cast<int8_t>(std::nearbyint(v));
+  }
+}
+
 void QuantizeRow(const float* x, int64_t k, uint8_t* dst) {
   REPRISE_DCHECK(k % kActivationBlock == 0);
   const int64_t num_blocks = k / kActivationBlock;

@@ -63,7 +63,7 @@ TEST(KernelSetTest, BestIsTheWidestSetSupported) {
   }
   // Every entry of every set is filled.
   for (const KernelSet* set : AllSets()) {
-    EXPECT_TRUE(set->matmul && set->quantize_row && set->rms_norm && set->rms_norm_quantize &&
+    EXPECT_TRUE(set->matmul && set->quantize_row && set->static_quantize_row && set->rms_norm && set->rms_norm_quantize &&
                 set->rope && set->silu_mul && set->softmax && set->add && set->f32_to_f16 &&
                 set->f16_to_f32 && set->attention)
         << set->name;
@@ -96,6 +96,39 @@ TEST(ElementwiseTest, QuantizeRowMatchesDefinition) {
         std::vector<uint8_t> want(QuantizedRowBytes(k));
         ScalarKernels().quantize_row(x.data(), k, want.data());
         ASSERT_EQ(got, want) << set->name << " k " << k;
+      }
+    }
+  }
+}
+
+// Static (per-tensor) quantization: round to nearest even, clamp to +-127 (values past the
+// calibrated range saturate, as on an NPU), a NaN becomes -127; SIMD equals scalar at every
+// length, tails included.
+TEST(ElementwiseTest, StaticQuantizeRowRoundsAndSaturates) {
+  for (const KernelSet* set : AllSets()) {
+    for (int64_t k : {1, 4, 31, 32, 45, 96, 172, 1000}) {
+      std::vector<float> x = RandomFloats(k + 7, k, 3.0f);
+      x[0] = 1000.0f;  // far past the range
+      if (k > 1) x[1] = -1000.0f;
+      if (k > 2) x[2] = std::nanf("");
+      if (k > 3) x[3] = 2.5f * 0.05f;  // a tie: nearest even (2)
+      const float scale = 0.05f;
+      std::vector<int8_t> got(static_cast<size_t>(k));
+      set->static_quantize_row(x.data(), k, 1.0f / scale, got.data());
+      for (int64_t i = 0; i < k; ++i) {
+        const float v = x[static_cast<size_t>(i)] * (1.0f / scale);
+        int want;
+        if (std::isnan(v)) {
+          want = -127;
+        } else {
+          want = static_cast<int>(std::nearbyint(std::fmin(std::fmax(v, -127.0f), 127.0f)));
+        }
+        ASSERT_EQ(got[static_cast<size_t>(i)], want) << set->name << " k " << k << " at " << i;
+      }
+      EXPECT_EQ(got[0], 127);
+      if (k > 2) {
+        EXPECT_EQ(got[1], -127);
+        EXPECT_EQ(got[2], -127);
       }
     }
   }

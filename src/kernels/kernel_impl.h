@@ -19,6 +19,7 @@ namespace scalar {
 void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
             int64_t m_end, int64_t n_begin, int64_t n_end);
 void QuantizeRow(const float* x, int64_t k, uint8_t* dst);
+void StaticQuantizeRow(const float* x, int64_t k, float inv_scale, int8_t* dst);
 void RmsNorm(const float* x, const float* weight, int64_t k, float eps, float* out);
 void RmsNormQuantize(const float* x, const float* weight, int64_t k, float eps, uint8_t* dst);
 void Rope(float* x, int64_t num_heads, int64_t head_stride, int64_t rot_dim, const float* cos,
@@ -38,6 +39,7 @@ namespace avx2 {
 void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
             int64_t m_end, int64_t n_begin, int64_t n_end);
 void QuantizeRow(const float* x, int64_t k, uint8_t* dst);
+void StaticQuantizeRow(const float* x, int64_t k, float inv_scale, int8_t* dst);
 void RmsNorm(const float* x, const float* weight, int64_t k, float eps, float* out);
 void RmsNormQuantize(const float* x, const float* weight, int64_t k, float eps, uint8_t* dst);
 void Rope(float* x, int64_t num_heads, int64_t head_stride, int64_t rot_dim, const float* cos,

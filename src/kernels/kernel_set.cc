@@ -15,6 +15,7 @@ KernelSet MakeScalarSet() {
   set.name = "scalar";
   set.matmul = scalar::MatMul;
   set.quantize_row = scalar::QuantizeRow;
+  set.static_quantize_row = scalar::StaticQuantizeRow;
   set.rms_norm = scalar::RmsNorm;
   set.rms_norm_quantize = scalar::RmsNormQuantize;
   set.rope = scalar::Rope;
@@ -36,6 +37,7 @@ KernelSet MakeAvx2Set() {
   set.name = "avx2";
   set.matmul = avx2::MatMul;
   set.quantize_row = avx2::QuantizeRow;
+  set.static_quantize_row = avx2::StaticQuantizeRow;
   set.rms_norm = avx2::RmsNorm;
   set.rms_norm_quantize = avx2::RmsNormQuantize;
   set.rope = avx2::Rope;

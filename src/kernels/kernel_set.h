@@ -23,6 +23,7 @@ struct KernelSet {
 
   MatMulFn matmul = nullptr;
   QuantizeRowFn quantize_row = nullptr;
+  StaticQuantizeRowFn static_quantize_row = nullptr;
   RmsNormFn rms_norm = nullptr;
   RmsNormQuantizeFn rms_norm_quantize = nullptr;
   RopeFn rope = nullptr;

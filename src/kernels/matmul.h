@@ -10,7 +10,8 @@
 // Quantized formats compute, per 32-value block, the exact int32 dot product of the weight
 // and activation integers, scale it by d_weight * d_activation in float and sum the blocks
 // in float, so the only error beyond the float rounding of that sum is the activations'
-// int8 quantization. Float formats accumulate x * w in float with FMA.
+// int8 quantization. Float formats accumulate x * w in float with FMA. kI8x8 (the NPU-style
+// path) accumulates the whole row's products in int32 and rescales once per output.
 //
 // The kernels are in kernel_set.h: KernelSet::matmul, scalar and AVX2.
 #pragma once
@@ -25,8 +26,11 @@ namespace reprise::kernels {
 struct MatMulInput {
   const float* f32 = nullptr;   // row m at f32 + m * f32_stride; for kF16x8 / kF32x8
   int64_t f32_stride = 0;       // floats
-  const uint8_t* q8 = nullptr;  // row m at q8 + m * q8_stride; for kQ8_0x8 / kQ4_0x8
-  int64_t q8_stride = 0;        // bytes, >= QuantizedRowBytes(K)
+  const uint8_t* q8 = nullptr;  // row m at q8 + m * q8_stride; for kQ8_0x8 / kQ4_0x8, and
+  int64_t q8_stride = 0;        // bytes, >= QuantizedRowBytes(K) (kI8x8: >= K)
+  // kI8x8: the rows at q8 are K int8 values q with x ~= static_scale * q (one per-tensor
+  // scale, StaticQuantizeRowFn); out = static_scale * d_row * (int32 sum of q * w).
+  float static_scale = 0.0f;
 };
 
 // out[m][n] at data + m * stride + n. With `accumulate`, the kernel adds to what is there

@@ -16,6 +16,7 @@
 //  - Q8_0 (signed weights): maddubs(|a|, sign(w, a)) = a * w per byte, with the sign moved
 //    onto the weight. A pair of products reaches 2 * 127 * 127, so each chunk of 4 values
 //    goes to int32 right away.
+//  - kI8x8 (static per-tensor activations): as Q8_0, but one int32 sum over the whole row.
 //  - Q4_0: the nibbles are unsigned (value + 8), so maddubs(nibble, a) needs no sign trick,
 //    and a pair is at most 2 * 15 * 127: the 8 chunks of a block add up in int16 without
 //    overflow and reach int32 with one madd per block. The +8 is removed with the
@@ -81,6 +82,7 @@ struct TileOperands {
   const uint8_t* rows;  // first activation row of the tile
   int64_t row_stride;   // bytes between activation rows
   int64_t k;
+  float static_scale = 0.0f;  // kI8x8: the activations' per-tensor scale
 };
 
 // Writes 8 outputs of group `group` for one token, clipped to [n_begin, n_end).
@@ -292,6 +294,84 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
   }
 }
 
+// kI8x8 (the NPU-style path): one int32 accumulator per token and group over the whole row,
+// the same chunk products as TileQ8; with VNNI the +128 bias of the activations is removed at
+// the end with the rows' int32 sums from the group header. Then one float product per output.
+template <bool kVnni, int T, int G>
+REPRISE_ALWAYS_INLINE void TileI8(const TileOperands& op, const TileTarget& target) {
+  __m256i isum[T][G];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) isum[t][g] = _mm256_setzero_si256();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+  const uint8_t* q[G];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) q[g] = op.groups + g * op.group_bytes + kI8x8HeaderBytes;
+  const int64_t num_chunks = op.k / 4;
+  auto chunk = [&](int64_t c) __attribute__((always_inline)) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256i av =
+          Broadcast4Bytes(reinterpret_cast<const int8_t*>(op.rows + t * op.row_stride) + 4 * c);
+      if constexpr (kVnni) {
+        const __m256i biased_a = _mm256_xor_si256(av, bias);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g] + c * 32));
+          isum[t][g] = _mm256_dpbusd_avx_epi32(isum[t][g], biased_a, wv);
+        }
+      } else {
+        const __m256i abs_a = _mm256_abs_epi8(av);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g] + c * 32));
+          const __m256i p = _mm256_maddubs_epi16(abs_a, _mm256_sign_epi8(wv, av));
+          isum[t][g] = _mm256_add_epi32(isum[t][g], _mm256_madd_epi16(p, ones));
+        }
+      }
+    }
+  };
+  int64_t c = 0;
+  for (; c + 8 <= num_chunks; c += 8) {
+    if constexpr (T == 1) {
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        _mm_prefetch(reinterpret_cast<const char*>(q[g] + c * 32 + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(q[g] + c * 32 + kPrefetchBytes + 64),
+                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(q[g] + c * 32 + kPrefetchBytes + 128),
+                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(q[g] + c * 32 + kPrefetchBytes + 192),
+                     _MM_HINT_T0);
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) chunk(c + i);
+  }
+  for (; c < num_chunks; ++c) chunk(c);
+  const __m256 sa = _mm256_set1_ps(op.static_scale);
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const uint8_t* header = op.groups + g * op.group_bytes;
+    const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(header)), sa);
+    __m256i bias_sum = _mm256_setzero_si256();
+    if constexpr (kVnni) {
+      bias_sum = _mm256_slli_epi32(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(header + 4 * kPackRows)), 7);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      __m256i total = isum[t][g];
+      if constexpr (kVnni) total = _mm256_sub_epi32(total, bias_sum);
+      StoreGroup(_mm256_mul_ps(_mm256_cvtepi32_ps(total), scale), *target.out, target.m + t,
+                 target.group + g, target.n_begin, target.n_end);
+    }
+  }
+}
+
 template <int T, int G>
 REPRISE_ALWAYS_INLINE void TileF32(const TileOperands& op, const TileTarget& target) {
   __m256 acc[T][G];
@@ -359,7 +439,7 @@ REPRISE_ALWAYS_INLINE void TileF16(const TileOperands& op, const TileTarget& tar
 }
 
 // kQ8Vnni / kQ4Vnni: the block formats with vpdpbusd (only in a TU built with -mavxvnni).
-enum class Kind { kQ8, kQ4, kQ8Vnni, kQ4Vnni, kF32, kF16 };
+enum class Kind { kQ8, kQ4, kQ8Vnni, kQ4Vnni, kI8, kI8Vnni, kF32, kF16 };
 
 constexpr bool IsBlockKind(Kind kind) { return kind != Kind::kF32 && kind != Kind::kF16; }
 
@@ -371,6 +451,8 @@ __attribute__((noinline)) void RunTile(const TileOperands& op, const MatMulOutpu
     TileQ8<kKind == Kind::kQ8Vnni, T, G>(op, target);
   } else if constexpr (kKind == Kind::kQ4 || kKind == Kind::kQ4Vnni) {
     TileQ4<kKind == Kind::kQ4Vnni, T, G>(op, target);
+  } else if constexpr (kKind == Kind::kI8 || kKind == Kind::kI8Vnni) {
+    TileI8<kKind == Kind::kI8Vnni, T, G>(op, target);
   } else if constexpr (kKind == Kind::kF32) {
     TileF32<T, G>(op, target);
   } else {
@@ -418,10 +500,11 @@ void RunTokens(const TileOperands& op, int64_t tokens, const MatMulOutput& out, 
 template <Kind kKind, int G>
 void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, int64_t row_bytes,
                 const MatMulOutput& out, int64_t m_begin, int64_t m_end, int64_t n_begin,
-                int64_t n_end) {
+                int64_t n_end, float static_scale = 0.0f) {
   const int64_t group_begin = n_begin / kPackRows;
   const int64_t group_end = (n_end + kPackRows - 1) / kPackRows;
-  TileOperands op{nullptr, static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols};
+  TileOperands op{nullptr,  static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols,
+                  static_scale};
   const int64_t chunk =
       std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                             kMaxTileTokens * kMaxTileTokens);
@@ -474,6 +557,10 @@ void MatMulAvx2(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput&
     case PackedFormat::kQ4_0x8:
       MatMulKind<kVnni ? Kind::kQ4Vnni : Kind::kQ4, 1>(
           w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
+      break;
+    case PackedFormat::kI8x8:
+      MatMulKind<kVnni ? Kind::kI8Vnni : Kind::kI8, 2>(w, x.q8, x.q8_stride, w.cols, out, m_begin,
+                                                       m_end, n_begin, n_end, x.static_scale);
       break;
     case PackedFormat::kF32x8:
       MatMulKind<Kind::kF32, 3>(w, reinterpret_cast<const uint8_t*>(x.f32), x.f32_stride * 4,

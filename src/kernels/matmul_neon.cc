@@ -204,6 +204,9 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
     case PackedFormat::kQ4_0x8:
       BlockMatMul<true>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
       return;
+    case PackedFormat::kI8x8:  // the NPU-style path: the portable kernel
+      scalar::MatMul(w, x, out, m_begin, m_end, n_begin, n_end);
+      return;
     case PackedFormat::kF16x8:
     case PackedFormat::kF32x8:
       for (int64_t g = g_begin; g < g_end; ++g) {

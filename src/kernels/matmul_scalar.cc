@@ -1,7 +1,8 @@
 // Scalar reference matmul over the packed layouts. It performs the same float operations in
 // the same order as the AVX2 kernels (an exact int32 dot per block, then one fused
-// multiply-add per block, or one per column for float weights), so the two agree to the bit
-// and tests can compare them tightly.
+// multiply-add per block, or one per column for float weights; for kI8x8 one exact int32 dot
+// over the row and one product), so the two agree to the bit and tests can compare them
+// tightly.
 
 #include <cmath>
 #include <cstring>
@@ -62,6 +63,20 @@ float DotQ4(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   return acc;
 }
 
+// kI8x8: the whole row in int32, then one rescale.
+float DotI8(const PackedMatrix& w, int64_t n, const int8_t* a, float static_scale) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  const int8_t* q = reinterpret_cast<const int8_t*>(group + kI8x8HeaderBytes);
+  int32_t isum = 0;
+  for (int64_t c = 0; c < w.cols / 4; ++c) {
+    for (int i = 0; i < 4; ++i) isum += q[(c * kPackRows + r) * 4 + i] * a[4 * c + i];
+  }
+  float d;
+  std::memcpy(&d, group + 4 * r, sizeof(d));
+  return static_cast<float>(isum) * (d * static_scale);
+}
+
 float DotF32(const PackedMatrix& w, int64_t n, const float* x) {
   const uint8_t* group = w.group(n / kPackRows);
   const int64_t r = n % kPackRows;
@@ -104,6 +119,10 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
           break;
         case PackedFormat::kF32x8:
           value = DotF32(w, n, x.f32 + m * x.f32_stride);
+          break;
+        case PackedFormat::kI8x8:
+          value = DotI8(w, n, reinterpret_cast<const int8_t*>(x.q8 + m * x.q8_stride),
+                        x.static_scale);
           break;
       }
       out_row[n] = out.accumulate ? out_row[n] + value : value;

@@ -5,7 +5,9 @@
 //  - quantized formats: an exact int32 sum per 32-column block, then one rounded scale
 //    product and one FMA per block, so n = K/32 + 2 against the dequantized activations;
 //    against the float activations add the int8 rounding, sum_k |w_k| * d_block / 2;
-//  - float formats: one FMA per column, n = K + 1.
+//  - float formats: one FMA per column, n = K + 1;
+//  - kI8x8: an exact int32 sum over the row, its conversion and two products, n = 3; against
+//    the float activations add sum_k |w_k| * static_scale / 2.
 // SIMD and scalar kernels perform the same float operations in the same order, so they must
 // agree exactly, and so must any split of the M and N ranges.
 
@@ -56,6 +58,7 @@ struct Problem {
   OwnedPacked weights;
   std::vector<float> x;  // [m][k]
   std::vector<uint8_t> q8;
+  float static_scale = 0.0f;  // kI8x8
   int64_t q8_stride = 0;
 
   MatMulInput Input() const {
@@ -64,6 +67,7 @@ struct Problem {
     input.f32_stride = c.k;
     input.q8 = q8.data();
     input.q8_stride = q8_stride;
+    input.static_scale = static_scale;
     return input;
   }
 };
@@ -81,6 +85,18 @@ Problem MakeProblem(const Case& c, const KernelSet& quantizer, uint64_t seed) {
     p.q8.assign(static_cast<size_t>(p.q8_stride * c.m), 0);
     for (int64_t m = 0; m < c.m; ++m) {
       quantizer.quantize_row(p.x.data() + m * c.k, c.k, p.q8.data() + m * p.q8_stride);
+    }
+  }
+  if (UsesStaticInt8Activations(c.format)) {
+    // One scale for the whole tensor, from its absolute maximum (nothing clips).
+    float amax = 0.0f;
+    for (float v : p.x) amax = std::max(amax, std::fabs(v));
+    p.static_scale = amax / 127.0f;
+    p.q8_stride = c.k + 5;
+    p.q8.assign(static_cast<size_t>(p.q8_stride * c.m), 0);
+    for (int64_t m = 0; m < c.m; ++m) {
+      quantizer.static_quantize_row(p.x.data() + m * c.k, c.k, 1.0f / p.static_scale,
+                                    reinterpret_cast<int8_t*>(p.q8.data() + m * p.q8_stride));
     }
   }
   return p;
@@ -104,6 +120,7 @@ void CheckAgainstFloat(const Problem& p, const std::vector<float>& out, int64_t 
   const Case& c = p.c;
   std::vector<float> w_row(static_cast<size_t>(c.k));
   const bool quantized = UsesQuantizedActivations(c.format);
+  const bool static_int8 = UsesStaticInt8Activations(c.format);
   for (int64_t n = 0; n < c.n; ++n) {
     UnpackRow(p.weights.view, n, w_row.data());
     for (int64_t m = 0; m < c.m; ++m) {
@@ -118,15 +135,21 @@ void CheckAgainstFloat(const Problem& p, const std::vector<float>& out, int64_t 
           a = d * row.q[k];
           quant_error += std::fabs(w) * d / 2.0;
           float_ref += w * x[k];
+        } else if (static_int8) {
+          const int8_t q = static_cast<int8_t>(p.q8[static_cast<size_t>(m * p.q8_stride + k)]);
+          a = static_cast<double>(p.static_scale) * q;
+          quant_error += std::fabs(w) * p.static_scale / 2.0;
+          float_ref += w * x[k];
         }
         exact += w * a;
         magnitude += std::fabs(w * a);
       }
-      const double rounding =
-          Gamma(quantized ? c.k / kActivationBlock + 2 : c.k + 1) * magnitude + 1e-30;
+      // kI8x8: an exact int32 sum, then its conversion and two products.
+      const int64_t terms = static_int8 ? 3 : quantized ? c.k / kActivationBlock + 2 : c.k + 1;
+      const double rounding = Gamma(terms) * magnitude + 1e-30;
       const double got = out[static_cast<size_t>(m * out_stride + n)];
       ASSERT_NEAR(got, exact, rounding) << Describe(c) << " at m=" << m << " n=" << n;
-      if (quantized) {
+      if (quantized || static_int8) {
         ASSERT_NEAR(got, float_ref, rounding * 2 + quant_error)
             << Describe(c) << " at m=" << m << " n=" << n;
       }
@@ -157,6 +180,14 @@ std::vector<Case> Cases() {
   cases.push_back({PackedFormat::kF32x8, DType::kBF16, 3, 9, 64});
   cases.push_back({PackedFormat::kF16x8, DType::kF16, 2, 11, 7});
   cases.push_back({PackedFormat::kF32x8, DType::kF32, 5, 17, 45});
+  // The NPU-style per-row int8 format, from several sources, K a multiple of 4 only.
+  for (const auto& s : block_sizes) {
+    cases.push_back({PackedFormat::kI8x8, DType::kQ8_0, s[0], s[1], s[2]});
+  }
+  cases.push_back({PackedFormat::kI8x8, DType::kF32, 6, 23, 172});
+  cases.push_back({PackedFormat::kI8x8, DType::kF32, 1, 9, 44});
+  cases.push_back({PackedFormat::kI8x8, DType::kF16, 5, 40, 4});
+  cases.push_back({PackedFormat::kI8x8, DType::kQ4_K, 4, 17, 256});
   return cases;
 }
 
@@ -194,8 +225,9 @@ TEST(MatMulTest, RangeSplitsGiveIdenticalResults) {
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
     for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8,
-                                PackedFormat::kF32x8}) {
-      const DType src = format == PackedFormat::kQ8_0x8   ? DType::kQ8_0
+                                PackedFormat::kF32x8, PackedFormat::kI8x8}) {
+      const DType src = format == PackedFormat::kQ8_0x8 || format == PackedFormat::kI8x8
+                            ? DType::kQ8_0
                         : format == PackedFormat::kQ4_0x8 ? DType::kQ4_0
                         : format == PackedFormat::kF16x8  ? DType::kF16
                                                           : DType::kF32;
@@ -225,8 +257,8 @@ TEST(MatMulTest, AccumulateAddsToTheOutput) {
   std::vector<const KernelSet*> sets = SimdSets();
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
-    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kF16x8}) {
-      const Case c{format, format == PackedFormat::kQ8_0x8 ? DType::kQ8_0 : DType::kF16, 6, 21, 64};
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
+      const Case c{format, format == PackedFormat::kF16x8 ? DType::kF16 : DType::kQ8_0, 6, 21, 64};
       const Problem p = MakeProblem(c, *set, 9);
       const std::vector<float> plain = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
       const std::vector<float> base = RandomFloats(10, c.m * c.n);
@@ -245,8 +277,10 @@ TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
   auto pool = ThreadPool::Create({.num_threads = 3});
   ASSERT_TRUE(pool.ok());
   const KernelSet& set = BestKernels();
-  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8}) {
-    const DType src = format == PackedFormat::kQ8_0x8   ? DType::kQ8_0
+  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8,
+                              PackedFormat::kI8x8}) {
+    const DType src = format == PackedFormat::kQ8_0x8 || format == PackedFormat::kI8x8
+                          ? DType::kQ8_0
                       : format == PackedFormat::kQ4_0x8 ? DType::kQ4_0
                                                         : DType::kF16;
     const Case c{format, src, 37, 203, 192};

@@ -1,6 +1,7 @@
 #include "kernels/packed_matrix.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/check.h"
@@ -42,10 +43,48 @@ void PlaceQ4Block(const BlockQ4_0& block, int64_t row, uint8_t* group_block) {
   }
 }
 
+// kI8x8: row `r` of a group from any dequantizable source, in two passes over slices (the
+// row's amax first, then the integers), so that no row-sized buffer is needed.
+void PackI8Row(DType src_type, const uint8_t* src_row, int64_t cols, int64_t r, uint8_t* group) {
+  const DTypeInfo& info = GetDTypeInfo(src_type);
+  float values[kSliceCols];
+  auto slice = [&](int64_t start) {
+    const int64_t count = std::min(kSliceCols, cols - start);
+    const size_t src_offset = static_cast<size_t>(start / info.block_elements) * info.block_bytes;
+    DequantizeRow(src_type, src_row + src_offset, values, count);
+    return count;
+  };
+  float amax = 0.0f;
+  for (int64_t start = 0; start < cols; start += kSliceCols) {
+    const int64_t count = slice(start);
+    for (int64_t j = 0; j < count; ++j) amax = std::max(amax, std::fabs(values[j]));
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  int8_t* q = reinterpret_cast<int8_t*>(group + kI8x8HeaderBytes);
+  int32_t sum = 0;
+  for (int64_t start = 0; start < cols; start += kSliceCols) {
+    const int64_t count = slice(start);
+    for (int64_t j = 0; j < count; ++j) {
+      const float v = std::fmin(std::fmax(values[j] * id, -127.0f), 127.0f);
+      const int value = static_cast<int>(std::nearbyint(v));
+      const int64_t col = start + j;
+      q[(col / 4 * kPackRows + r) * 4 + col % 4] = static_cast<int8_t>(value);
+      sum += value;
+    }
+  }
+  std::memcpy(group + 4 * r, &d, sizeof(d));
+  std::memcpy(group + 4 * kPackRows + 4 * r, &sum, sizeof(sum));
+}
+
 // Packs one source row into row `r` (0..7) of the group starting at `group`.
 void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int64_t cols,
                 int64_t r, uint8_t* group) {
   const DTypeInfo& info = GetDTypeInfo(src_type);
+  if (format == PackedFormat::kI8x8) {
+    PackI8Row(src_type, src_row, cols, r, group);
+    return;
+  }
   // Direct regrouping when the source element or block is the target's.
   if (format == PackedFormat::kQ8_0x8 && src_type == DType::kQ8_0) {
     for (int64_t b = 0; b < cols / kQK; ++b) {
@@ -106,6 +145,8 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
           std::memcpy(group + ((start + j) * kPackRows + r) * 4, &values[j], sizeof(float));
         }
         break;
+      case PackedFormat::kI8x8:  // handled above
+        break;
     }
   }
 }
@@ -136,6 +177,13 @@ void ZeroRow(PackedFormat format, int64_t cols, int64_t r, uint8_t* group) {
         std::memset(group + (j * kPackRows + r) * 4, 0, sizeof(float));
       }
       break;
+    case PackedFormat::kI8x8:
+      std::memset(group + 4 * r, 0, sizeof(float));
+      std::memset(group + 4 * kPackRows + 4 * r, 0, sizeof(int32_t));
+      for (int64_t c = 0; c < cols / 4; ++c) {
+        std::memset(group + kI8x8HeaderBytes + (c * kPackRows + r) * 4, 0, 4);
+      }
+      break;
   }
 }
 
@@ -151,11 +199,14 @@ const char* PackedFormatName(PackedFormat format) {
       return "f16x8";
     case PackedFormat::kF32x8:
       return "f32x8";
+    case PackedFormat::kI8x8:
+      return "i8x8";
   }
   return "?";
 }
 
 int64_t PackedColumnMultiple(PackedFormat format) {
+  if (format == PackedFormat::kI8x8) return 4;
   return UsesQuantizedActivations(format) ? kQK : 1;
 }
 
@@ -185,6 +236,8 @@ size_t PackedGroupBytes(PackedFormat format, int64_t cols) {
       return static_cast<size_t>(cols * kPackRows * 2);
     case PackedFormat::kF32x8:
       return static_cast<size_t>(cols * kPackRows * 4);
+    case PackedFormat::kI8x8:
+      return static_cast<size_t>(kI8x8HeaderBytes + cols * kPackRows);
   }
   return 0;
 }
@@ -254,6 +307,15 @@ void UnpackRow(const PackedMatrix& m, int64_t row, float* dst) {
         std::memcpy(&dst[j], group + (j * kPackRows + r) * 4, sizeof(float));
       }
       break;
+    case PackedFormat::kI8x8: {
+      float d;
+      std::memcpy(&d, group + 4 * r, sizeof(d));
+      const int8_t* q = reinterpret_cast<const int8_t*>(group + kI8x8HeaderBytes);
+      for (int64_t j = 0; j < m.cols; ++j) {
+        dst[j] = d * static_cast<float>(q[(j / 4 * kPackRows + r) * 4 + j % 4]);
+      }
+      break;
+    }
   }
 }
 

@@ -15,6 +15,13 @@
 //            own, regrouped). The value is d * (nibble - 8). 144 bytes per 256 weights.
 //   kF16x8   per group: [column 0..K-1][row 0..7] half floats.
 //   kF32x8   per group: [column 0..K-1][row 0..7] floats.
+//   kI8x8    NPU-style per-channel int8 (llm.npu's integer matmul, DESIGN.md §9): per group,
+//            8 float row scales, 8 int32 row sums (the sum of each row's integers), then
+//            K/4 chunks of [row 0..7][4 int8 values], chunk c = columns 4c..4c+3. A row is
+//            d * q with one d for the whole row (amax / 127). Its matmul reads activation rows
+//            quantized with one static, per-tensor scale (StaticQuantizeRowFn) and accumulates
+//            the whole row in int32 before one float rescale per output. 64 + 8K bytes per
+//            group. Never chosen by default: packed on request (model/static_int8.h).
 //
 // Source types map to formats by ChoosePackedFormat: Q8_0 and Q4_0 are regrouped bit for bit;
 // F16 and F32 stay; BF16 widens to F32 (exact); every other quantized type (Q4_1, Q5_0,
@@ -33,22 +40,34 @@ namespace reprise::kernels {
 
 inline constexpr int64_t kPackRows = 8;  // rows per interleaved group
 
+// kI8x8: the bytes before a group's integers (8 float row scales, 8 int32 row sums).
+inline constexpr int64_t kI8x8HeaderBytes = kPackRows * 8;
+
 enum class PackedFormat : uint8_t {
   kQ8_0x8,
   kQ4_0x8,
   kF16x8,
   kF32x8,
+  kI8x8,
 };
 
 const char* PackedFormatName(PackedFormat format);
 
-// True for the formats whose matmul reads int8-quantized activations (activation_quant.h);
-// the others read float activations.
+// True for the formats whose matmul reads int8-quantized activations with a scale per block
+// (activation_quant.h); kI8x8 reads static int8 rows (UsesStaticInt8Activations); the others
+// read float activations.
 inline bool UsesQuantizedActivations(PackedFormat format) {
   return format == PackedFormat::kQ8_0x8 || format == PackedFormat::kQ4_0x8;
 }
 
-// Columns must be a multiple of this for `format` (32 for the block formats, 1 otherwise).
+// True for kI8x8: its matmul reads rows of K int8 values quantized with one per-tensor scale
+// (MatMulInput::static_scale), no per-block metadata.
+inline bool UsesStaticInt8Activations(PackedFormat format) {
+  return format == PackedFormat::kI8x8;
+}
+
+// Columns must be a multiple of this for `format` (32 for the block formats, 4 for kI8x8, 1
+// otherwise).
 int64_t PackedColumnMultiple(PackedFormat format);
 
 // The format a weight of type `src` is packed into by default.
