@@ -62,6 +62,18 @@ enum class TokenSelection : uint8_t {
 const char* TokenSelectionName(TokenSelection selection);
 Result<TokenSelection> ParseTokenSelection(std::string_view name);  // Errors: InvalidArgument
 
+// How the layers' matrix multiplies take int8 activations (DESIGN.md §9, from llm.npu).
+enum class Int8Scheme : uint8_t {
+  kPerBlock,   // one scale per 32 activations, at run time: the CPU's accurate path (default)
+  kPerTensor,  // an NPU's arithmetic: one static scale per tensor from a calibration, int8
+               // weights with a scale per output channel, int32 accumulation over the row
+  kShadow,     // kPerTensor with shadow outlier execution: the few input channels whose
+               // calibrated range dwarfs the rest are computed in float and added back
+};
+// "per-block", "per-tensor", "shadow".
+const char* Int8SchemeName(Int8Scheme scheme);
+Result<Int8Scheme> ParseInt8Scheme(std::string_view name);  // Errors: InvalidArgument
+
 // How the store keeps KV on flash.
 enum class KvCodec : uint8_t {
   kF16,   // as computed
@@ -122,6 +134,14 @@ struct EngineOptions {
   // padding: off by default). Same results; the cost of a call no longer depends on how full
   // it is, which is what the chunk-merge scheduler's per-call costs assume.
   bool static_shapes = false;
+  // The int8 arithmetic of the layers' matmuls. The static schemes need the model's activation
+  // ranges: `reprise calibrate --activations` keeps them in `calibration_dir`; without them a
+  // pass over a built-in text measures them at load. Models whose weights are float (F32,
+  // F16) take the static schemes too (their matrices are quantized to int8 at load).
+  Int8Scheme int8_scheme = Int8Scheme::kPerBlock;
+  // kShadow: the share of the layers' input channels computed in float, given to the channels
+  // that stand out most against their own tensor. In [0, 0.5].
+  double outlier_fraction = 0.01;
   // Memory for cached chunks, in MiB: the store's memory pool when `store_dir` is set, else
   // the memory cache of each namespace.
   int64_t cache_mb = 1024;

@@ -4,6 +4,8 @@
 
 #include "base/file_util.h"
 #include "cli/command.h"
+#include "cli/paths.h"
+#include "engine/compiled_model.h"
 #include "cli/option_checks.h"
 
 namespace reprise::cli {
@@ -32,6 +34,11 @@ void BenchAccuracy::Register(CLI::App& bench) {
   sub_->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
       ->default_val(0)
       ->check(IntegerIn(0, kMaxThreads));
+  sub_->add_option("--pack", options_.pack_format,
+                   "Repack every weight matrix into this format first (e.g. q8_0x8 to run an "
+                   "F32 model through the per-block int8 path)")
+      ->check(CLI::IsMember({"q8_0x8", "q4_0x8", "f16x8", "f32x8"}));
+  int8_.Register(*sub_);
   sub_->add_flag("--json", json_, "Print JSON");
 }
 
@@ -41,6 +48,10 @@ int BenchAccuracy::Run() {
     if (!text.ok()) return PrintError("bench accuracy", text.error());
     options_.text = std::move(*text);
   }
+  options_.pack.static_int8 = engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
+  // Without a cache folder there is no stored activation calibration: "" = measure it.
+  Result<std::string> cache_dir = FindCacheDir();
+  options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
   Result<tools::AccuracyBenchResult> result = tools::RunAccuracyBench(options_);
   if (!result.ok()) return PrintError("bench accuracy", result.error());
   std::fputs((json_ ? result->ToJson() + "\n" : result->ToText()).c_str(), stdout);

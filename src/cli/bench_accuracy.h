@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "cli/int8_flags.h"
 #include "tools/accuracy_bench.h"
 
 namespace reprise::cli {
@@ -21,6 +22,7 @@ class BenchAccuracy {
   CLI::App* sub_ = nullptr;
   tools::AccuracyBenchOptions options_;
   std::string text_path_;
+  Int8Flags int8_;
   bool json_ = false;
 };
 

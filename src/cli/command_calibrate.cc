@@ -1,5 +1,7 @@
 // `reprise calibrate`: profiles the prefill and recompute graphs at capacities that are
 // multiples of 32 and keeps the chosen Lp and Ls for this model and machine (DESIGN.md §4).
+// `reprise calibrate --activations`: measures the activation ranges the static INT8 schemes
+// need (engine/activation_calibration.h) and keeps them for this model.
 #include <cstdio>
 
 #include "cli/command.h"
@@ -7,6 +9,9 @@
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
+#include "base/file_util.h"
+#include "engine/activation_calibration.h"
+#include "engine/sample_text.h"
 #include "engine/guard_calibration.h"
 #include "tools/calibrator.h"
 #include "workload/named_workload.h"
@@ -33,6 +38,20 @@ class CalibrateCommand : public Command {
     sub->add_option("-r,--repetitions", options_.repetitions, "Runs per point (median)")
         ->default_val(3)
         ->check(IntegerIn(1, 100));
+    sub->add_flag("--activations", activations_,
+                  "Only measure the activation ranges of the static INT8 schemes (--int8 "
+                  "per-tensor / shadow) on a text and keep them for this model");
+    sub->add_option("--text", text_path_,
+                    "--activations: the calibration text (default: a built-in sample)")
+        ->check(CLI::ExistingFile);
+    sub->add_option("--activation-tokens", activation_tokens_,
+                    "--activations: tokens of the text run, at most")
+        ->default_val(512)
+        ->check(IntegerIn(1, 1 << 20));
+    sub->add_option("--outlier-fraction", outlier_fraction_,
+                    "--activations: the shadow scheme's share of float channels, for the table")
+        ->default_val(0.01)
+        ->check(FiniteIn(0.0, 0.5));
     sub->add_option("--guard-margin", guard_.margin,
                     "Quality guard threshold = this x the 99th percentile of honest reuse's "
                     "deviation (lower: more fallbacks to full prefill, better quality)")
@@ -44,6 +63,7 @@ class CalibrateCommand : public Command {
   int Run() override {
     Result<std::unique_ptr<engine::LoadedModel>> model = engine::LoadedModel::Load(model_path_);
     if (!model.ok()) return PrintError("calibrate", model.error());
+    if (activations_) return RunActivations(**model);
     if (!workload_.empty()) {
       Status status = LengthsFromWorkload(**model);
       if (!status.ok()) return PrintError("calibrate", status);
@@ -91,6 +111,29 @@ class CalibrateCommand : public Command {
   }
 
  private:
+  int RunActivations(const engine::LoadedModel& model) {
+    std::string text(engine::SampleText());
+    if (!text_path_.empty()) {
+      Result<std::string> read = ReadFileToString(text_path_);
+      if (!read.ok()) return PrintError("calibrate", read.error());
+      text = std::move(*read);
+    }
+    Result<model::ActivationCalibration> measured =
+        engine::CalibrateActivations(model, text, activation_tokens_, options_.num_threads);
+    if (!measured.ok()) return PrintError("calibrate", measured.error());
+    Result<std::string> cache_dir = FindCacheDir();
+    if (!cache_dir.ok()) return PrintError("calibrate", cache_dir.error());
+    const std::string path = engine::ActivationCalibrationPath(*cache_dir, model.fingerprint());
+    Status saved = engine::SaveActivationCalibration(*measured, path);
+    if (!saved.ok()) return PrintError("calibrate", saved);
+    std::printf("model %s\nactivation ranges over %lld tokens of %s\n\n%s\nsaved %s\n",
+                model_path_.c_str(), static_cast<long long>(measured->tokens),
+                text_path_.empty() ? "the built-in sample text" : text_path_.c_str(),
+                engine::DescribeActivationCalibration(*measured, outlier_fraction_).c_str(),
+                path.c_str());
+    return kExitOk;
+  }
+
   static int GetThreadsFromMachine(const std::string& machine) {
     // "..., N threads"
     const size_t comma = machine.rfind(", ");
@@ -124,7 +167,10 @@ class CalibrateCommand : public Command {
     return Status::Ok();
   }
 
-  std::string model_path_, workload_, data_dir_;
+  std::string model_path_, workload_, data_dir_, text_path_;
+  bool activations_ = false;
+  int64_t activation_tokens_ = 512;
+  double outlier_fraction_ = 0.01;
   tools::CalibrationOptions options_;
   engine::GuardCalibrationOptions guard_;
 };

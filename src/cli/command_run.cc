@@ -6,6 +6,7 @@
 
 #include "base/file_util.h"
 #include "cli/command.h"
+#include "cli/int8_flags.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
@@ -88,6 +89,7 @@ class RunCommand : public Command {
            "there, measured by a probe) or attention-deviation (their product)")
         ->default_val(TokenSelectionName(options_.token_selection))
         ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
+    int8_.Register(*sub);
     sub->add_flag("--static-shapes", options_.static_shapes,
                   "Every graph call computes its full capacity, padding included, as an NPU "
                   "or another ahead-of-time backend must (same output, the static cost)");
@@ -127,6 +129,8 @@ class RunCommand : public Command {
     if (!selection.ok()) return PrintError("run", selection.error());
     options_.token_selection = *selection;
     options_.store_codec = *codec;
+    options_.int8_scheme = int8_.scheme();
+    options_.outlier_fraction = int8_.outlier_fraction;
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && options_.store_dir.empty()) {
       if (!cache_dir.ok()) return PrintError("run", cache_dir.error());
@@ -193,6 +197,7 @@ class RunCommand : public Command {
   }
 
   EngineOptions options_;
+  Int8Flags int8_;
   std::string reuse_name_ = "prefix", codec_name_ = "f16";
   std::string selection_name_;
   GenerateRequest request_;

@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/int8_flags.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/store_names.h"
@@ -105,6 +106,7 @@ class ServeCommand : public Command {
                     "Which reused tokens blend recomputes (see `reprise run --help`)")
         ->default_val(TokenSelectionName(engine_.token_selection))
         ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
+    int8_.Register(*sub);
     sub->add_flag("--static-shapes", engine_.static_shapes,
                   "Every graph call computes its full capacity, padding included (see `reprise "
                   "run --help`)");
@@ -142,6 +144,8 @@ class ServeCommand : public Command {
     if (!selection.ok()) return PrintError("serve", selection.error());
     engine_.token_selection = *selection;
     engine_.store_codec = *codec;
+    engine_.int8_scheme = int8_.scheme();
+    engine_.outlier_fraction = int8_.outlier_fraction;
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && engine_.store_dir.empty()) {
       if (!cache_dir.ok()) return PrintError("serve", cache_dir.error());
@@ -216,6 +220,7 @@ class ServeCommand : public Command {
 
  private:
   EngineOptions engine_;
+  Int8Flags int8_;
   server::ServerOptions server_;
   std::string reuse_name_ = "blend", codec_name_ = "f16";
   std::string selection_name_;

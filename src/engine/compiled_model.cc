@@ -1,9 +1,57 @@
 #include "engine/compiled_model.h"
 
+#include <cstdio>
+
 #include "base/logging.h"
 #include "base/memory_usage.h"
+#include "engine/activation_calibration.h"
+#include "engine/sample_text.h"
 
 namespace reprise::engine {
+namespace {
+
+// Tokens of the built-in sample text that a load without a stored calibration measures.
+constexpr int64_t kQuickActivationTokens = 512;
+
+// The calibration static INT8 needs: the stored one, else one measured now (and stored).
+Result<std::shared_ptr<const model::ActivationCalibration>> FindOrMeasureActivations(
+    const LoadedModel& model, ThreadPool& pool, const kernels::KernelSet& kernels,
+    const CompiledModelOptions& options) {
+  const std::string path = options.calibration_dir.empty()
+                               ? std::string()
+                               : ActivationCalibrationPath(options.calibration_dir,
+                                                           model.fingerprint());
+  if (!path.empty()) {
+    Result<model::ActivationCalibration> stored = LoadActivationCalibration(path);
+    if (stored.ok()) {
+      return std::make_shared<const model::ActivationCalibration>(std::move(stored).value());
+    }
+    if (stored.error().code() != StatusCode::kNotFound) {
+      REPRISE_LOG(kWarning) << "activation calibration " << path
+                            << " not used (measured again): " << stored.error().ToString();
+    }
+  }
+  REPRISE_ASSIGN_OR_RETURN(
+      model::ActivationCalibration measured,
+      MeasureModelActivations(model, pool, kernels, SampleText(), kQuickActivationTokens,
+                              options.pack));
+  if (!path.empty()) {
+    const Status saved = SaveActivationCalibration(measured, path);
+    if (!saved.ok()) REPRISE_LOG(kWarning) << "activation calibration not saved: " << saved.ToString();
+  }
+  REPRISE_LOG(kInfo) << "activation ranges measured on " << measured.tokens
+                     << " tokens of the built-in sample text";
+  return std::make_shared<const model::ActivationCalibration>(std::move(measured));
+}
+
+}  // namespace
+
+model::StaticInt8Options StaticInt8For(Int8Scheme scheme, double outlier_fraction) {
+  model::StaticInt8Options options;
+  options.scheme = static_cast<model::Int8Scheme>(scheme);
+  options.outlier_fraction = outlier_fraction;
+  return options;
+}
 
 Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
     const LoadedModel& model, const CompiledModelOptions& options) {
@@ -14,15 +62,20 @@ Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
   } else {
     REPRISE_ASSIGN_OR_RETURN(m->pool_, ThreadPool::Create({.num_threads = options.num_threads}));
   }
+  m->kernels_ = options.scalar_kernels ? &kernels::ScalarKernels() : &kernels::BestKernels();
   if (options.shared_weights) {
     m->weights_ = options.shared_weights;
   } else {
+    model::PackOptions pack = options.pack;
+    if (pack.static_int8.scheme != model::Int8Scheme::kPerBlock && !pack.activation_calibration) {
+      REPRISE_ASSIGN_OR_RETURN(pack.activation_calibration,
+                               FindOrMeasureActivations(model, *m->pool_, *m->kernels_, options));
+    }
     REPRISE_ASSIGN_OR_RETURN(m->weights_, model::PackedWeights::Create(model.file(), model.config(),
-                                                                       *m->pool_, options.pack));
+                                                                       *m->pool_, pack));
   }
   REPRISE_LOG(kDebug) << "weights packed: " << m->weights_->packed_bytes() / 1048576.0
                       << " MiB; resident " << CurrentRssMb() << " MiB";
-  m->kernels_ = options.scalar_kernels ? &kernels::ScalarKernels() : &kernels::BestKernels();
   return std::shared_ptr<const CompiledModel>(std::move(m));
 }
 

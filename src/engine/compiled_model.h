@@ -24,6 +24,7 @@
 #include "kernels/kernel_set.h"
 #include "model/graph_compiler.h"
 #include "model/packed_weights.h"
+#include "reprise/engine.h"
 
 namespace reprise::engine {
 
@@ -35,7 +36,16 @@ struct CompiledModelOptions {
   // for another purpose); null = made here.
   std::shared_ptr<const model::PackedWeights> shared_weights;
   std::shared_ptr<ThreadPool> shared_pool;
+  // Static INT8 (pack.static_int8, model/static_int8.h): where the model's activation
+  // calibration is kept (engine/activation_calibration.h). Unless pack.activation_calibration
+  // is given, the one stored there is used; without one, the weights are first packed as
+  // usual, a pass over the built-in sample text measures the ranges (and saves them there
+  // when this is set), and the weights are packed again for the scheme.
+  std::string calibration_dir;
 };
+
+// The static INT8 options of the public API's scheme (reprise/engine.h).
+model::StaticInt8Options StaticInt8For(Int8Scheme scheme, double outlier_fraction);
 
 // What a recompute graph is compiled for (model::CompileOptions' recompute fields).
 struct RecomputeGraphSpec {
@@ -52,7 +62,8 @@ struct RecomputeGraphSpec {
 class CompiledModel {
  public:
   // Packs the weights (unless shared ones are given). Errors: those of ThreadPool::Create
-  // and PackedWeights::Create.
+  // and PackedWeights::Create, of the activation calibration. With shared weights, `pack` is
+  // not used (they are packed as they are).
   static Result<std::shared_ptr<const CompiledModel>> Create(const LoadedModel& model,
                                                              const CompiledModelOptions& options);
 

@@ -44,6 +44,22 @@ Result<TokenSelection> ParseTokenSelection(std::string_view name) {
   return static_cast<TokenSelection>(key);
 }
 
+const char* Int8SchemeName(Int8Scheme scheme) {
+  return model::Int8SchemeName(static_cast<model::Int8Scheme>(scheme));
+}
+
+Result<Int8Scheme> ParseInt8Scheme(std::string_view name) {
+  REPRISE_ASSIGN_OR_RETURN(model::Int8Scheme scheme, model::ParseInt8Scheme(name));
+  return static_cast<Int8Scheme>(scheme);
+}
+
+static_assert(static_cast<int>(Int8Scheme::kPerBlock) ==
+                  static_cast<int>(model::Int8Scheme::kPerBlock) &&
+              static_cast<int>(Int8Scheme::kPerTensor) ==
+                  static_cast<int>(model::Int8Scheme::kPerTensor) &&
+              static_cast<int>(Int8Scheme::kShadow) ==
+                  static_cast<int>(model::Int8Scheme::kPerTensorShadow));
+
 const char* KvCodecName(KvCodec codec) { return codec == KvCodec::kInt8 ? "int8" : "f16"; }
 
 Result<KvCodec> ParseKvCodec(std::string_view name) {
@@ -108,6 +124,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   if (options.sessions < 1 || options.sessions > 256) {
     return InvalidArgumentError("sessions must be in [1, 256]");
   }
+  if (!(options.outlier_fraction >= 0.0 && options.outlier_fraction <= 0.5)) {
+    return InvalidArgumentError("outlier fraction must be in [0, 0.5]");
+  }
   REPRISE_RETURN_IF_ERROR(store::ValidateNamespaceName(options.name_space));
   std::unique_ptr<Engine> engine(new Engine());
   engine->options_ = options;
@@ -141,6 +160,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     }
     engine::CompiledModelOptions compiled;
     compiled.num_threads = options.num_threads;
+    compiled.pack.static_int8 = engine::StaticInt8For(options.int8_scheme, options.outlier_fraction);
+    compiled.calibration_dir = options.calibration_dir;
     REPRISE_ASSIGN_OR_RETURN(engine->compiled_,
                              engine::CompiledModel::Create(*engine->model_, compiled));
     reuse.compiled = engine->compiled_;

@@ -15,6 +15,7 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(const LoadedModel& mo
   compiled_options.num_threads = options.num_threads;
   compiled_options.scalar_kernels = options.scalar_kernels;
   compiled_options.pack = options.pack;
+  compiled_options.calibration_dir = options.calibration_dir;
   compiled_options.shared_weights = options.shared_weights;
   compiled_options.shared_pool = options.shared_pool;
   REPRISE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> compiled,

@@ -55,6 +55,8 @@ struct GraphBackendOptions {
   // ceil(r * Ls) rows), as a static NPU / ahead-of-time graph must. Same results.
   bool strict_shapes = false;
   model::PackOptions pack;
+  // Where a static INT8 scheme's activation calibration is kept (CompiledModelOptions).
+  std::string calibration_dir;
   // Weights already packed and a pool already running, shared by several backends of one
   // model (e.g. the sessions of a benchmark); both null = the backend makes its own.
   // Shared because each session's backend may be created and dropped independently.

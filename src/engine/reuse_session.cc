@@ -118,6 +118,8 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   graph_options.prefill_capacity = options.prefill_capacity;
   graph_options.shared_weights = options.shared_weights;
   graph_options.shared_pool = options.shared_pool;
+  graph_options.pack = options.pack;
+  graph_options.calibration_dir = options.calibration_dir;
   graph_options.decode_batcher = options.decode_batcher;
   graph_options.strict_shapes = options.static_shapes;
   if (options.method == ReuseMethod::kBlend) {

@@ -114,6 +114,10 @@ struct ReuseOptions {
   std::shared_ptr<const CompiledModel> compiled;
   std::shared_ptr<const model::PackedWeights> shared_weights;
   std::shared_ptr<ThreadPool> shared_pool;
+  // How a CompiledModel of its own packs the weights (the static INT8 scheme, among others),
+  // and where that scheme's activation calibration is kept (CompiledModelOptions).
+  model::PackOptions pack;
+  std::string calibration_dir;
   // Decode steps batched with other sessions' (GraphBackendOptions::decode_batcher); null =
   // not batched.
   DecodeBatcher* decode_batcher = nullptr;

@@ -66,7 +66,8 @@ void Executor::Run(ExecutionContext& context, int shard_begin, int shard_end) {
             static_cast<double>(num_rows) * matmul->matrix->rows * matmul->matrix->cols;
         op_times_->matmul_ms += ms;
         op_times_->matmul_macs += macs;
-        if (kernels::UsesQuantizedActivations(matmul->matrix->format)) {
+        if (kernels::UsesQuantizedActivations(matmul->matrix->format) ||
+            kernels::UsesStaticInt8Activations(matmul->matrix->format)) {
           op_times_->matmul_int8_ms += ms;
           op_times_->matmul_int8_macs += macs;
         }
@@ -198,13 +199,61 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       input.f32 = As<float>(ctx.buffer(op->in));
       input.f32_stride = op->in_row_bytes / static_cast<int64_t>(sizeof(float));
     }
+    if (kernels::UsesStaticInt8Activations(w.format)) {
+      input.q8 = ctx.buffer(op->in);
+      input.q8_stride = op->in_row_bytes;
+      input.static_scale = op->activation_scale;
+    }
     const kernels::MatMulOutput output{As<float>(ctx.buffer(op->out)) + op->out_column,
                                        op->out_stride, op->accumulate};
+    kernels::MatMulInput shadow_input;
+    if (op->shadow != nullptr) {
+      shadow_input.f32 = As<float>(ctx.buffer(op->shadow_in));
+      shadow_input.f32_stride = op->shadow->cols;
+    }
+    const kernels::MatMulOutput shadow_output{output.data, output.stride, true};
     const int64_t n = w.rows;
     pool.ParallelFor(w.num_groups(), 1, [&](int64_t g0, int64_t g1) {
-      k.matmul(w, input, output, 0, rows, g0 * kernels::kPackRows,
-               std::min(n, g1 * kernels::kPackRows));
+      const int64_t n0 = g0 * kernels::kPackRows, n1 = std::min(n, g1 * kernels::kPackRows);
+      k.matmul(w, input, output, 0, rows, n0, n1);
+      if (op->shadow != nullptr) k.matmul(*op->shadow, shadow_input, shadow_output, 0, rows, n0, n1);
     });
+    return;
+  }
+  if (const auto* op = std::get_if<StaticQuantizeOp>(&any_op)) {
+    const float* in = As<float>(ctx.buffer(op->in));
+    uint8_t* out = ctx.buffer(op->out);
+    float* outliers = op->num_outliers > 0 ? As<float>(ctx.buffer(op->outlier_out)) : nullptr;
+    const float inverse = 1.0f / op->scale;
+    pool.ParallelFor(rows, 8, [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        const float* x = in + m * op->dim;
+        k.static_quantize_row(x, op->dim, inverse,
+                              reinterpret_cast<int8_t*>(out + m * op->out_row_bytes));
+        for (int64_t j = 0; j < op->num_outliers; ++j) {
+          outliers[m * op->num_outliers + j] = x[op->outliers[j]];
+        }
+      }
+    });
+    return;
+  }
+  if (const auto* op = std::get_if<ObserveActivationsOp>(&any_op)) {
+    if (activation_stats_ == nullptr) return;
+    ActivationStats& stats = *activation_stats_;
+    if (stats.channel_absmax.size() <= static_cast<size_t>(op->point)) {
+      stats.channel_absmax.resize(static_cast<size_t>(op->point) + 1);
+    }
+    std::vector<float>& absmax = stats.channel_absmax[static_cast<size_t>(op->point)];
+    absmax.resize(static_cast<size_t>(op->dim), 0.0f);
+    const float* in = As<float>(ctx.buffer(op->in));
+    const int valid = std::min(rows, set.num_valid);
+    for (int m = 0; m < valid; ++m) {
+      for (int64_t c = 0; c < op->dim; ++c) {
+        absmax[static_cast<size_t>(c)] =
+            std::max(absmax[static_cast<size_t>(c)], std::fabs(in[m * op->dim + c]));
+      }
+    }
+    if (op->point == 0) stats.rows += valid;
     return;
   }
   if (const auto* op = std::get_if<RmsNormOp>(&any_op)) {

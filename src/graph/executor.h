@@ -5,6 +5,9 @@
 // Thread-compatible: one Executor per thread pool; Run() is not re-entrant.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "base/thread_pool.h"
 #include "graph/execution_context.h"
 #include "kernels/kernel_set.h"
@@ -25,6 +28,13 @@ struct OpTimes {
   double matmul_int8_macs = 0;
 };
 
+// Calibration of static activation scales (ObserveActivationsOp): per observation point, the
+// largest |value| seen in each channel, over every valid row of every run.
+struct ActivationStats {
+  std::vector<std::vector<float>> channel_absmax;  // [point][channel]
+  int64_t rows = 0;  // valid rows observed (counted once per run at point 0)
+};
+
 class Executor {
  public:
   // `pool` and `kernels` must outlive the executor.
@@ -42,6 +52,10 @@ class Executor {
   // clock reads per op; `times` must outlive its use.
   void set_op_times(OpTimes* times) { op_times_ = times; }
 
+  // Folds what ObserveActivationsOps see into `stats` from now on (null: stop; the default);
+  // `stats` must outlive its use. Graphs without those ops add nothing.
+  void set_activation_stats(ActivationStats* stats) { activation_stats_ = stats; }
+
  private:
   void RunOp(const Op& op, ExecutionContext& context, const RowSet& set, int rows);
   void RunAttentionScores(const AttentionScoreOp& op, ExecutionContext& context, const RowSet& set);
@@ -49,6 +63,7 @@ class Executor {
   ThreadPool* pool_;
   const kernels::KernelSet* kernels_;
   OpTimes* op_times_ = nullptr;
+  ActivationStats* activation_stats_ = nullptr;
 };
 
 }  // namespace reprise::graph

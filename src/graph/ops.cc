@@ -21,7 +21,14 @@ struct BufferLister {
   void operator()(const MatMulOp& op) {
     Add(op.in);
     Add(op.out);
+    Add(op.shadow_in);
   }
+  void operator()(const StaticQuantizeOp& op) {
+    Add(op.in);
+    Add(op.out);
+    Add(op.outlier_out);
+  }
+  void operator()(const ObserveActivationsOp& op) { Add(op.in); }
   void operator()(const QkvPostOp& op) { Add(op.qkv); }
   void operator()(const StoreKvOp& op) { Add(op.qkv); }
   void operator()(const DeviationOp& op) {
@@ -52,7 +59,14 @@ struct Namer {
   const char* operator()(const EmbedOp&) { return "embed"; }
   const char* operator()(const RmsNormOp& op) { return op.quantize_out ? "rmsnorm+q8" : "rmsnorm"; }
   const char* operator()(const QuantizeOp&) { return "quantize"; }
-  const char* operator()(const MatMulOp& op) { return op.accumulate ? "matmul+=" : "matmul"; }
+  const char* operator()(const MatMulOp& op) {
+    if (op.shadow != nullptr) return op.accumulate ? "matmul_i8+shadow+=" : "matmul_i8+shadow";
+    return op.accumulate ? "matmul+=" : "matmul";
+  }
+  const char* operator()(const StaticQuantizeOp& op) {
+    return op.num_outliers > 0 ? "static_quantize+outliers" : "static_quantize";
+  }
+  const char* operator()(const ObserveActivationsOp&) { return "observe_activations"; }
   const char* operator()(const QkvPostOp& op) {
     return op.store_kv ? "qkv_post+store" : "qkv_post";
   }

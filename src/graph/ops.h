@@ -54,8 +54,32 @@ struct QuantizeOp {
   int64_t out_row_bytes = 0;
 };
 
+// NPU-style static quantization (DESIGN.md §9, llm.npu): out[m] = in[m] quantized with one
+// per-tensor scale fixed at calibration (kernels::StaticQuantizeRowFn: values past the range
+// saturate), the int8 rows a kI8x8 matmul reads. With outlier channels, their float values
+// are also gathered into `outlier_out` (the input of the shadow matmul, see MatMulOp); the
+// integer rows keep them too, but the kI8x8 weights of those channels are zero.
+struct StaticQuantizeOp {
+  BufferId in = kNoBuffer;   // float [rows, dim]
+  BufferId out = kNoBuffer;  // int8 rows, out_row_bytes apart
+  int64_t dim = 0;
+  int64_t out_row_bytes = 0;
+  float scale = 0.0f;  // x ~= scale * q; > 0
+  const int32_t* outliers = nullptr;  // [num_outliers] channels, ascending
+  int64_t num_outliers = 0;
+  BufferId outlier_out = kNoBuffer;  // float [rows, num_outliers]
+};
+
+// Calibration: the largest |value| of each channel of in's valid rows, folded into the
+// executor's ActivationStats (executor.h) at `point`. Computes nothing else.
+struct ObserveActivationsOp {
+  BufferId in = kNoBuffer;  // float [rows, dim]
+  int64_t dim = 0;
+  int point = 0;
+};
+
 // out[m, n] (+)= sum_k in[m, k] * W[n, k]. `in` holds floats or quantized rows as the
-// matrix's format wants (kernels::UsesQuantizedActivations).
+// matrix's format wants (kernels::UsesQuantizedActivations, UsesStaticInt8Activations).
 struct MatMulOp {
   const kernels::PackedMatrix* matrix = nullptr;
   BufferId in = kNoBuffer;
@@ -64,6 +88,14 @@ struct MatMulOp {
   int64_t out_stride = 0;    // columns [out_column, out_column + matrix->rows) of each row
   int64_t out_column = 0;
   bool accumulate = false;  // residual connection: out += product
+  // kI8x8: the per-tensor scale `in` was quantized with (StaticQuantizeOp::scale).
+  float activation_scale = 0.0f;
+  // Shadow outlier execution: a float matrix [matrix->rows x outliers] (the weights of the
+  // outlier channels, which are zero in `matrix`), multiplied by the outlier values
+  // (StaticQuantizeOp::outlier_out) and added to the same outputs, by the same threads right
+  // after the integer part of their rows.
+  const kernels::PackedMatrix* shadow = nullptr;
+  BufferId shadow_in = kNoBuffer;
 };
 
 // Per token, on the fused QKV projection: adds biases (qwen2), RMS-normalises each Q and K
@@ -162,7 +194,8 @@ struct SelectRowOp {
 
 using Op =
     std::variant<EmbedOp, RmsNormOp, QuantizeOp, MatMulOp, QkvPostOp, StoreKvOp, AttentionOp,
-                 SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp, GatherRowsOp, AttentionScoreOp>;
+                 SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp, GatherRowsOp, AttentionScoreOp,
+                 StaticQuantizeOp, ObserveActivationsOp>;
 
 // The buffers an op reads and writes (for lifetime analysis).
 void OpBuffers(const Op& op, BufferId out_ids[4], int& count);

@@ -15,35 +15,68 @@ using graph::kNoBuffer;
 bool NeedsQ8(const OwnedPackedMatrix* m) {
   return m && kernels::UsesQuantizedActivations(m->view.format);
 }
+bool NeedsI8(const OwnedPackedMatrix* m) {
+  return m && kernels::UsesStaticInt8Activations(m->view.format);
+}
 bool NeedsF32(const OwnedPackedMatrix* m) {
-  return m && !kernels::UsesQuantizedActivations(m->view.format);
+  return m && !kernels::UsesQuantizedActivations(m->view.format) &&
+         !kernels::UsesStaticInt8Activations(m->view.format);
 }
 
-// The same activation rows in the forms the consuming matrices read.
+// The same activation rows in the forms the consuming matrices read: floats, int8 rows
+// quantized per block, or int8 rows quantized with a static per-tensor scale (with the float
+// values of its outlier channels beside them, for the shadow matmul).
 struct Activation {
   BufferId f32 = kNoBuffer;
   BufferId q8 = kNoBuffer;
+  BufferId i8 = kNoBuffer;
+  BufferId outliers = kNoBuffer;
+  const ActivationQuant* quant = nullptr;  // with i8
   int64_t dim = 0;
+  int point = -1;  // ActivationPointIndex; -1 for the head
 };
 
 class LayerEmitter {
  public:
-  LayerEmitter(const PackedWeights& w, GraphBuilder& b, int capacity)
-      : w_(w), c_(w.config()), b_(b), capacity_(capacity) {}
+  LayerEmitter(const PackedWeights& w, GraphBuilder& b, int capacity, bool observe)
+      : w_(w), c_(w.config()), b_(b), capacity_(capacity), observe_(observe) {}
 
-  // Buffers for `dim`-wide activations read by `consumers`.
-  Activation NewActivation(const std::string& name, int64_t dim, int rows,
+  // Buffers for `dim`-wide activations read by `consumers`. A float buffer also when the
+  // activation is quantized statically (the quantize op reads it) or observed.
+  Activation NewActivation(const std::string& name, int64_t dim, int rows, int point,
+                           const ActivationQuant* quant,
                            std::initializer_list<const OwnedPackedMatrix*> consumers) {
     Activation a;
     a.dim = dim;
-    bool q8 = false, f32 = false;
+    a.point = point;
+    bool q8 = false, i8 = false, f32 = false;
     for (const OwnedPackedMatrix* m : consumers) {
       q8 |= NeedsQ8(m);
+      i8 |= NeedsI8(m);
       f32 |= NeedsF32(m);
     }
     if (q8) a.q8 = b_.NewBuffer(name + ".q8", rows * kernels::QuantizedRowBytes(dim));
-    if (f32) a.f32 = b_.NewBuffer(name, rows * dim * static_cast<int64_t>(sizeof(float)));
+    if (i8) {
+      a.quant = quant;
+      a.i8 = b_.NewBuffer(name + ".i8", rows * dim);
+      if (!quant->outliers.empty()) {
+        a.outliers = b_.NewBuffer(name + ".outliers",
+                                  F(rows * static_cast<int64_t>(quant->outliers.size())));
+      }
+    }
+    if (f32 || i8 || Observed(a)) a.f32 = b_.NewBuffer(name, F(rows * dim));
     return a;
+  }
+
+  // After the float rows of `a` are written: the static quantization and the calibration
+  // observer where they apply.
+  void FromFloat(const Activation& a) {
+    if (Observed(a)) b_.Add(graph::ObserveActivationsOp{a.f32, a.dim, a.point});
+    if (a.i8 != kNoBuffer) {
+      b_.Add(graph::StaticQuantizeOp{a.f32, a.i8, a.dim, a.dim, a.quant->scale,
+                                     a.quant->outliers.data(),
+                                     static_cast<int64_t>(a.quant->outliers.size()), a.outliers});
+    }
   }
 
   void Norm(BufferId in, const std::vector<float>& weight, const Activation& out) {
@@ -53,17 +86,23 @@ class LayerEmitter {
     }
     if (out.f32 != kNoBuffer) {
       b_.Add(graph::RmsNormOp{in, out.f32, weight.data(), out.dim, c_.rms_eps, false,
-                              out.dim * static_cast<int64_t>(sizeof(float))});
+                              F(out.dim)});
+      FromFloat(out);
     }
   }
 
   void MatMul(const OwnedPackedMatrix& m, const Activation& in, BufferId out, int64_t out_stride,
               int64_t out_column, bool accumulate) {
+    if (NeedsI8(&m)) {
+      b_.Add(graph::MatMulOp{&m.view, in.i8, in.dim, out, out_stride, out_column, accumulate,
+                             in.quant->scale, m.shadow ? &m.shadow->view : nullptr,
+                             m.shadow ? in.outliers : kNoBuffer});
+      return;
+    }
     const bool q8 = NeedsQ8(&m);
     b_.Add(graph::MatMulOp{&m.view, q8 ? in.q8 : in.f32,
-                           q8 ? kernels::QuantizedRowBytes(in.dim)
-                              : in.dim * static_cast<int64_t>(sizeof(float)),
-                           out, out_stride, out_column, accumulate});
+                           q8 ? kernels::QuantizedRowBytes(in.dim) : F(in.dim), out, out_stride,
+                           out_column, accumulate});
   }
 
   // Norm -> Q|K|V projection -> bias / Q-K norm / RoPE (and KV store when `store_kv`).
@@ -73,6 +112,8 @@ class LayerEmitter {
     const int64_t dim = c_.embedding_dim, q_dim = c_.q_dim(), kv_dim = c_.kv_dim();
     const int64_t qkv_width = q_dim + 2 * kv_dim;
     Activation xn = NewActivation(p + "attn_in", dim, capacity_,
+                                  ActivationPointIndex(l, ActivationPoint::kAttnIn),
+                                  &lw.quant(ActivationPoint::kAttnIn),
                                   {lw.qkv.get(), lw.q.get(), lw.k.get(), lw.v.get()});
     Norm(x, lw.attn_norm, xn);
     const BufferId qkv = b_.NewBuffer(p + "qkv", F(capacity_ * qkv_width));
@@ -104,14 +145,29 @@ class LayerEmitter {
     const BufferId attn = b_.NewBuffer(p + "attn", F(capacity_ * q_dim));
     b_.Add(graph::AttentionOp{l, qkv, q_dim + 2 * kv_dim, attn, c_.num_heads, c_.num_kv_heads,
                               c_.head_dim, 1.0f / std::sqrt(static_cast<float>(c_.head_dim))});
-    Activation attn_out{attn, kNoBuffer, q_dim};
+    Activation attn_out;
+    attn_out.f32 = attn;
+    attn_out.dim = q_dim;
+    attn_out.point = ActivationPointIndex(l, ActivationPoint::kAttnOut);
     if (NeedsQ8(lw.output.get())) {
       attn_out.q8 = b_.NewBuffer(p + "attn.q8", capacity_ * kernels::QuantizedRowBytes(q_dim));
       b_.Add(graph::QuantizeOp{attn, attn_out.q8, q_dim, kernels::QuantizedRowBytes(q_dim)});
     }
+    if (NeedsI8(lw.output.get())) {
+      const ActivationQuant& quant = lw.quant(ActivationPoint::kAttnOut);
+      attn_out.quant = &quant;
+      attn_out.i8 = b_.NewBuffer(p + "attn.i8", capacity_ * q_dim);
+      if (!quant.outliers.empty()) {
+        attn_out.outliers = b_.NewBuffer(
+            p + "attn.outliers", F(capacity_ * static_cast<int64_t>(quant.outliers.size())));
+      }
+    }
+    FromFloat(attn_out);
     MatMul(*lw.output, attn_out, x, dim, 0, true);
 
     Activation hn = NewActivation(p + "ffn_in", dim, capacity_,
+                                  ActivationPointIndex(l, ActivationPoint::kFfnIn),
+                                  &lw.quant(ActivationPoint::kFfnIn),
                                   {lw.gate_up.get(), lw.gate.get(), lw.up.get()});
     Norm(x, lw.ffn_norm, hn);
     const BufferId gate_up = b_.NewBuffer(p + "gate_up", F(capacity_ * 2 * ffn));
@@ -121,12 +177,24 @@ class LayerEmitter {
       MatMul(*lw.gate, hn, gate_up, 2 * ffn, 0, false);
       MatMul(*lw.up, hn, gate_up, 2 * ffn, ffn, false);
     }
-    const bool down_q8 = NeedsQ8(lw.down.get());
-    const int64_t h_row_bytes = down_q8 ? kernels::QuantizedRowBytes(ffn) : F(ffn);
-    const BufferId h = b_.NewBuffer(p + (down_q8 ? "ffn_hidden.q8" : "ffn_hidden"),
-                                    capacity_ * h_row_bytes);
-    b_.Add(graph::SwiGluOp{gate_up, h, ffn, down_q8, h_row_bytes});
-    Activation hidden{down_q8 ? kNoBuffer : h, down_q8 ? h : kNoBuffer, ffn};
+    const int point = ActivationPointIndex(l, ActivationPoint::kFfnHidden);
+    if (NeedsQ8(lw.down.get()) && !observe_) {
+      // SwiGLU fused with the per-block quantization.
+      Activation hidden;
+      hidden.dim = ffn;
+      hidden.q8 = b_.NewBuffer(p + "ffn_hidden.q8", capacity_ * kernels::QuantizedRowBytes(ffn));
+      b_.Add(graph::SwiGluOp{gate_up, hidden.q8, ffn, true, kernels::QuantizedRowBytes(ffn)});
+      MatMul(*lw.down, hidden, x, dim, 0, true);
+      return;
+    }
+    Activation hidden = NewActivation(p + "ffn_hidden", ffn, capacity_, point,
+                                      &lw.quant(ActivationPoint::kFfnHidden), {lw.down.get()});
+    if (hidden.f32 == kNoBuffer) hidden.f32 = b_.NewBuffer(p + "ffn_hidden", F(capacity_ * ffn));
+    b_.Add(graph::SwiGluOp{gate_up, hidden.f32, ffn, false, F(ffn)});
+    if (hidden.q8 != kNoBuffer) {
+      b_.Add(graph::QuantizeOp{hidden.f32, hidden.q8, ffn, kernels::QuantizedRowBytes(ffn)});
+    }
+    FromFloat(hidden);
     MatMul(*lw.down, hidden, x, dim, 0, true);
   }
 
@@ -174,7 +242,7 @@ class LayerEmitter {
       source = last;
       rows = 1;
     }
-    Activation xo = NewActivation("head_in", dim, rows, {&w_.output()});
+    Activation xo = NewActivation("head_in", dim, rows, -1, nullptr, {&w_.output()});
     Norm(source, w_.output_norm(), xo);
     const BufferId logits =
         b_.NewBuffer("logits", rows * vocab * static_cast<int64_t>(sizeof(float)));
@@ -187,6 +255,8 @@ class LayerEmitter {
   const ModelConfig& c_;
   GraphBuilder& b_;
   int capacity_;
+  bool observe_;
+  bool Observed(const Activation& a) const { return observe_ && a.point >= 0; }
   static int64_t F(int64_t n) { return n * static_cast<int64_t>(sizeof(float)); }
 };
 
@@ -223,7 +293,7 @@ Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphK
                               " is not supported by the attention kernel");
   }
   GraphBuilder b(kind, capacity, c.num_layers);
-  LayerEmitter emit(weights, b, capacity);
+  LayerEmitter emit(weights, b, capacity, options.observe_activations);
   const BufferId x = b.NewBuffer(
       "residual", static_cast<int64_t>(capacity) * c.embedding_dim * static_cast<int64_t>(sizeof(float)));
   b.Add(graph::EmbedOp{weights.packed_embedding(), weights.embedding_table(),

@@ -9,7 +9,10 @@
 // whose cached KV deviates most (see CompileOptions). A query probe (at most
 // graph::kMaxProbeRows tokens) runs the layers before the check layer, then scores at it the
 // attention its tokens pay to every cached slot (graph::AttentionScoreOp); it has no logits.
-// Norms feed int8 matmuls directly (fused RMSNorm + quantize). Layers are cut into shards.
+// Norms feed int8 matmuls directly (fused RMSNorm + quantize). Matrices repacked for static
+// INT8 (PackOptions::static_int8) read rows quantized with their point's per-tensor scale
+// (StaticQuantizeOp after the float norm), and add their shadow matmul of the outlier
+// channels. Layers are cut into shards.
 #pragma once
 
 #include "base/status.h"
@@ -23,6 +26,9 @@ struct CompileOptions {
   int layers_per_shard = 0;
   // Logits for every row instead of only the last valid one (tests compare them all).
   bool all_logits = false;
+  // Calibration of static INT8 (static_int8.h): every activation point's float rows pass an
+  // ObserveActivationsOp (its index is ActivationPointIndex). Results do not change.
+  bool observe_activations = false;
 
   // Recompute graphs (DESIGN.md §2): layers before `check_layer` run in full; at it the
   // deviation of fresh K (and V with `deviation_includes_v`) from the cached rows picks the

@@ -54,17 +54,8 @@ Result<std::unique_ptr<OwnedPackedMatrix>> Pack(const gguf::GgufFile& file,
     }
     rows += static_cast<int64_t>(t->num_rows());
   }
-  auto owned = std::make_unique<OwnedPackedMatrix>();
-  owned->size_bytes = kernels::PackedMatrixBytes(format, rows, cols);
-  const size_t allocated = (owned->size_bytes + 63) / 64 * 64;
-  void* memory = std::aligned_alloc(64, allocated);
-  if (memory == nullptr) {
-    return ResourceExhaustedError("cannot allocate " + std::to_string(allocated) +
-                                  " bytes for packed weights");
-  }
-  owned->memory = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(memory),
-                                                            std::free);
-  owned->view = kernels::PackedMatrix{format, rows, cols, owned->memory.get()};
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<OwnedPackedMatrix> owned,
+                           AllocatePackedMatrix(format, rows, cols));
   const size_t group_bytes = kernels::PackedGroupBytes(format, cols);
   int64_t row_offset = 0;
   for (const gguf::TensorInfo* t : parts) {
@@ -124,10 +115,94 @@ Status PackGroup(const gguf::GgufFile& file, const std::vector<std::string>& nam
 }
 
 int64_t Bytes(const std::unique_ptr<OwnedPackedMatrix>& m) {
-  return m ? static_cast<int64_t>(m->size_bytes) : 0;
+  if (!m) return 0;
+  return static_cast<int64_t>(m->size_bytes) + (m->shadow ? Bytes(m->shadow) : 0);
+}
+
+// Repacks `m` as kI8x8 with the columns `outliers` zeroed and, when there are any, gives it
+// their float weights as its shadow matrix.
+Status RepackStaticInt8(OwnedPackedMatrix& m, const std::vector<int32_t>& outliers,
+                        ThreadPool& pool) {
+  const int64_t rows = m.view.rows, cols = m.view.cols;
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  pool.ParallelFor(rows, 8, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) kernels::UnpackRow(m.view, r, values.data() + r * cols);
+  });
+  const auto num_outliers = static_cast<int64_t>(outliers.size());
+  std::unique_ptr<OwnedPackedMatrix> shadow;
+  if (num_outliers > 0) {
+    std::vector<float> columns(static_cast<size_t>(rows * num_outliers));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < num_outliers; ++j) {
+        float& w = values[static_cast<size_t>(r * cols + outliers[static_cast<size_t>(j)])];
+        columns[static_cast<size_t>(r * num_outliers + j)] = w;
+        w = 0.0f;
+      }
+    }
+    REPRISE_ASSIGN_OR_RETURN(shadow,
+                             AllocatePackedMatrix(kernels::PackedFormat::kF32x8, rows, num_outliers));
+    kernels::PackMatrixRows(kernels::PackedFormat::kF32x8, DType::kF32,
+                            reinterpret_cast<const uint8_t*>(columns.data()), rows, num_outliers, 0,
+                            rows, shadow->memory.get());
+  }
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<OwnedPackedMatrix> packed,
+                           AllocatePackedMatrix(kernels::PackedFormat::kI8x8, rows, cols));
+  const auto* src = reinterpret_cast<const uint8_t*>(values.data());
+  pool.ParallelFor(packed->view.num_groups(), 1, [&](int64_t g0, int64_t g1) {
+    kernels::PackMatrixRows(kernels::PackedFormat::kI8x8, DType::kF32, src, rows, cols,
+                            g0 * kernels::kPackRows, std::min(rows, g1 * kernels::kPackRows),
+                            packed->memory.get());
+  });
+  packed->shadow = std::move(shadow);
+  m = std::move(*packed);
+  return Status::Ok();
+}
+
+// Static INT8 for one layer: each activation point whose matrices all take kI8x8 (columns a
+// multiple of 4) gets its planned scale and outliers and its matrices are repacked; a point
+// that cannot stays per block.
+Status ApplyStaticInt8(LayerWeights& lw, const std::vector<ActivationQuant>& plan, int layer,
+                       ThreadPool& pool) {
+  const std::pair<ActivationPoint, std::vector<std::unique_ptr<OwnedPackedMatrix>*>> points[] = {
+      {ActivationPoint::kAttnIn, {&lw.qkv, &lw.q, &lw.k, &lw.v}},
+      {ActivationPoint::kAttnOut, {&lw.output}},
+      {ActivationPoint::kFfnIn, {&lw.gate_up, &lw.gate, &lw.up}},
+      {ActivationPoint::kFfnHidden, {&lw.down}},
+  };
+  for (const auto& [point, matrices] : points) {
+    const ActivationQuant& quant = plan[static_cast<size_t>(ActivationPointIndex(layer, point))];
+    bool fits = true;
+    for (const auto* m : matrices) {
+      if (*m && (*m)->view.cols % kernels::PackedColumnMultiple(kernels::PackedFormat::kI8x8) != 0) {
+        fits = false;
+      }
+    }
+    if (!fits) continue;
+    for (const auto* m : matrices) {
+      if (*m) REPRISE_RETURN_IF_ERROR(RepackStaticInt8(**m, quant.outliers, pool));
+    }
+    lw.activation[static_cast<int>(point)] = quant;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
+
+Result<std::unique_ptr<OwnedPackedMatrix>> AllocatePackedMatrix(kernels::PackedFormat format,
+                                                                int64_t rows, int64_t cols) {
+  auto owned = std::make_unique<OwnedPackedMatrix>();
+  owned->size_bytes = kernels::PackedMatrixBytes(format, rows, cols);
+  const size_t allocated = (owned->size_bytes + 63) / 64 * 64;
+  void* memory = std::aligned_alloc(64, std::max<size_t>(allocated, 64));
+  if (memory == nullptr) {
+    return ResourceExhaustedError("cannot allocate " + std::to_string(allocated) +
+                                  " bytes for packed weights");
+  }
+  owned->memory = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(memory),
+                                                            std::free);
+  owned->view = kernels::PackedMatrix{format, rows, cols, owned->memory.get()};
+  return owned;
+}
 
 int64_t PackedWeights::embedding_row_bytes() const {
   return static_cast<int64_t>(kernels::RowBytes(embedding_->dtype,
@@ -140,6 +215,30 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
                                                              const PackOptions& options) {
   // Before anything is packed: a NaN/Inf weight would make every logit NaN.
   REPRISE_RETURN_IF_ERROR(CheckWeightsFinite(file));
+  std::vector<ActivationQuant> static_int8_plan;
+  if (options.static_int8.scheme != Int8Scheme::kPerBlock) {
+    const ActivationCalibration* calibration = options.activation_calibration.get();
+    if (calibration == nullptr) {
+      return InvalidArgumentError(std::string("the ") +
+                                  Int8SchemeName(options.static_int8.scheme) +
+                                  " int8 scheme needs an activation calibration");
+    }
+    const size_t points = static_cast<size_t>(config.num_layers) * kActivationPointsPerLayer;
+    bool shape_ok = calibration->channel_absmax.size() == points;
+    for (int l = 0; shape_ok && l < config.num_layers; ++l) {
+      const int64_t dims[] = {config.embedding_dim, config.q_dim(), config.embedding_dim,
+                              config.ffn_dim};
+      for (int p = 0; p < kActivationPointsPerLayer; ++p) {
+        shape_ok &= static_cast<int64_t>(
+                        calibration->channel_absmax[static_cast<size_t>(
+                            l * kActivationPointsPerLayer + p)].size()) == dims[p];
+      }
+    }
+    if (!shape_ok) {
+      return InvalidArgumentError("the activation calibration is not of this model's shape");
+    }
+    static_int8_plan = PlanStaticInt8(*calibration, options.static_int8);
+  }
   std::unique_ptr<PackedWeights> w(new PackedWeights());
   w->config_ = config;
   w->embedding_ = Find(file, tensor_names::kTokenEmbedding);
@@ -171,6 +270,9 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
     if (config.has_qk_norm) {
       REPRISE_ASSIGN_OR_RETURN(lw.q_norm, ReadVector(file, Layer(l, "attn_q_norm.weight")));
       REPRISE_ASSIGN_OR_RETURN(lw.k_norm, ReadVector(file, Layer(l, "attn_k_norm.weight")));
+    }
+    if (!static_int8_plan.empty()) {
+      REPRISE_RETURN_IF_ERROR(ApplyStaticInt8(lw, static_int8_plan, l, pool));
     }
     for (const auto* m : {&lw.qkv, &lw.q, &lw.k, &lw.v, &lw.output, &lw.gate_up, &lw.gate,
                           &lw.up, &lw.down}) {

@@ -23,6 +23,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/packed_matrix.h"
 #include "model/model_config.h"
+#include "model/static_int8.h"
 
 namespace reprise::model {
 
@@ -30,6 +31,11 @@ struct PackOptions {
   // Pack every matrix into this format instead of the one its type maps to (for tests and
   // experiments, e.g. an F16 model run through the Q8_0 kernels).
   std::optional<kernels::PackedFormat> force_format;
+  // NPU-style static INT8 (static_int8.h): unless the scheme is kPerBlock, every layer matrix
+  // is repacked as kI8x8 after packing, with the per-tensor scales (and, for the shadow
+  // scheme, outlier channels) planned from `activation_calibration`, which is then required.
+  StaticInt8Options static_int8;
+  std::shared_ptr<const ActivationCalibration> activation_calibration;
 };
 
 // A packed matrix with its own memory.
@@ -39,7 +45,14 @@ class OwnedPackedMatrix {
   kernels::PackedMatrix view;  // data points into memory_
   std::unique_ptr<uint8_t, void (*)(void*)> memory{nullptr, nullptr};
   size_t size_bytes = 0;
+  // Shadow outlier execution: the float weights of the input's outlier channels
+  // ([view.rows x outliers], kF32x8; those columns are zero in `view`); null without.
+  std::unique_ptr<OwnedPackedMatrix> shadow;
 };
+
+// An uninitialised packed matrix of `format`, 64-byte aligned. Errors: ResourceExhausted.
+Result<std::unique_ptr<OwnedPackedMatrix>> AllocatePackedMatrix(kernels::PackedFormat format,
+                                                                int64_t rows, int64_t cols);
 
 struct LayerWeights {
   std::vector<float> attn_norm;  // [dim]
@@ -52,12 +65,19 @@ struct LayerWeights {
   std::unique_ptr<OwnedPackedMatrix> down;     // [dim x ffn]
   std::vector<float> q_bias, k_bias, v_bias;   // qwen2, else empty
   std::vector<float> q_norm, k_norm;           // qwen3, else empty
+  // How each activation point's matmul input is quantized ([ActivationPoint]); scale 0 (the
+  // default) = per block at run time, as the packed format wants.
+  ActivationQuant activation[kActivationPointsPerLayer];
+  const ActivationQuant& quant(ActivationPoint point) const {
+    return activation[static_cast<int>(point)];
+  }
 };
 
 class PackedWeights {
  public:
   // Errors: Unimplemented (a tensor type that cannot be packed), Corrupt (among others: a
-  // NaN or infinite weight, see weight_check.h), ResourceExhausted.
+  // NaN or infinite weight, see weight_check.h), ResourceExhausted; InvalidArgument for a
+  // static INT8 scheme without a calibration of this model's shape.
   static Result<std::unique_ptr<PackedWeights>> Create(const gguf::GgufFile& file,
                                                        const ModelConfig& config,
                                                        ThreadPool& pool,

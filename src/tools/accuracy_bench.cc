@@ -89,6 +89,20 @@ Result<AccuracyBenchResult> RunAccuracyBench(const AccuracyBenchOptions& options
   graph_options.context_tokens = capacity;
   graph_options.prefill_capacity = std::min(options.step, 128);
   graph_options.num_threads = options.num_threads;
+  graph_options.pack = options.pack;
+  if (!options.pack_format.empty()) {
+    bool known = false;
+    for (kernels::PackedFormat format :
+         {kernels::PackedFormat::kQ8_0x8, kernels::PackedFormat::kQ4_0x8,
+          kernels::PackedFormat::kF16x8, kernels::PackedFormat::kF32x8}) {
+      if (options.pack_format == kernels::PackedFormatName(format)) {
+        graph_options.pack.force_format = format;
+        known = true;
+      }
+    }
+    if (!known) return InvalidArgumentError("unknown packed format '" + options.pack_format + "'");
+  }
+  graph_options.calibration_dir = options.calibration_dir;
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<GraphBackend> graphs,
                            GraphBackend::Create(*model, graph_options));
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ReferenceBackend> reference,
@@ -98,6 +112,10 @@ Result<AccuracyBenchResult> RunAccuracyBench(const AccuracyBenchOptions& options
   result.model = options.model_path;
   result.reference = other ? options.reference_path : options.model_path;
   result.backend = graphs->name();
+  result.int8_scheme = model::Int8SchemeName(options.pack.static_int8.scheme);
+  if (options.pack.static_int8.scheme == model::Int8Scheme::kPerTensorShadow) {
+    result.outlier_fraction = options.pack.static_int8.outlier_fraction;
+  }
   result.tokens = static_cast<int>(tokens.size());
   double kl_sum = 0, top1_sum = 0, entropy_sum = 0;
   std::vector<float> last_graph, last_reference;

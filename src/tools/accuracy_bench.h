@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "model/packed_weights.h"
 
 namespace reprise::tools {
 
@@ -24,10 +25,18 @@ struct AccuracyBenchOptions {
   int step = 8;                // tokens per append; one scored position per step
   int continuation_tokens = 32;
   int num_threads = 0;  // of the compiled graphs; 0 = every usable core
+  // How the engine packs the weights: a forced format (e.g. Q8_0 for an F32 file, to measure
+  // the per-block int8 path) and the static INT8 scheme (model/static_int8.h), whose
+  // activation calibration is read from (or measured into) `calibration_dir`.
+  model::PackOptions pack;
+  std::string pack_format;  // a kernels::PackedFormatName to force, or empty
+  std::string calibration_dir;
 };
 
 struct AccuracyBenchResult {
   std::string model, reference, backend;
+  std::string int8_scheme;  // model::Int8SchemeName
+  double outlier_fraction = 0;  // of the shadow scheme
   int tokens = 0;     // of the text, run by both
   int positions = 0;  // scored
   double kl_mean = 0, kl_max = 0, top1_agreement = 0;

@@ -51,6 +51,8 @@ Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
   graph_options.context_tokens = context;
   graph_options.prefill_capacity = prefill_capacity;
   graph_options.num_threads = options.num_threads;
+  graph_options.pack = options.pack;
+  graph_options.calibration_dir = options.calibration_dir;
   REPRISE_ASSIGN_OR_RETURN(auto backend, GraphBackend::Create(model, graph_options));
   return std::unique_ptr<InferenceBackend>(std::move(backend));
 }

@@ -12,6 +12,7 @@
 
 #include "base/progress.h"
 #include "base/status.h"
+#include "model/packed_weights.h"
 #include "tools/machine_peak.h"
 
 namespace reprise::tools {
@@ -29,6 +30,10 @@ struct SpeedBenchOptions {
   // Measure the machine's peak on the benchmark's threads (tools::MeasureMachinePeak, about a
   // second) and report the matmuls' fraction of it.
   bool measure_peak = true;
+  // How the weights are packed (a forced format, the static INT8 scheme) and where that
+  // scheme's activation calibration is kept.
+  model::PackOptions pack;
+  std::string calibration_dir;
   // Told of each timed run ("measuring", runs; the warm-up runs included).
   ProgressCallback progress;
 };
