@@ -15,10 +15,12 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/html_report.h"
+#include "cli/int8_flags.h"
 #include "cli/json_output.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
+#include "engine/compiled_model.h"
 #include "server/openai_request.h"
 #include "tools/request_recall_oracle.h"
 #include "tools/reuse_bench.h"
@@ -93,6 +95,7 @@ class BenchCommand : public Command {
       s->add_flag("--reference", options_.use_reference, "Benchmark the reference forward pass");
       s->add_option("--report", report_path_,
                     "Also write the results as a self-contained HTML page with charts");
+      int8_.Register(*s);
       s->add_option("--llama-bench", llama_bench_,
                     "Path of llama.cpp's llama-bench: measure it on the same file and threads "
                     "in the same run and print the ratios");
@@ -129,6 +132,11 @@ class BenchCommand : public Command {
     }
     ProgressBar progress(ProgressBar::ForStderr(json_));
     options_.progress = progress.Callback();
+    options_.pack.static_int8 = engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
+    {
+      Result<std::string> cache_dir = FindCacheDir();  // "" = measure the ranges at load
+      options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
+    }
     Result<tools::SpeedBenchResult> result = tools::RunSpeedBench(options_);
     progress.Finish();
     if (!result.ok()) return PrintError(name, result.error());
@@ -324,6 +332,7 @@ class BenchCommand : public Command {
         ->default_val("cost")
         ->check(CLI::IsMember({"cost", "lru"}));
     s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
+    int8_.Register(*s);
     s->add_flag("--static-shapes", reuse_options_.reuse.static_shapes,
                 "Every graph call computes its full capacity, padding included, as an NPU must");
     s->add_option("--scheduler", scheduler_,
@@ -411,6 +420,9 @@ class BenchCommand : public Command {
     // Without a cache folder there are no saved calibrations: "" = do not look.
     Result<std::string> cache_dir = FindCacheDir();
     reuse_options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
+    reuse_options_.reuse.calibration_dir = reuse_options_.calibration_dir;
+    reuse_options_.reuse.pack.static_int8 =
+        engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
     reuse_options_.keep_capacities = lp_option_->count() > 0 || ls_option_->count() > 0;
     reuse_options_.methods.clear();
     for (const std::string& name : method_names_) {
@@ -553,6 +565,7 @@ class BenchCommand : public Command {
   tools::ReuseBenchOptions reuse_options_;
   std::vector<std::string> method_names_ = {"none", "prefix", "full", "blend"};
   tools::SpeedBenchOptions options_;
+  Int8Flags int8_;
   CLI::App* prefill_ = nullptr;
   CLI::App* decode_ = nullptr;
   bool json_ = false;

@@ -57,6 +57,16 @@ constexpr int kMaxTileTokens = 4;
 // How far ahead of its reads the one-token (decode) kernel prefetches each weight stream.
 constexpr int64_t kPrefetchBytes = 2048;
 
+// vpdpbusd on ymm: the AVX-512 VNNI (EVEX) form in a translation unit built for AVX-512 VNNI,
+// else the AVX-VNNI (VEX) form. Only instantiated (kVnni) where one of them is enabled.
+inline __m256i DpBusd(__m256i acc, __m256i a, __m256i b) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(acc, a, b);
+#else
+  return _mm256_dpbusd_avx_epi32(acc, a, b);
+#endif
+}
+
 inline __m256i Broadcast4Bytes(const int8_t* p) {
   int32_t value;
   std::memcpy(&value, p, sizeof(value));
@@ -151,9 +161,9 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
         bias_sum[g] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
-          bias_sum[g] = _mm256_dpbusd_avx_epi32(bias_sum[g], bias,
-                                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                                                    block[g] + kScaleBytes + c * 32)));
+          bias_sum[g] = DpBusd(bias_sum[g], bias,
+                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                   block[g] + kScaleBytes + c * 32)));
         }
       }
     }
@@ -173,7 +183,7 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
           for (int g = 0; g < G; ++g) {
             const __m256i wv = _mm256_loadu_si256(
                 reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + c * 32));
-            isum[g] = _mm256_dpbusd_avx_epi32(isum[g], biased_a, wv);
+            isum[g] = DpBusd(isum[g], biased_a, wv);
           }
         } else {
           const __m256i abs_a = _mm256_abs_epi8(av);
@@ -257,8 +267,8 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
           if constexpr (kVnni) {  // sum16 holds int32 sums here
-            sum16[t][g] = _mm256_dpbusd_avx_epi32(sum16[t][g], lo[g], a_lo);
-            sum16[t][g] = _mm256_dpbusd_avx_epi32(sum16[t][g], hi[g], a_hi);
+            sum16[t][g] = DpBusd(sum16[t][g], lo[g], a_lo);
+            sum16[t][g] = DpBusd(sum16[t][g], hi[g], a_hi);
           } else {
             sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(lo[g], a_lo));
             sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(hi[g], a_hi));
@@ -321,7 +331,7 @@ REPRISE_ALWAYS_INLINE void TileI8(const TileOperands& op, const TileTarget& targ
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
           const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g] + c * 32));
-          isum[t][g] = _mm256_dpbusd_avx_epi32(isum[t][g], biased_a, wv);
+          isum[t][g] = DpBusd(isum[t][g], biased_a, wv);
         }
       } else {
         const __m256i abs_a = _mm256_abs_epi8(av);
@@ -503,7 +513,7 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
                 int64_t n_end, float static_scale = 0.0f) {
   const int64_t group_begin = n_begin / kPackRows;
   const int64_t group_end = (n_end + kPackRows - 1) / kPackRows;
-  TileOperands op{nullptr,  static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols,
+  TileOperands op{nullptr,     static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols,
                   static_scale};
   const int64_t chunk =
       std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /

@@ -260,6 +260,11 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
   // One token (decode) streams every weight once from memory: the AVX2 kernel's single
   // prefetched stream per thread reads them fastest (measured: qwen3-0.6b Q4_0 tg64 119 tok/s
   // against 78 with this kernel's pairs of streams); the float formats are AVX2's too.
+  // The NPU-style kI8x8 (whole-row int32): the ymm tiles with vpdpbusd in its EVEX form.
+  if (w.format == PackedFormat::kI8x8) {
+    MatMulAvx2<true>(w, x, out, m_begin, m_end, n_begin, n_end);
+    return;
+  }
   if (!UsesQuantizedActivations(w.format) || m_end - m_begin == 1) {
     avx2::MatMul(w, x, out, m_begin, m_end, n_begin, n_end);
     return;

@@ -65,12 +65,11 @@ std::vector<ActivationQuant> PlanStaticInt8(const ActivationCalibration& calibra
                      sorted.end());
     const float median = std::max(sorted[sorted.size() / 2], 1e-20f);
     for (size_t c = 0; c < absmax.size(); ++c) {
-      candidates.push_back(
-          {absmax[c] / median, static_cast<int32_t>(p), static_cast<int32_t>(c)});
+      candidates.push_back({absmax[c] / median, static_cast<int32_t>(p), static_cast<int32_t>(c)});
     }
   }
-  const auto budget = static_cast<size_t>(
-      std::floor(std::clamp(options.outlier_fraction, 0.0, 1.0) * static_cast<double>(total_channels)));
+  const auto budget = static_cast<size_t>(std::floor(
+      std::clamp(options.outlier_fraction, 0.0, 1.0) * static_cast<double>(total_channels) + 1e-9));
   if (budget > 0 && !candidates.empty()) {
     const size_t take = std::min(budget, candidates.size());
     // Largest ratios first; ties to the lower point and channel, so plans are reproducible.
