@@ -4,9 +4,9 @@
 
 #include "base/file_util.h"
 #include "cli/command.h"
+#include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "engine/compiled_model.h"
-#include "cli/option_checks.h"
 
 namespace reprise::cli {
 

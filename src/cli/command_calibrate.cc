@@ -4,15 +4,15 @@
 // need (engine/activation_calibration.h) and keeps them for this model.
 #include <cstdio>
 
+#include "base/file_util.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
-#include "base/file_util.h"
 #include "engine/activation_calibration.h"
-#include "engine/sample_text.h"
 #include "engine/guard_calibration.h"
+#include "engine/sample_text.h"
 #include "tools/calibrator.h"
 #include "workload/named_workload.h"
 

@@ -6,8 +6,8 @@
 
 #include "base/file_util.h"
 #include "cli/command.h"
-#include "cli/int8_flags.h"
 #include "cli/commands.h"
+#include "cli/int8_flags.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "reprise/engine.h"

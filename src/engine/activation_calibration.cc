@@ -47,9 +47,9 @@ Result<model::ActivationCalibration> MeasureActivations(const model::PackedWeigh
     const int64_t end = std::min<int64_t>(slots, begin + chunk);
     positions.clear();
     for (int64_t p = begin; p < end; ++p) positions.push_back(static_cast<int32_t>(p));
-    REPRISE_RETURN_IF_ERROR(
-        context->SetInputs(tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
-                           positions, positions, end));
+    REPRISE_RETURN_IF_ERROR(context->SetInputs(
+        tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)), positions,
+        positions, end));
     executor.Run(*context);
   }
   model::ActivationCalibration calibration;
@@ -58,19 +58,17 @@ Result<model::ActivationCalibration> MeasureActivations(const model::PackedWeigh
   return calibration;
 }
 
-Result<model::ActivationCalibration> MeasureModelActivations(const LoadedModel& model,
-                                                             ThreadPool& pool,
-                                                             const kernels::KernelSet& kernels,
-                                                             std::string_view text,
-                                                             int64_t max_tokens,
-                                                             const model::PackOptions& pack) {
+Result<model::ActivationCalibration> MeasureModelActivations(
+    const LoadedModel& model, ThreadPool& pool, const kernels::KernelSet& kernels,
+    std::string_view text, int64_t max_tokens, const model::PackOptions& pack) {
   model::PackOptions per_block = pack;
   per_block.static_int8 = {};
   per_block.activation_calibration = nullptr;
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<model::PackedWeights> weights,
-                           model::PackedWeights::Create(model.file(), model.config(), pool,
-                                                        per_block));
-  std::vector<int32_t> tokens = model.tokenizer().Encode(text, tokenizer::EncodeOptions{true, false});
+  REPRISE_ASSIGN_OR_RETURN(
+      std::unique_ptr<model::PackedWeights> weights,
+      model::PackedWeights::Create(model.file(), model.config(), pool, per_block));
+  std::vector<int32_t> tokens =
+      model.tokenizer().Encode(text, tokenizer::EncodeOptions{true, false});
   const auto limit = static_cast<size_t>(
       std::max<int64_t>(0, std::min<int64_t>(max_tokens, model.config().context_length)));
   if (tokens.size() > limit) tokens.resize(limit);
@@ -83,8 +81,8 @@ Result<model::ActivationCalibration> MeasureModelActivations(const LoadedModel& 
 }
 
 Result<model::ActivationCalibration> CalibrateActivations(const LoadedModel& model,
-                                                          std::string_view text,
-                                                          int64_t max_tokens, int num_threads) {
+                                                          std::string_view text, int64_t max_tokens,
+                                                          int num_threads) {
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool,
                            ThreadPool::Create({.num_threads = num_threads}));
   return MeasureModelActivations(model, *pool, kernels::BestKernels(), text, max_tokens);
@@ -109,8 +107,8 @@ std::string DescribeActivationCalibration(const model::ActivationCalibration& ca
     const float max = sorted.back();
     std::snprintf(line, sizeof(line), "%5zu  %-10s %8zu %11.4g %11.4g %9.1f %9zu\n",
                   p / model::kActivationPointsPerLayer,
-                  model::ActivationPointName(static_cast<model::ActivationPoint>(
-                      p % model::kActivationPointsPerLayer)),
+                  model::ActivationPointName(
+                      static_cast<model::ActivationPoint>(p % model::kActivationPointsPerLayer)),
                   sorted.size(), max, median, median > 0 ? max / median : 0.0,
                   plan[p].outliers.size());
     out += line;

@@ -36,18 +36,15 @@ Result<model::ActivationCalibration> MeasureActivations(const model::PackedWeigh
 // `pack` says otherwise), runs the first `max_tokens` tokens of `text` (BOS first) and stamps
 // the result with the model's fingerprint. Errors: those of packing and MeasureActivations;
 // InvalidArgument when the text has no tokens.
-Result<model::ActivationCalibration> MeasureModelActivations(const LoadedModel& model,
-                                                             ThreadPool& pool,
-                                                             const kernels::KernelSet& kernels,
-                                                             std::string_view text,
-                                                             int64_t max_tokens,
-                                                             const model::PackOptions& pack = {});
+Result<model::ActivationCalibration> MeasureModelActivations(
+    const LoadedModel& model, ThreadPool& pool, const kernels::KernelSet& kernels,
+    std::string_view text, int64_t max_tokens, const model::PackOptions& pack = {});
 
 // MeasureModelActivations with its own pool of `num_threads` (0 = every core) and the best
 // kernels: `reprise calibrate --activations`.
 Result<model::ActivationCalibration> CalibrateActivations(const LoadedModel& model,
-                                                          std::string_view text,
-                                                          int64_t max_tokens, int num_threads);
+                                                          std::string_view text, int64_t max_tokens,
+                                                          int num_threads);
 
 // A table of the ranges per layer and activation point: the largest channel absmax, the
 // median, their ratio, and how many channels the shadow scheme computes in float at

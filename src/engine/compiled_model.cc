@@ -17,10 +17,10 @@ constexpr int64_t kQuickActivationTokens = 512;
 Result<std::shared_ptr<const model::ActivationCalibration>> FindOrMeasureActivations(
     const LoadedModel& model, ThreadPool& pool, const kernels::KernelSet& kernels,
     const CompiledModelOptions& options) {
-  const std::string path = options.calibration_dir.empty()
-                               ? std::string()
-                               : ActivationCalibrationPath(options.calibration_dir,
-                                                           model.fingerprint());
+  const std::string path =
+      options.calibration_dir.empty()
+          ? std::string()
+          : ActivationCalibrationPath(options.calibration_dir, model.fingerprint());
   if (!path.empty()) {
     Result<model::ActivationCalibration> stored = LoadActivationCalibration(path);
     if (stored.ok()) {
@@ -31,13 +31,13 @@ Result<std::shared_ptr<const model::ActivationCalibration>> FindOrMeasureActivat
                             << " not used (measured again): " << stored.error().ToString();
     }
   }
-  REPRISE_ASSIGN_OR_RETURN(
-      model::ActivationCalibration measured,
-      MeasureModelActivations(model, pool, kernels, SampleText(), kQuickActivationTokens,
-                              options.pack));
+  REPRISE_ASSIGN_OR_RETURN(model::ActivationCalibration measured,
+                           MeasureModelActivations(model, pool, kernels, SampleText(),
+                                                   kQuickActivationTokens, options.pack));
   if (!path.empty()) {
     const Status saved = SaveActivationCalibration(measured, path);
-    if (!saved.ok()) REPRISE_LOG(kWarning) << "activation calibration not saved: " << saved.ToString();
+    if (!saved.ok())
+      REPRISE_LOG(kWarning) << "activation calibration not saved: " << saved.ToString();
   }
   REPRISE_LOG(kInfo) << "activation ranges measured on " << measured.tokens
                      << " tokens of the built-in sample text";
@@ -71,8 +71,8 @@ Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
       REPRISE_ASSIGN_OR_RETURN(pack.activation_calibration,
                                FindOrMeasureActivations(model, *m->pool_, *m->kernels_, options));
     }
-    REPRISE_ASSIGN_OR_RETURN(m->weights_, model::PackedWeights::Create(model.file(), model.config(),
-                                                                       *m->pool_, pack));
+    REPRISE_ASSIGN_OR_RETURN(
+        m->weights_, model::PackedWeights::Create(model.file(), model.config(), *m->pool_, pack));
   }
   REPRISE_LOG(kDebug) << "weights packed: " << m->weights_->packed_bytes() / 1048576.0
                       << " MiB; resident " << CurrentRssMb() << " MiB";
@@ -96,9 +96,9 @@ Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::GetOrCompile(
 
 Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::PrefillGraph(
     int capacity) const {
-  return GetOrCompile(GraphKey{static_cast<int>(graph::GraphKind::kPrefill), capacity, 0.0, 0,
-                               false, false},
-                      graph::GraphKind::kPrefill, capacity, model::CompileOptions{});
+  return GetOrCompile(
+      GraphKey{static_cast<int>(graph::GraphKind::kPrefill), capacity, 0.0, 0, false, false},
+      graph::GraphKind::kPrefill, capacity, model::CompileOptions{});
 }
 
 Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::DecodeGraph() const {

@@ -53,12 +53,10 @@ Result<Int8Scheme> ParseInt8Scheme(std::string_view name) {
   return static_cast<Int8Scheme>(scheme);
 }
 
-static_assert(static_cast<int>(Int8Scheme::kPerBlock) ==
-                  static_cast<int>(model::Int8Scheme::kPerBlock) &&
-              static_cast<int>(Int8Scheme::kPerTensor) ==
-                  static_cast<int>(model::Int8Scheme::kPerTensor) &&
-              static_cast<int>(Int8Scheme::kShadow) ==
-                  static_cast<int>(model::Int8Scheme::kPerTensorShadow));
+static_assert(
+    static_cast<int>(Int8Scheme::kPerBlock) == static_cast<int>(model::Int8Scheme::kPerBlock) &&
+    static_cast<int>(Int8Scheme::kPerTensor) == static_cast<int>(model::Int8Scheme::kPerTensor) &&
+    static_cast<int>(Int8Scheme::kShadow) == static_cast<int>(model::Int8Scheme::kPerTensorShadow));
 
 const char* KvCodecName(KvCodec codec) { return codec == KvCodec::kInt8 ? "int8" : "f16"; }
 
@@ -160,7 +158,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     }
     engine::CompiledModelOptions compiled;
     compiled.num_threads = options.num_threads;
-    compiled.pack.static_int8 = engine::StaticInt8For(options.int8_scheme, options.outlier_fraction);
+    compiled.pack.static_int8 =
+        engine::StaticInt8For(options.int8_scheme, options.outlier_fraction);
     compiled.calibration_dir = options.calibration_dir;
     REPRISE_ASSIGN_OR_RETURN(engine->compiled_,
                              engine::CompiledModel::Create(*engine->model_, compiled));

@@ -216,7 +216,8 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     pool.ParallelFor(w.num_groups(), 1, [&](int64_t g0, int64_t g1) {
       const int64_t n0 = g0 * kernels::kPackRows, n1 = std::min(n, g1 * kernels::kPackRows);
       k.matmul(w, input, output, 0, rows, n0, n1);
-      if (op->shadow != nullptr) k.matmul(*op->shadow, shadow_input, shadow_output, 0, rows, n0, n1);
+      if (op->shadow != nullptr)
+        k.matmul(*op->shadow, shadow_input, shadow_output, 0, rows, n0, n1);
     });
     return;
   }

@@ -64,7 +64,7 @@ struct StaticQuantizeOp {
   BufferId out = kNoBuffer;  // int8 rows, out_row_bytes apart
   int64_t dim = 0;
   int64_t out_row_bytes = 0;
-  float scale = 0.0f;  // x ~= scale * q; > 0
+  float scale = 0.0f;                 // x ~= scale * q; > 0
   const int32_t* outliers = nullptr;  // [num_outliers] channels, ascending
   int64_t num_outliers = 0;
   BufferId outlier_out = kNoBuffer;  // float [rows, num_outliers]
@@ -192,10 +192,9 @@ struct SelectRowOp {
   int64_t row_bytes = 0;
 };
 
-using Op =
-    std::variant<EmbedOp, RmsNormOp, QuantizeOp, MatMulOp, QkvPostOp, StoreKvOp, AttentionOp,
-                 SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp, GatherRowsOp, AttentionScoreOp,
-                 StaticQuantizeOp, ObserveActivationsOp>;
+using Op = std::variant<EmbedOp, RmsNormOp, QuantizeOp, MatMulOp, QkvPostOp, StoreKvOp, AttentionOp,
+                        SwiGluOp, SelectRowOp, DeviationOp, SelectRowsOp, GatherRowsOp,
+                        AttentionScoreOp, StaticQuantizeOp, ObserveActivationsOp>;
 
 // The buffers an op reads and writes (for lifetime analysis).
 void OpBuffers(const Op& op, BufferId out_ids[4], int& count);

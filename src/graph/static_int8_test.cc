@@ -46,8 +46,8 @@ Packed PackFloat(kernels::PackedFormat format, const std::vector<float>& w, int6
 }
 
 struct Layer {
-  std::vector<float> x;  // [kRows][kIn]
-  std::vector<float> w;  // [kOut][kIn]
+  std::vector<float> x;           // [kRows][kIn]
+  std::vector<float> w;           // [kOut][kIn]
   std::vector<double> reference;  // [kRows][kOut]
   float normal_absmax = 0, absmax = 0;
 };
@@ -85,7 +85,7 @@ Layer MakeLayer() {
 // Runs StaticQuantizeOp -> MatMulOp (kI8x8, with a shadow matmul when `outliers` is not
 // empty) on the layer's rows; returns the outputs.
 std::vector<float> RunLayer(const Layer& l, const kernels::KernelSet& kernels, float scale,
-                       const std::vector<int32_t>& outliers) {
+                            const std::vector<int32_t>& outliers) {
   std::vector<float> w = l.w;
   std::vector<float> shadow_w(static_cast<size_t>(kOut) * outliers.size());
   for (int64_t n = 0; n < kOut; ++n) {
@@ -101,8 +101,9 @@ std::vector<float> RunLayer(const Layer& l, const kernels::KernelSet& kernels, f
   const BufferId in = b.NewBuffer("x", kRows * kIn * 4);
   const BufferId q = b.NewBuffer("x.i8", kRows * kIn);
   const BufferId outlier_values =
-      outliers.empty() ? kNoBuffer
-                       : b.NewBuffer("x.outliers", kRows * static_cast<int64_t>(outliers.size()) * 4);
+      outliers.empty()
+          ? kNoBuffer
+          : b.NewBuffer("x.outliers", kRows * static_cast<int64_t>(outliers.size()) * 4);
   const BufferId out = b.NewBuffer("y", kRows * kOut * 4);
   b.Add(StaticQuantizeOp{in, q, kIn, kIn, scale, outliers.data(),
                          static_cast<int64_t>(outliers.size()), outlier_values});
@@ -152,7 +153,8 @@ int WithinTolerance(const Layer& l, const std::vector<float>& got) {
 
 TEST(StaticInt8Test, ShadowOutliersMeetTheToleranceThatOnePerTensorScaleMisses) {
   const Layer l = MakeLayer();
-  const std::vector<float> per_tensor = RunLayer(l, kernels::ScalarKernels(), l.absmax / 127.0f, {});
+  const std::vector<float> per_tensor =
+      RunLayer(l, kernels::ScalarKernels(), l.absmax / 127.0f, {});
   const std::vector<int32_t> outliers(std::begin(kOutlierChannels), std::end(kOutlierChannels));
   const std::vector<float> shadow =
       RunLayer(l, kernels::ScalarKernels(), l.normal_absmax / 127.0f, outliers);
@@ -181,7 +183,8 @@ TEST(StaticInt8Test, ValuesPastTheRangeSaturate) {
   for (int m = 0; m < kRows; ++m) {
     for (int64_t n = 0; n < kOut; ++n) {
       double sum = 0;
-      for (int64_t k = 0; k < kIn; ++k) sum += static_cast<double>(x[m * kIn + k]) * l.w[n * kIn + k];
+      for (int64_t k = 0; k < kIn; ++k)
+        sum += static_cast<double>(x[m * kIn + k]) * l.w[n * kIn + k];
       saturated.reference[m * kOut + n] = sum;
     }
   }
@@ -229,9 +232,10 @@ TEST(StaticInt8Test, ObservationKeepsEachChannelsLargestMagnitudeOfValidRows) {
   ASSERT_EQ(stats.channel_absmax.size(), 2u);
   EXPECT_TRUE(stats.channel_absmax[0].empty());
   EXPECT_EQ(stats.channel_absmax[1], (std::vector<float>{3, 2, 0.5f}));
-  ASSERT_TRUE(context->SetInputs(std::vector<int32_t>{0}, std::vector<int32_t>{2},
-                                 std::vector<int32_t>{2}, 3)
-                  .ok());
+  ASSERT_TRUE(
+      context
+          ->SetInputs(std::vector<int32_t>{0}, std::vector<int32_t>{2}, std::vector<int32_t>{2}, 3)
+          .ok());
   const float second[kDim] = {0.5f, 7, -4};
   std::memcpy(x, second, sizeof(second));
   executor.Run(*context);

@@ -63,9 +63,9 @@ TEST(KernelSetTest, BestIsTheWidestSetSupported) {
   }
   // Every entry of every set is filled.
   for (const KernelSet* set : AllSets()) {
-    EXPECT_TRUE(set->matmul && set->quantize_row && set->static_quantize_row && set->rms_norm && set->rms_norm_quantize &&
-                set->rope && set->silu_mul && set->softmax && set->add && set->f32_to_f16 &&
-                set->f16_to_f32 && set->attention)
+    EXPECT_TRUE(set->matmul && set->quantize_row && set->static_quantize_row && set->rms_norm &&
+                set->rms_norm_quantize && set->rope && set->silu_mul && set->softmax && set->add &&
+                set->f32_to_f16 && set->f16_to_f32 && set->attention)
         << set->name;
   }
 }

@@ -121,8 +121,8 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
           value = DotF32(w, n, x.f32 + m * x.f32_stride);
           break;
         case PackedFormat::kI8x8:
-          value = DotI8(w, n, reinterpret_cast<const int8_t*>(x.q8 + m * x.q8_stride),
-                        x.static_scale);
+          value =
+              DotI8(w, n, reinterpret_cast<const int8_t*>(x.q8 + m * x.q8_stride), x.static_scale);
           break;
       }
       out_row[n] = out.accumulate ? out_row[n] + value : value;

@@ -277,8 +277,8 @@ TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
   auto pool = ThreadPool::Create({.num_threads = 3});
   ASSERT_TRUE(pool.ok());
   const KernelSet& set = BestKernels();
-  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8,
-                              PackedFormat::kI8x8}) {
+  for (PackedFormat format :
+       {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
     const DType src = format == PackedFormat::kQ8_0x8 || format == PackedFormat::kI8x8
                           ? DType::kQ8_0
                       : format == PackedFormat::kQ4_0x8 ? DType::kQ4_0

@@ -62,9 +62,7 @@ inline bool UsesQuantizedActivations(PackedFormat format) {
 
 // True for kI8x8: its matmul reads rows of K int8 values quantized with one per-tensor scale
 // (MatMulInput::static_scale), no per-block metadata.
-inline bool UsesStaticInt8Activations(PackedFormat format) {
-  return format == PackedFormat::kI8x8;
-}
+inline bool UsesStaticInt8Activations(PackedFormat format) { return format == PackedFormat::kI8x8; }
 
 // Columns must be a multiple of this for `format` (32 for the block formats, 4 for kI8x8, 1
 // otherwise).

@@ -85,8 +85,7 @@ class LayerEmitter {
                               kernels::QuantizedRowBytes(out.dim)});
     }
     if (out.f32 != kNoBuffer) {
-      b_.Add(graph::RmsNormOp{in, out.f32, weight.data(), out.dim, c_.rms_eps, false,
-                              F(out.dim)});
+      b_.Add(graph::RmsNormOp{in, out.f32, weight.data(), out.dim, c_.rms_eps, false, F(out.dim)});
       FromFloat(out);
     }
   }
@@ -111,10 +110,9 @@ class LayerEmitter {
     const std::string p = "l" + std::to_string(l) + ".";
     const int64_t dim = c_.embedding_dim, q_dim = c_.q_dim(), kv_dim = c_.kv_dim();
     const int64_t qkv_width = q_dim + 2 * kv_dim;
-    Activation xn = NewActivation(p + "attn_in", dim, capacity_,
-                                  ActivationPointIndex(l, ActivationPoint::kAttnIn),
-                                  &lw.quant(ActivationPoint::kAttnIn),
-                                  {lw.qkv.get(), lw.q.get(), lw.k.get(), lw.v.get()});
+    Activation xn = NewActivation(
+        p + "attn_in", dim, capacity_, ActivationPointIndex(l, ActivationPoint::kAttnIn),
+        &lw.quant(ActivationPoint::kAttnIn), {lw.qkv.get(), lw.q.get(), lw.k.get(), lw.v.get()});
     Norm(x, lw.attn_norm, xn);
     const BufferId qkv = b_.NewBuffer(p + "qkv", F(capacity_ * qkv_width));
     if (lw.qkv) {
@@ -125,14 +123,13 @@ class LayerEmitter {
       MatMul(*lw.v, xn, qkv, qkv_width, q_dim + kv_dim, false);
     }
     auto data_or_null = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-    b_.Add(graph::QkvPostOp{l, qkv, c_.num_heads, c_.num_kv_heads, c_.head_dim,
-                            data_or_null(lw.q_bias), data_or_null(lw.k_bias),
-                            data_or_null(lw.v_bias), data_or_null(lw.q_norm),
-                            data_or_null(lw.k_norm), c_.rms_eps, w_.rope_inv_freq().data(),
-                            c_.rope_dims,
-                            c_.rope_style == RopeStyle::kNeox ? kernels::RopeStyle::kNeox
-                                                              : kernels::RopeStyle::kInterleaved,
-                            store_kv});
+    b_.Add(graph::QkvPostOp{
+        l, qkv, c_.num_heads, c_.num_kv_heads, c_.head_dim, data_or_null(lw.q_bias),
+        data_or_null(lw.k_bias), data_or_null(lw.v_bias), data_or_null(lw.q_norm),
+        data_or_null(lw.k_norm), c_.rms_eps, w_.rope_inv_freq().data(), c_.rope_dims,
+        c_.rope_style == RopeStyle::kNeox ? kernels::RopeStyle::kNeox
+                                          : kernels::RopeStyle::kInterleaved,
+        store_kv});
     return qkv;
   }
 
@@ -165,10 +162,9 @@ class LayerEmitter {
     FromFloat(attn_out);
     MatMul(*lw.output, attn_out, x, dim, 0, true);
 
-    Activation hn = NewActivation(p + "ffn_in", dim, capacity_,
-                                  ActivationPointIndex(l, ActivationPoint::kFfnIn),
-                                  &lw.quant(ActivationPoint::kFfnIn),
-                                  {lw.gate_up.get(), lw.gate.get(), lw.up.get()});
+    Activation hn = NewActivation(
+        p + "ffn_in", dim, capacity_, ActivationPointIndex(l, ActivationPoint::kFfnIn),
+        &lw.quant(ActivationPoint::kFfnIn), {lw.gate_up.get(), lw.gate.get(), lw.up.get()});
     Norm(x, lw.ffn_norm, hn);
     const BufferId gate_up = b_.NewBuffer(p + "gate_up", F(capacity_ * 2 * ffn));
     if (lw.gate_up) {
@@ -294,14 +290,13 @@ Result<graph::CompiledGraph> Compile(const PackedWeights& weights, graph::GraphK
   }
   GraphBuilder b(kind, capacity, c.num_layers);
   LayerEmitter emit(weights, b, capacity, options.observe_activations);
-  const BufferId x = b.NewBuffer(
-      "residual", static_cast<int64_t>(capacity) * c.embedding_dim * static_cast<int64_t>(sizeof(float)));
+  const BufferId x = b.NewBuffer("residual", static_cast<int64_t>(capacity) * c.embedding_dim *
+                                                 static_cast<int64_t>(sizeof(float)));
   b.Add(graph::EmbedOp{weights.packed_embedding(), weights.embedding_table(),
-                       weights.embedding_dtype(),
-                       weights.embedding_row_bytes(), c.vocab_size, c.embedding_dim, x});
-  const int per_shard = options.layers_per_shard > 0
-                            ? options.layers_per_shard
-                            : std::max(1, (c.num_layers + 3) / 4);
+                       weights.embedding_dtype(), weights.embedding_row_bytes(), c.vocab_size,
+                       c.embedding_dim, x});
+  const int per_shard =
+      options.layers_per_shard > 0 ? options.layers_per_shard : std::max(1, (c.num_layers + 3) / 4);
   BufferId residual = x;
   if (kind == graph::GraphKind::kQueryProbe) {
     // The layers before the check layer as in a prefill, then the check layer's Q|K|V and the

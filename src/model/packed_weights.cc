@@ -20,8 +20,8 @@ Result<std::vector<float>> ReadVector(const gguf::GgufFile& file, const std::str
   const gguf::TensorInfo* t = Find(file, name);
   if (t == nullptr) return CorruptError("tensor '" + name + "' is missing");
   if (!kernels::CanDequantize(t->dtype)) {
-    return UnimplementedError("tensor '" + name + "' has type " +
-                              std::string(DTypeName(t->dtype)) + ", which cannot be read");
+    return UnimplementedError("tensor '" + name + "' has type " + std::string(DTypeName(t->dtype)) +
+                              ", which cannot be read");
   }
   std::vector<float> out(t->num_elements);
   kernels::DequantizeRow(t->dtype, t->data.data(), out.data(),
@@ -60,8 +60,8 @@ Result<std::unique_ptr<OwnedPackedMatrix>> Pack(const gguf::GgufFile& file,
   int64_t row_offset = 0;
   for (const gguf::TensorInfo* t : parts) {
     const int64_t part_rows = static_cast<int64_t>(t->num_rows());
-    uint8_t* dst = owned->memory.get() + static_cast<size_t>(row_offset / kernels::kPackRows) *
-                                             group_bytes;
+    uint8_t* dst =
+        owned->memory.get() + static_cast<size_t>(row_offset / kernels::kPackRows) * group_bytes;
     const size_t src_row_bytes = kernels::RowBytes(t->dtype, cols);
     // Slabs of rows: each slab's file pages are released as soon as it is packed, so that
     // the packed copy and the file are never both resident in full.
@@ -76,8 +76,9 @@ Result<std::unique_ptr<OwnedPackedMatrix>> Pack(const gguf::GgufFile& file,
                                 std::min(part_rows, (first_group + g1) * kernels::kPackRows), dst);
       });
       if (release_pages && file.mapped_file() != nullptr) {
-        file.mapped_file()->AdviseDontNeed(t->offset_bytes + static_cast<uint64_t>(slab) * src_row_bytes,
-                                           static_cast<size_t>(slab_end - slab) * src_row_bytes);
+        file.mapped_file()->AdviseDontNeed(
+            t->offset_bytes + static_cast<uint64_t>(slab) * src_row_bytes,
+            static_cast<size_t>(slab_end - slab) * src_row_bytes);
       }
     }
     row_offset += part_rows;
@@ -108,8 +109,8 @@ Status PackGroup(const gguf::GgufFile& file, const std::vector<std::string>& nam
     return Status::Ok();
   }
   for (size_t i = 0; i < parts.size(); ++i) {
-    REPRISE_ASSIGN_OR_RETURN(*separate[i], Pack(file, {parts[i]}, FormatFor(parts[i]->dtype, options),
-                                                pool, true));
+    REPRISE_ASSIGN_OR_RETURN(
+        *separate[i], Pack(file, {parts[i]}, FormatFor(parts[i]->dtype, options), pool, true));
   }
   return Status::Ok();
 }
@@ -139,8 +140,8 @@ Status RepackStaticInt8(OwnedPackedMatrix& m, const std::vector<int32_t>& outlie
         w = 0.0f;
       }
     }
-    REPRISE_ASSIGN_OR_RETURN(shadow,
-                             AllocatePackedMatrix(kernels::PackedFormat::kF32x8, rows, num_outliers));
+    REPRISE_ASSIGN_OR_RETURN(
+        shadow, AllocatePackedMatrix(kernels::PackedFormat::kF32x8, rows, num_outliers));
     kernels::PackMatrixRows(kernels::PackedFormat::kF32x8, DType::kF32,
                             reinterpret_cast<const uint8_t*>(columns.data()), rows, num_outliers, 0,
                             rows, shadow->memory.get());
@@ -173,7 +174,8 @@ Status ApplyStaticInt8(LayerWeights& lw, const std::vector<ActivationQuant>& pla
     const ActivationQuant& quant = plan[static_cast<size_t>(ActivationPointIndex(layer, point))];
     bool fits = true;
     for (const auto* m : matrices) {
-      if (*m && (*m)->view.cols % kernels::PackedColumnMultiple(kernels::PackedFormat::kI8x8) != 0) {
+      if (*m &&
+          (*m)->view.cols % kernels::PackedColumnMultiple(kernels::PackedFormat::kI8x8) != 0) {
         fits = false;
       }
     }
@@ -198,15 +200,15 @@ Result<std::unique_ptr<OwnedPackedMatrix>> AllocatePackedMatrix(kernels::PackedF
     return ResourceExhaustedError("cannot allocate " + std::to_string(allocated) +
                                   " bytes for packed weights");
   }
-  owned->memory = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(memory),
-                                                            std::free);
+  owned->memory =
+      std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(memory), std::free);
   owned->view = kernels::PackedMatrix{format, rows, cols, owned->memory.get()};
   return owned;
 }
 
 int64_t PackedWeights::embedding_row_bytes() const {
-  return static_cast<int64_t>(kernels::RowBytes(embedding_->dtype,
-                                                static_cast<int64_t>(embedding_->dims[0])));
+  return static_cast<int64_t>(
+      kernels::RowBytes(embedding_->dtype, static_cast<int64_t>(embedding_->dims[0])));
 }
 
 Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFile& file,
@@ -219,8 +221,7 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
   if (options.static_int8.scheme != Int8Scheme::kPerBlock) {
     const ActivationCalibration* calibration = options.activation_calibration.get();
     if (calibration == nullptr) {
-      return InvalidArgumentError(std::string("the ") +
-                                  Int8SchemeName(options.static_int8.scheme) +
+      return InvalidArgumentError(std::string("the ") + Int8SchemeName(options.static_int8.scheme) +
                                   " int8 scheme needs an activation calibration");
     }
     const size_t points = static_cast<size_t>(config.num_layers) * kActivationPointsPerLayer;
@@ -229,9 +230,10 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
       const int64_t dims[] = {config.embedding_dim, config.q_dim(), config.embedding_dim,
                               config.ffn_dim};
       for (int p = 0; p < kActivationPointsPerLayer; ++p) {
-        shape_ok &= static_cast<int64_t>(
-                        calibration->channel_absmax[static_cast<size_t>(
-                            l * kActivationPointsPerLayer + p)].size()) == dims[p];
+        shape_ok &=
+            static_cast<int64_t>(
+                calibration->channel_absmax[static_cast<size_t>(l * kActivationPointsPerLayer + p)]
+                    .size()) == dims[p];
       }
     }
     if (!shape_ok) {
@@ -256,12 +258,13 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
     REPRISE_RETURN_IF_ERROR(PackGroup(
         file, {Layer(l, "attn_q.weight"), Layer(l, "attn_k.weight"), Layer(l, "attn_v.weight")},
         options, pool, lw.qkv, {&lw.q, &lw.k, &lw.v}));
-    REPRISE_RETURN_IF_ERROR(PackGroup(file, {Layer(l, "attn_output.weight")}, options, pool,
-                                      lw.output, {&lw.output}));
-    REPRISE_RETURN_IF_ERROR(PackGroup(file, {Layer(l, "ffn_gate.weight"), Layer(l, "ffn_up.weight")},
+    REPRISE_RETURN_IF_ERROR(
+        PackGroup(file, {Layer(l, "attn_output.weight")}, options, pool, lw.output, {&lw.output}));
+    REPRISE_RETURN_IF_ERROR(PackGroup(file,
+                                      {Layer(l, "ffn_gate.weight"), Layer(l, "ffn_up.weight")},
                                       options, pool, lw.gate_up, {&lw.gate, &lw.up}));
-    REPRISE_RETURN_IF_ERROR(PackGroup(file, {Layer(l, "ffn_down.weight")}, options, pool,
-                                      lw.down, {&lw.down}));
+    REPRISE_RETURN_IF_ERROR(
+        PackGroup(file, {Layer(l, "ffn_down.weight")}, options, pool, lw.down, {&lw.down}));
     if (config.has_qkv_bias) {
       REPRISE_ASSIGN_OR_RETURN(lw.q_bias, ReadVector(file, Layer(l, "attn_q.bias")));
       REPRISE_ASSIGN_OR_RETURN(lw.k_bias, ReadVector(file, Layer(l, "attn_k.bias")));
@@ -274,8 +277,8 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
     if (!static_int8_plan.empty()) {
       REPRISE_RETURN_IF_ERROR(ApplyStaticInt8(lw, static_int8_plan, l, pool));
     }
-    for (const auto* m : {&lw.qkv, &lw.q, &lw.k, &lw.v, &lw.output, &lw.gate_up, &lw.gate,
-                          &lw.up, &lw.down}) {
+    for (const auto* m :
+         {&lw.qkv, &lw.q, &lw.k, &lw.v, &lw.output, &lw.gate_up, &lw.gate, &lw.up, &lw.down}) {
       w->packed_bytes_ += Bytes(*m);
     }
   }
@@ -284,8 +287,8 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
   const bool tied = output == nullptr;
   w->tied_ = tied;
   if (tied) output = w->embedding_;
-  REPRISE_ASSIGN_OR_RETURN(w->output_, Pack(file, {output}, FormatFor(output->dtype, options),
-                                            pool, /*release_pages=*/true));
+  REPRISE_ASSIGN_OR_RETURN(w->output_, Pack(file, {output}, FormatFor(output->dtype, options), pool,
+                                            /*release_pages=*/true));
   w->packed_bytes_ += Bytes(w->output_);
   if (!tied && file.mapped_file() != nullptr) {
     // Lookups touch scattered rows: no read-ahead around them.

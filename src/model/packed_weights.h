@@ -59,12 +59,12 @@ struct LayerWeights {
   std::vector<float> ffn_norm;   // [dim]
   // Q|K|V fused when `qkv` is set; otherwise q, k and v.
   std::unique_ptr<OwnedPackedMatrix> qkv, q, k, v;
-  std::unique_ptr<OwnedPackedMatrix> output;   // attn_output [dim x q_dim]
+  std::unique_ptr<OwnedPackedMatrix> output;  // attn_output [dim x q_dim]
   // gate|up fused when `gate_up` is set; otherwise gate and up.
   std::unique_ptr<OwnedPackedMatrix> gate_up, gate, up;
-  std::unique_ptr<OwnedPackedMatrix> down;     // [dim x ffn]
-  std::vector<float> q_bias, k_bias, v_bias;   // qwen2, else empty
-  std::vector<float> q_norm, k_norm;           // qwen3, else empty
+  std::unique_ptr<OwnedPackedMatrix> down;    // [dim x ffn]
+  std::vector<float> q_bias, k_bias, v_bias;  // qwen2, else empty
+  std::vector<float> q_norm, k_norm;          // qwen3, else empty
   // How each activation point's matmul input is quantized ([ActivationPoint]); scale 0 (the
   // default) = per block at run time, as the packed format wants.
   ActivationQuant activation[kActivationPointsPerLayer];
@@ -79,8 +79,7 @@ class PackedWeights {
   // NaN or infinite weight, see weight_check.h), ResourceExhausted; InvalidArgument for a
   // static INT8 scheme without a calibration of this model's shape.
   static Result<std::unique_ptr<PackedWeights>> Create(const gguf::GgufFile& file,
-                                                       const ModelConfig& config,
-                                                       ThreadPool& pool,
+                                                       const ModelConfig& config, ThreadPool& pool,
                                                        const PackOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
@@ -90,9 +89,7 @@ class PackedWeights {
   const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
 
   // Tied embeddings: the packed output matrix doubles as the table (no second copy).
-  const kernels::PackedMatrix* packed_embedding() const {
-    return tied_ ? &output_->view : nullptr;
-  }
+  const kernels::PackedMatrix* packed_embedding() const { return tied_ ? &output_->view : nullptr; }
   // Otherwise the embedding table, read in place from the model file.
   const uint8_t* embedding_table() const { return embedding_->data.data(); }
   DType embedding_dtype() const { return embedding_->dtype; }

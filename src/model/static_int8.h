@@ -47,8 +47,8 @@ const char* ActivationPointName(ActivationPoint point);  // "attn_in", ...
 // each channel over the calibration text's tokens. Kept in a file by
 // engine/activation_calibration.h.
 struct ActivationCalibration {
-  std::string model_fingerprint;  // hex, of the model file
-  int64_t tokens = 0;             // calibration tokens run
+  std::string model_fingerprint;                   // hex, of the model file
+  int64_t tokens = 0;                              // calibration tokens run
   std::vector<std::vector<float>> channel_absmax;  // [point][channel]
 };
 

@@ -11,13 +11,13 @@ ActivationCalibration MakeCalibration() {
   ActivationCalibration c;
   c.tokens = 10;
   for (int l = 0; l < 2; ++l) {
-    c.channel_absmax.push_back({1, 1, 1, 1});           // attn_in
-    c.channel_absmax.push_back({2, 2, 2, 2});           // attn_out
-    c.channel_absmax.push_back({1, 0.5f, 1, 1});        // ffn_in
+    c.channel_absmax.push_back({1, 1, 1, 1});              // attn_in
+    c.channel_absmax.push_back({2, 2, 2, 2});              // attn_out
+    c.channel_absmax.push_back({1, 0.5f, 1, 1});           // ffn_in
     c.channel_absmax.push_back({3, 3, 3, 3, 3, 3, 3, 3});  // ffn_hidden
   }
-  c.channel_absmax[ActivationPointIndex(1, ActivationPoint::kFfnHidden)] = {3, 90, 3, 3, 3,
-                                                                          60, 3, 3};
+  c.channel_absmax[ActivationPointIndex(1, ActivationPoint::kFfnHidden)] = {3, 90, 3, 3,
+                                                                            3, 60, 3, 3};
   c.channel_absmax[ActivationPointIndex(0, ActivationPoint::kAttnIn)] = {1, 1, 4, 1};
   return c;
 }
@@ -58,7 +58,8 @@ TEST(StaticInt8PlanTest, ShadowGivesTheBudgetToTheLargestOutliers) {
 }
 
 TEST(StaticInt8PlanTest, SchemeNamesRoundTrip) {
-  for (Int8Scheme s : {Int8Scheme::kPerBlock, Int8Scheme::kPerTensor, Int8Scheme::kPerTensorShadow}) {
+  for (Int8Scheme s :
+       {Int8Scheme::kPerBlock, Int8Scheme::kPerTensor, Int8Scheme::kPerTensorShadow}) {
     Result<Int8Scheme> parsed = ParseInt8Scheme(Int8SchemeName(s));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, s);

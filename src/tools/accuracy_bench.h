@@ -35,10 +35,10 @@ struct AccuracyBenchOptions {
 
 struct AccuracyBenchResult {
   std::string model, reference, backend;
-  std::string int8_scheme;  // model::Int8SchemeName
+  std::string int8_scheme;      // model::Int8SchemeName
   double outlier_fraction = 0;  // of the shadow scheme
-  int tokens = 0;     // of the text, run by both
-  int positions = 0;  // scored
+  int tokens = 0;               // of the text, run by both
+  int positions = 0;            // scored
   double kl_mean = 0, kl_max = 0, top1_agreement = 0;
   double continuation_agreement = 0;  // shared prefix / continuation_tokens
   // Mean entropy (nats) of the reference's next-token distributions: a KL is small or large

@@ -57,11 +57,11 @@ struct SpeedBenchResult {
   int num_threads = 0;
   std::map<int, double> prefill_tokens_per_second;  // by prompt length
   std::map<int, PrefillProfile> prefill_profile;    // by prompt length (compiled graphs only)
-  std::optional<MachinePeak> peak;  // of the kernels and threads the graphs ran on
+  std::optional<MachinePeak> peak;                  // of the kernels and threads the graphs ran on
   double decode_tokens_per_second = 0.0;
   double peak_rss_mb = 0.0;
   double model_file_mb = 0.0;
-  double kv_cache_mb = 0.0;   // of the largest context benchmarked
+  double kv_cache_mb = 0.0;  // of the largest context benchmarked
   double packed_weights_mb = 0.0;
 
   std::string ToJson() const;
