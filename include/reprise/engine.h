@@ -142,6 +142,12 @@ struct EngineOptions {
   // kShadow: the share of the layers' input channels computed in float, given to the channels
   // that stand out most against their own tensor. In [0, 0.5].
   double outlier_fraction = 0.01;
+  // Out-of-order subgraph scheduling (llm.npu): a prompt prefilled in several graph calls runs
+  // its (call, shard) subgraphs on this many worker groups (the threads split among them), any
+  // ready one on any free group, at most `out_of_order_window` calls in flight. 0 or 1 = in
+  // order on every thread (default). Same results.
+  int out_of_order_groups = 0;
+  int out_of_order_window = 2;
   // Memory for cached chunks, in MiB: the store's memory pool when `store_dir` is set, else
   // the memory cache of each namespace.
   int64_t cache_mb = 1024;

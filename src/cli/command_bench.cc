@@ -18,6 +18,7 @@
 #include "cli/int8_flags.h"
 #include "cli/json_output.h"
 #include "cli/option_checks.h"
+#include "cli/out_of_order_flags.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
 #include "engine/compiled_model.h"
@@ -96,6 +97,7 @@ class BenchCommand : public Command {
       s->add_option("--report", report_path_,
                     "Also write the results as a self-contained HTML page with charts");
       int8_.Register(*s);
+      out_of_order_.Register(*s);
       s->add_option("--llama-bench", llama_bench_,
                     "Path of llama.cpp's llama-bench: measure it on the same file and threads "
                     "in the same run and print the ratios");
@@ -133,6 +135,8 @@ class BenchCommand : public Command {
     ProgressBar progress(ProgressBar::ForStderr(json_));
     options_.progress = progress.Callback();
     options_.pack.static_int8 = engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
+    options_.out_of_order_groups = out_of_order_.groups;
+    options_.out_of_order_window = out_of_order_.window;
     {
       Result<std::string> cache_dir = FindCacheDir();  // "" = measure the ranges at load
       options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
@@ -333,6 +337,7 @@ class BenchCommand : public Command {
         ->check(CLI::IsMember({"cost", "lru"}));
     s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
     int8_.Register(*s);
+    out_of_order_.Register(*s);
     s->add_flag("--static-shapes", reuse_options_.reuse.static_shapes,
                 "Every graph call computes its full capacity, padding included, as an NPU must");
     s->add_option("--scheduler", scheduler_,
@@ -423,6 +428,8 @@ class BenchCommand : public Command {
     reuse_options_.reuse.calibration_dir = reuse_options_.calibration_dir;
     reuse_options_.reuse.pack.static_int8 =
         engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
+    reuse_options_.reuse.out_of_order_groups = out_of_order_.groups;
+    reuse_options_.reuse.out_of_order_window = out_of_order_.window;
     reuse_options_.keep_capacities = lp_option_->count() > 0 || ls_option_->count() > 0;
     reuse_options_.methods.clear();
     for (const std::string& name : method_names_) {
@@ -566,6 +573,7 @@ class BenchCommand : public Command {
   std::vector<std::string> method_names_ = {"none", "prefix", "full", "blend"};
   tools::SpeedBenchOptions options_;
   Int8Flags int8_;
+  OutOfOrderFlags out_of_order_;
   CLI::App* prefill_ = nullptr;
   CLI::App* decode_ = nullptr;
   bool json_ = false;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/int8_flags.h"
 #include "cli/option_checks.h"
+#include "cli/out_of_order_flags.h"
 #include "cli/paths.h"
 #include "reprise/engine.h"
 
@@ -90,6 +91,7 @@ class RunCommand : public Command {
         ->default_val(TokenSelectionName(options_.token_selection))
         ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
     int8_.Register(*sub);
+    out_of_order_.Register(*sub);
     sub->add_flag("--static-shapes", options_.static_shapes,
                   "Every graph call computes its full capacity, padding included, as an NPU "
                   "or another ahead-of-time backend must (same output, the static cost)");
@@ -131,6 +133,8 @@ class RunCommand : public Command {
     options_.store_codec = *codec;
     options_.int8_scheme = int8_.scheme();
     options_.outlier_fraction = int8_.outlier_fraction;
+    options_.out_of_order_groups = out_of_order_.groups;
+    options_.out_of_order_window = out_of_order_.window;
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && options_.store_dir.empty()) {
       if (!cache_dir.ok()) return PrintError("run", cache_dir.error());
@@ -198,6 +202,7 @@ class RunCommand : public Command {
 
   EngineOptions options_;
   Int8Flags int8_;
+  OutOfOrderFlags out_of_order_;
   std::string reuse_name_ = "prefix", codec_name_ = "f16";
   std::string selection_name_;
   GenerateRequest request_;

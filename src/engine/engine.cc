@@ -122,6 +122,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   if (options.sessions < 1 || options.sessions > 256) {
     return InvalidArgumentError("sessions must be in [1, 256]");
   }
+  if (options.out_of_order_groups < 0 || options.out_of_order_groups > 64 ||
+      options.out_of_order_window < 1 || options.out_of_order_window > 64) {
+    return InvalidArgumentError("out-of-order: 0-64 worker groups and a window of 1-64 calls");
+  }
   if (!(options.outlier_fraction >= 0.0 && options.outlier_fraction <= 0.5)) {
     return InvalidArgumentError("outlier fraction must be in [0, 0.5]");
   }
@@ -147,6 +151,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.stable_min_deviation = options.stable_recompute_min_deviation;
     reuse.selection = static_cast<graph::SelectionKey>(options.token_selection);
     reuse.static_shapes = options.static_shapes;
+    reuse.out_of_order_groups = options.out_of_order_groups;
+    reuse.out_of_order_window = options.out_of_order_window;
     engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;

@@ -1,10 +1,12 @@
 #include "engine/graph_backend.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "base/check.h"
 #include "base/logging.h"
 #include "base/memory_usage.h"
+#include "graph/subgraph_scheduler.h"
 #include "kernels/kernel_set.h"
 
 namespace reprise::engine {
@@ -79,6 +81,29 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
     b->batch_logits_.resize(static_cast<size_t>(c.vocab_size));
   }
   b->executor_ = std::make_unique<graph::Executor>(m.pool(), m.kernels());
+  if (options.out_of_order_groups > 1) {
+    if (options.out_of_order_window < 1 || options.out_of_order_groups > 64) {
+      return InvalidArgumentError("out-of-order: 2-64 worker groups and a window of at least 1");
+    }
+    b->out_of_order_window_ = options.out_of_order_window;
+    for (int i = 0; i < options.out_of_order_window; ++i) {
+      REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<graph::ExecutionContext> context,
+                               graph::ExecutionContext::Create(*b->prefill_));
+      context->set_strict_shapes(options.strict_shapes);
+      context->BindKv(b->kv_binding_);
+      b->out_of_order_contexts_.push_back(std::move(context));
+    }
+    const int threads = m.pool().num_threads();
+    for (int g = 0; g < options.out_of_order_groups; ++g) {
+      // The threads split as evenly as they go; every group has at least one.
+      const int share = std::max(1, threads / options.out_of_order_groups +
+                                        (g < threads % options.out_of_order_groups ? 1 : 0));
+      REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool,
+                               ThreadPool::Create({.num_threads = share}));
+      b->group_executors_.push_back(std::make_unique<graph::Executor>(*pool, m.kernels()));
+      b->group_pools_.push_back(std::move(pool));
+    }
+  }
   b->positions_scratch_.resize(static_cast<size_t>(options.context_tokens));
   b->slots_scratch_.resize(static_cast<size_t>(options.context_tokens));
   REPRISE_LOG(kDebug) << "session ready: arenas " << b->prefill_->arena_bytes() / 1048576.0 << " + "
@@ -139,6 +164,16 @@ Status GraphBackend::RunPrefill(std::span<const int32_t> tokens, std::span<const
   if (num_tokens_after > capacity_tokens()) return InvalidArgumentError("context overflow");
   graph::ExecutionContext& context = tokens.size() == 1 ? *decode_context_ : *prefill_context_;
   const size_t capacity = static_cast<size_t>(context.graph().capacity());
+  if (!group_executors_.empty() && !shard_gate_ && tokens.size() > capacity) {
+    bool consecutive = true;
+    for (size_t i = 1; i < slots.size() && consecutive; ++i)
+      consecutive = slots[i] == slots[i - 1] + 1;
+    if (consecutive) {
+      REPRISE_RETURN_IF_ERROR(RunPrefillOutOfOrder(tokens, positions, slots));
+      num_tokens_ = num_tokens_after;
+      return Status::Ok();
+    }
+  }
   for (size_t begin = 0; begin < tokens.size(); begin += capacity) {
     if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
       return CancelledError("the request was cancelled");
@@ -148,6 +183,49 @@ Status GraphBackend::RunPrefill(std::span<const int32_t> tokens, std::span<const
                                     slots.subspan(begin, n), {}, num_tokens_after));
   }
   num_tokens_ = num_tokens_after;
+  return Status::Ok();
+}
+
+// Each call's subgraphs run on its own context; a call sees the slots up to its own last one
+// (the later calls' slots are masked from it by position anyway, and are being written).
+Status GraphBackend::RunPrefillOutOfOrder(std::span<const int32_t> tokens,
+                                          std::span<const int32_t> positions,
+                                          std::span<const int32_t> slots) {
+  const size_t capacity = static_cast<size_t>(prefill_->capacity());
+  const int num_calls = static_cast<int>((tokens.size() + capacity - 1) / capacity);
+  const int num_shards = static_cast<int>(prefill_->shards().size());
+  graph::SubgraphSchedulerOptions options;
+  options.num_workers = static_cast<int>(group_executors_.size());
+  options.window = out_of_order_window_;
+  Status failure = Status::Ok();
+  std::mutex failure_mutex;
+  const bool ok = graph::RunOutOfOrder(
+      num_calls, num_shards, options, [&](const graph::Subgraph& g, int worker) {
+        graph::ExecutionContext& context =
+            *out_of_order_contexts_[static_cast<size_t>(g.chunk % out_of_order_window_)];
+        if (g.shard == 0) {
+          Status status = Status::Ok();
+          if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+            status = CancelledError("the request was cancelled");
+          } else {
+            const size_t begin = static_cast<size_t>(g.chunk) * capacity;
+            const size_t n = std::min(capacity, tokens.size() - begin);
+            status = context.SetInputs(tokens.subspan(begin, n), positions.subspan(begin, n),
+                                       slots.subspan(begin, n), slots[begin + n - 1] + 1);
+          }
+          if (!status.ok()) {
+            std::lock_guard<std::mutex> lock(failure_mutex);
+            failure = status;
+            return false;
+          }
+        }
+        group_executors_[static_cast<size_t>(worker)]->Run(context, g.shard, g.shard + 1);
+        return true;
+      });
+  if (!ok) return failure;
+  num_graph_calls_ += num_calls;
+  last_logits_ =
+      out_of_order_contexts_[static_cast<size_t>((num_calls - 1) % out_of_order_window_)]->logits();
   return Status::Ok();
 }
 

@@ -67,6 +67,14 @@ struct GraphBackendOptions {
   // sessions of the same CompiledModel; null = through the session's own decode graph. Must
   // outlive the backend.
   DecodeBatcher* decode_batcher = nullptr;
+  // Out-of-order subgraph scheduling (graph/subgraph_scheduler.h, llm.npu): a prefill of
+  // several calls runs its (call, shard) subgraphs on this many worker groups, each with its
+  // share of the threads, any ready subgraph on any free group, at most `out_of_order_window`
+  // calls in flight (each with its own execution context). 0 or 1 = in order on every thread
+  // (the default). Used for prefills of consecutive slots with no shard gate; results are
+  // bit-identical to in-order.
+  int out_of_order_groups = 0;
+  int out_of_order_window = 2;
 };
 
 class GraphBackend : public InferenceBackend {
@@ -186,6 +194,14 @@ class GraphBackend : public InferenceBackend {
   std::unique_ptr<graph::ExecutionContext> prefill_context_;
   std::unique_ptr<graph::ExecutionContext> decode_context_;
   std::unique_ptr<graph::Executor> executor_;
+  // Out-of-order prefill: the contexts of the calls in flight, and per worker group a pool
+  // and an executor on it.
+  Status RunPrefillOutOfOrder(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                              std::span<const int32_t> slots);
+  int out_of_order_window_ = 0;
+  std::vector<std::unique_ptr<graph::ExecutionContext>> out_of_order_contexts_;
+  std::vector<std::unique_ptr<ThreadPool>> group_pools_;
+  std::vector<std::unique_ptr<graph::Executor>> group_executors_;
   std::unique_ptr<kv::KvCache> kv_;
   std::vector<graph::KvLayerView> kv_layers_;
   graph::KvBinding kv_binding_;

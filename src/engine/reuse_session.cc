@@ -122,6 +122,8 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   graph_options.calibration_dir = options.calibration_dir;
   graph_options.decode_batcher = options.decode_batcher;
   graph_options.strict_shapes = options.static_shapes;
+  graph_options.out_of_order_groups = options.out_of_order_groups;
+  graph_options.out_of_order_window = options.out_of_order_window;
   if (options.method == ReuseMethod::kBlend) {
     graph_options.recompute_capacity = options.recompute_capacity;
     graph_options.recompute_ratio = options.recompute_ratio;

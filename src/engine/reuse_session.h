@@ -101,6 +101,9 @@ struct ReuseOptions {
   // capacity, padding included, as an NPU or another ahead-of-time backend must. Same
   // results; a call then costs what the scheduler's per-call latency says.
   bool static_shapes = false;
+  // Out-of-order subgraph scheduling of multi-call prefills (GraphBackendOptions).
+  int out_of_order_groups = 0;
+  int out_of_order_window = 2;
   // How blend's graph calls are chosen (DESIGN.md §5): the DP, or the ablation's greedy and
   // naive baselines (reuse/chunk_merge_scheduler.h).
   ScheduleStrategy scheduler = ScheduleStrategy::kDp;

@@ -1,5 +1,6 @@
-// AVX-512 VNNI matmul kernels for the block formats (Q8_0x8, Q4_0x8) over the packed layouts
-// of packed_matrix.h; the float formats go to the AVX2 kernels.
+// AVX-512 VNNI matmul kernels for the block formats (Q8_0x8, Q4_0x8) and the NPU-style
+// per-row int8 format (kI8x8) over the packed layouts of packed_matrix.h; the float formats go
+// to the AVX2 kernels.
 //
 // One zmm register holds the outputs of two neighbouring groups (lanes 0-7: the 8 rows of
 // group g, lanes 8-15: those of group g + 1), so a 4-byte activation chunk is a plain 32-bit
@@ -186,7 +187,55 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-enum class PairKind { kQ8, kQ4 };
+// kI8x8 (static per-tensor activations): one int32 accumulator per lane over the whole row,
+// the activations made unsigned by +128 as for Q8_0, the correction 128 * sum(w) taken from
+// the rows' sums in the group headers at the end; then one product by d_row * static_scale.
+template <int T, int P>
+REPRISE_ALWAYS_INLINE void PairTileI8(const TileOperands& op, const TileTarget& target) {
+  __m512i isum[T][P];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) isum[t][p] = _mm512_setzero_si512();
+  }
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const uint8_t* q[2 * P];
+#pragma GCC unroll 8
+  for (int g = 0; g < 2 * P; ++g) q[g] = op.groups + g * op.group_bytes + kI8x8HeaderBytes;
+  const int64_t num_chunks = op.k / 4;
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    __m512i w[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) w[p] = LoadPair(q[2 * p] + c * 32, q[2 * p + 1] + c * 32);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m512i av =
+          _mm512_xor_si512(_mm512_set1_epi32(LoadInt(op.rows + t * op.row_stride + 4 * c)), bias);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) isum[t][p] = _mm512_dpbusd_epi32(isum[t][p], av, w[p]);
+    }
+  }
+  __m512 acc[T][P];
+  const __m512 sa = _mm512_set1_ps(op.static_scale);
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+    const uint8_t* a = op.groups + 2 * p * op.group_bytes;
+    const uint8_t* b = a + op.group_bytes;
+    const __m512 scale = _mm512_mul_ps(
+        _mm512_insertf32x8(
+            _mm512_castps256_ps512(_mm256_loadu_ps(reinterpret_cast<const float*>(a))),
+            _mm256_loadu_ps(reinterpret_cast<const float*>(b)), 1),
+        sa);
+    const __m512i bias_sum = _mm512_slli_epi32(LoadPair(a + 4 * kPackRows, b + 4 * kPackRows), 7);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      acc[t][p] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t][p], bias_sum)), scale);
+    }
+  }
+  StoreTile<T, P>(acc, target);
+}
+
+enum class PairKind { kQ8, kQ4, kI8 };
 
 template <PairKind kKind, int T, int P>
 __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulOutput& out,
@@ -195,6 +244,8 @@ __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulO
   const TileTarget target{&out, m, group, n_begin, n_end};
   if constexpr (kKind == PairKind::kQ8) {
     PairTileQ8<T, P>(op, target);
+  } else if constexpr (kKind == PairKind::kI8) {
+    PairTileI8<T, P>(op, target);
   } else {
     PairTileQ4<T, P>(op, target);
   }
@@ -226,8 +277,9 @@ void RunPairTokens(const TileOperands& op, int64_t tokens, const MatMulOutput& o
 template <PairKind kKind>
 void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, int64_t row_bytes,
                  const MatMulOutput& out, int64_t m_begin, int64_t m_end, int64_t group_begin,
-                 int64_t group_end, int64_t n_begin, int64_t n_end) {
-  TileOperands op{nullptr, static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols};
+                 int64_t group_end, int64_t n_begin, int64_t n_end, float static_scale = 0.0f) {
+  TileOperands op{nullptr,     static_cast<int64_t>(w.group_bytes()), nullptr, row_stride, w.cols,
+                  static_scale};
   const int64_t chunk = std::max<int64_t>(kMaxPairTileTokens,
                                           kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                               kMaxPairTileTokens * kMaxPairTileTokens);
@@ -260,19 +312,29 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
   // One token (decode) streams every weight once from memory: the AVX2 kernel's single
   // prefetched stream per thread reads them fastest (measured: qwen3-0.6b Q4_0 tg64 119 tok/s
   // against 78 with this kernel's pairs of streams); the float formats are AVX2's too.
-  // The NPU-style kI8x8 (whole-row int32): the ymm tiles with vpdpbusd in its EVEX form.
+  const int64_t group_begin = n_begin / kPackRows;
+  const int64_t group_end = (n_end + kPackRows - 1) / kPackRows;
+  const int64_t pairs_end = group_begin + (group_end - group_begin) / 2 * 2;
+  // The NPU-style kI8x8 (whole-row int32): pairs here; one token, or an odd last group, in the
+  // ymm tiles with vpdpbusd in its EVEX form.
   if (w.format == PackedFormat::kI8x8) {
-    MatMulAvx2<true>(w, x, out, m_begin, m_end, n_begin, n_end);
+    if (m_end - m_begin > 1 && pairs_end > group_begin) {
+      MatMulPairs<PairKind::kI8>(w, x.q8, x.q8_stride, w.cols, out, m_begin, m_end, group_begin,
+                                 pairs_end, n_begin, n_end, x.static_scale);
+      if (pairs_end < group_end) {
+        MatMulAvx2<true>(w, x, out, m_begin, m_end, std::max(n_begin, pairs_end * kPackRows),
+                         n_end);
+      }
+    } else {
+      MatMulAvx2<true>(w, x, out, m_begin, m_end, n_begin, n_end);
+    }
     return;
   }
   if (!UsesQuantizedActivations(w.format) || m_end - m_begin == 1) {
     avx2::MatMul(w, x, out, m_begin, m_end, n_begin, n_end);
     return;
   }
-  const int64_t group_begin = n_begin / kPackRows;
-  const int64_t group_end = (n_end + kPackRows - 1) / kPackRows;
   // Whole pairs here; an odd last group (its outputs from its first row on) to AVX2.
-  const int64_t pairs_end = group_begin + (group_end - group_begin) / 2 * 2;
   if (pairs_end > group_begin) {
     const int64_t row_bytes = QuantizedRowBytes(w.cols);
     if (w.format == PackedFormat::kQ8_0x8) {

@@ -53,6 +53,8 @@ Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
   graph_options.num_threads = options.num_threads;
   graph_options.pack = options.pack;
   graph_options.calibration_dir = options.calibration_dir;
+  graph_options.out_of_order_groups = options.out_of_order_groups;
+  graph_options.out_of_order_window = options.out_of_order_window;
   REPRISE_ASSIGN_OR_RETURN(auto backend, GraphBackend::Create(model, graph_options));
   return std::unique_ptr<InferenceBackend>(std::move(backend));
 }

@@ -34,6 +34,9 @@ struct SpeedBenchOptions {
   // scheme's activation calibration is kept.
   model::PackOptions pack;
   std::string calibration_dir;
+  // Out-of-order subgraph scheduling (engine::GraphBackendOptions): worker groups, window.
+  int out_of_order_groups = 0;
+  int out_of_order_window = 2;
   // Told of each timed run ("measuring", runs; the warm-up runs included).
   ProgressCallback progress;
 };
