@@ -47,6 +47,8 @@ DType SourceType(PackedFormat format) {
       return DType::kF16;
     case PackedFormat::kF32x8:
       return DType::kF32;
+    case PackedFormat::kI8x8:  // the NPU-style per-row int8, repacked from Q8_0
+      return DType::kQ8_0;
   }
   return DType::kF32;
 }
@@ -56,6 +58,8 @@ struct Problem {
   PackedMatrix w;
   std::vector<float> x;
   std::vector<uint8_t> q8;
+  std::vector<int8_t> i8;  // kI8x8: rows of K int8 values, static scale
+  float static_scale = 0.0f;
   std::vector<float> out;
   int64_t m = 0;
 
@@ -63,6 +67,12 @@ struct Problem {
     MatMulInput input;
     input.f32 = x.data();
     input.f32_stride = w.cols;
+    if (UsesStaticInt8Activations(w.format)) {
+      input.q8 = reinterpret_cast<const uint8_t*>(i8.data());
+      input.q8_stride = w.cols;
+      input.static_scale = static_scale;
+      return input;
+    }
     input.q8 = q8.data();
     input.q8_stride = QuantizedRowBytes(w.cols);
     return input;
@@ -88,6 +98,12 @@ Problem MakeProblem(PackedFormat format, int64_t m, int64_t n, int64_t k) {
   p.q8.resize(static_cast<size_t>(QuantizedRowBytes(k) * m));
   for (int64_t t = 0; t < m; ++t) {
     BestKernels().quantize_row(p.x.data() + t * k, k, p.q8.data() + t * QuantizedRowBytes(k));
+  }
+  p.static_scale = 4.0f / 127.0f;  // the activations are N(0, 1): +-4 covers them
+  p.i8.resize(static_cast<size_t>(k * m));
+  for (int64_t t = 0; t < m; ++t) {
+    BestKernels().static_quantize_row(p.x.data() + t * k, k, 1.0f / p.static_scale,
+                                      p.i8.data() + t * k);
   }
   p.out.resize(static_cast<size_t>(m * n));
   return p;
@@ -150,7 +166,7 @@ void BM_MatMul(benchmark::State& state) {
 void Shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
-  for (int format = 0; format < 4; ++format) {
+  for (int format = 0; format < 5; ++format) {
     for (const auto& [n, k] : shapes) {
       for (int64_t m : {1, 32, 128, 512}) {
         if (n == 49152 && m > 128) continue;  // the output matrix runs for sampled tokens
@@ -159,7 +175,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
     }
   }
   // One thread, for scaling.
-  for (int format = 0; format < 4; ++format) {
+  for (int format = 0; format < 5; ++format) {
     b->Args({format, 512, 576, 576, 1});
     b->Args({format, 1, 1536, 576, 1});
     b->Args({format, 1, 49152, 576, 1});

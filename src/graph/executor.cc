@@ -21,16 +21,19 @@ T* As(uint8_t* p) {
   return reinterpret_cast<T*>(p);
 }
 
-// Stores one row's K and V (f32, after RoPE) as f16 into `slot` of a layer's cache.
+// Stores one row's K and V (f32, after RoPE) as f16 into `slot` of a layer's cache. The slot's
+// position is recorded with layer 0 (every graph stores a row's layer 0 first): later layers
+// would only write the same value again, and must not, since out-of-order scheduling runs
+// another call's attention, which reads the positions, beside this call's later shards.
 void StoreRow(const kernels::KernelSet& k, const KvBinding& kv, const KvLayerView& layer,
               const float* key, const float* value, int64_t num_kv_heads, int64_t head_dim,
-              int64_t slot, int32_t position) {
+              int64_t slot, int32_t position, bool first_layer) {
   for (int64_t h = 0; h < num_kv_heads; ++h) {
     const int64_t offset = (h * kv.capacity + slot) * head_dim;
     k.f32_to_f16(key + h * head_dim, head_dim, layer.k + offset);
     k.f32_to_f16(value + h * head_dim, head_dim, layer.v + offset);
   }
-  kv.slot_positions[slot] = position;
+  if (first_layer) kv.slot_positions[slot] = position;
 }
 
 }  // namespace
@@ -316,7 +319,7 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
         if (!op->store_kv || m >= set.num_valid) continue;  // padding writes nothing
         const KvBinding& kv = ctx.kv_of_row(set.input_rows[m]);
         StoreRow(k, kv, kv.layers[static_cast<size_t>(op->layer)], key, value, op->num_kv_heads,
-                 op->head_dim, set.slots[m], set.positions[m]);
+                 op->head_dim, set.slots[m], set.positions[m], op->layer == 0);
       }
     });
     return;
@@ -329,7 +332,7 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       const float* key = qkv + m * (q_dim + 2 * kv_dim) + q_dim;
       const KvBinding& kv = ctx.kv_of_row(set.input_rows[m]);
       StoreRow(k, kv, kv.layers[static_cast<size_t>(op->layer)], key, key + kv_dim,
-               op->num_kv_heads, op->head_dim, set.slots[m], set.positions[m]);
+               op->num_kv_heads, op->head_dim, set.slots[m], set.positions[m], op->layer == 0);
     }
     return;
   }
