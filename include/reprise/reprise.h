@@ -59,6 +59,13 @@ typedef enum reprise_token_selection {
   REPRISE_SELECT_ATTENTION_DEVIATION = 2 /* the largest product of the two */
 } reprise_token_selection;
 
+/* The int8 arithmetic of the layers' matmuls (llm.npu's NPU-style static INT8). */
+typedef enum reprise_int8_scheme {
+  REPRISE_INT8_PER_BLOCK = 0,  /* a scale per 32 activations at run time (default) */
+  REPRISE_INT8_PER_TENSOR = 1, /* one static scale per tensor, int32 over the whole row */
+  REPRISE_INT8_SHADOW = 2      /* per-tensor, the outlier channels computed in float */
+} reprise_int8_scheme;
+
 typedef struct reprise_engine reprise_engine;
 typedef struct reprise_session reprise_session;
 typedef struct reprise_cancel_token reprise_cancel_token;
@@ -84,6 +91,13 @@ typedef struct reprise_engine_options {
   reprise_token_selection token_selection; /* blend; default REPRISE_SELECT_DEVIATION */
   int static_shapes; /* nonzero: every graph call computes its full capacity, padding included,
                         as an NPU must (same results); default 0 */
+  reprise_int8_scheme int8_scheme; /* default REPRISE_INT8_PER_BLOCK; the static schemes
+                                      measure the model's activation ranges at load */
+  double outlier_fraction;         /* REPRISE_INT8_SHADOW: share of float channels, [0, 0.5];
+                                      default 0.01 */
+  int out_of_order_groups;         /* > 1: a multi-call prefill's subgraphs run out of order on this
+                                      many worker groups (same results); default 0 = in order */
+  int out_of_order_window;         /* calls in flight out of order, 1-64; default 2 */
 } reprise_engine_options;
 
 typedef struct reprise_segment {

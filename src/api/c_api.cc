@@ -261,6 +261,10 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->store_admit_after = d.store_admit_after;
   options->token_selection = static_cast<reprise_token_selection>(d.token_selection);
   options->static_shapes = d.static_shapes ? 1 : 0;
+  options->int8_scheme = static_cast<reprise_int8_scheme>(d.int8_scheme);
+  options->outlier_fraction = d.outlier_fraction;
+  options->out_of_order_groups = d.out_of_order_groups;
+  options->out_of_order_window = d.out_of_order_window;
 }
 
 reprise_status reprise_engine_create(const reprise_engine_options* options, reprise_engine** engine,
@@ -278,6 +282,11 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     const int reuse = EnumAsInt(options->reuse);
     const int codec = EnumAsInt(options->store_codec);
     const int selection = EnumAsInt(options->token_selection);
+    const int int8_scheme = EnumAsInt(options->int8_scheme);
+    if (int8_scheme < REPRISE_INT8_PER_BLOCK || int8_scheme > REPRISE_INT8_SHADOW) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  "unknown int8 scheme " + std::to_string(int8_scheme) + " (0-2)", error);
+    }
     if (reuse < REPRISE_REUSE_NONE || reuse > REPRISE_REUSE_BLEND) {
       return Fail(REPRISE_INVALID_ARGUMENT,
                   "unknown reuse method " + std::to_string(reuse) + " (0-3)", error);
@@ -306,6 +315,10 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     o.store_admit_after = options->store_admit_after;
     o.token_selection = static_cast<reprise::TokenSelection>(selection);
     o.static_shapes = options->static_shapes != 0;
+    o.int8_scheme = static_cast<reprise::Int8Scheme>(int8_scheme);
+    o.outlier_fraction = options->outlier_fraction;
+    o.out_of_order_groups = options->out_of_order_groups;
+    o.out_of_order_window = options->out_of_order_window;
     reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
     if (!made.ok()) return Fail(made.error(), error);
     auto handle = std::make_unique<reprise_engine>();

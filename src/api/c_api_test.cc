@@ -108,6 +108,22 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
   EXPECT_NE(std::string(error).find("unknown token selection 42"), std::string::npos) << error;
   reprise_string_free(error);
   options_.token_selection = REPRISE_SELECT_DEVIATION;
+  EXPECT_EQ(options_.int8_scheme, REPRISE_INT8_PER_BLOCK);
+  EXPECT_EQ(options_.outlier_fraction, 0.01);
+  EXPECT_EQ(options_.out_of_order_groups, 0);
+  EXPECT_EQ(options_.out_of_order_window, 2);
+  std::memcpy(&options_.int8_scheme, &bad, sizeof(bad));
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, &error), REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("unknown int8 scheme 42"), std::string::npos) << error;
+  reprise_string_free(error);
+  options_.int8_scheme = REPRISE_INT8_SHADOW;
+  options_.outlier_fraction = 0.9;  // past 0.5
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
+  options_.outlier_fraction = 0.01;
+  options_.int8_scheme = REPRISE_INT8_PER_BLOCK;
+  options_.out_of_order_window = 0;
+  EXPECT_EQ(reprise_engine_create(&options_, &engine_, nullptr), REPRISE_INVALID_ARGUMENT);
+  options_.out_of_order_window = 2;
   EXPECT_EQ(options_.store_admit_after, 1);  // the default: every chunk written
   reprise::testing_support::TempDir dir;
   const std::string store = dir.path() + "/store";
@@ -141,7 +157,11 @@ static_assert(offsetof(reprise_engine_options, store_admit_after) >
               offsetof(reprise_engine_options, token_selection) >
                   offsetof(reprise_engine_options, store_admit_after) &&
               offsetof(reprise_engine_options, static_shapes) >
-                  offsetof(reprise_engine_options, token_selection));
+                  offsetof(reprise_engine_options, token_selection) &&
+              offsetof(reprise_engine_options, int8_scheme) >
+                  offsetof(reprise_engine_options, static_shapes) &&
+              offsetof(reprise_engine_options, out_of_order_window) >
+                  offsetof(reprise_engine_options, int8_scheme));
 static_assert(offsetof(reprise_request, documents) > offsetof(reprise_request, cancel) &&
               offsetof(reprise_request, max_prompt_tokens) > offsetof(reprise_request, skills) &&
               offsetof(reprise_request, keep_kv) > offsetof(reprise_request, max_prompt_tokens));
@@ -316,6 +336,9 @@ TEST_F(CApiTest, StoreAdministrationWithoutAModel) {
   options_.token_selection = REPRISE_SELECT_ATTENTION_DEVIATION;
   EXPECT_EQ(options_.static_shapes, 0);
   options_.static_shapes = 1;
+  // And the NPU-style techniques: static INT8 with shadow outliers, out-of-order prefill.
+  options_.int8_scheme = REPRISE_INT8_SHADOW;
+  options_.out_of_order_groups = 2;
   Create();
   reprise_request request;
   reprise_request_init(&request);
