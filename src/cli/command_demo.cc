@@ -52,8 +52,9 @@ constexpr int kDocuments = 4;
 // The demo's prompts stay within this many tokens even when a model allows more.
 constexpr int kMaxDemoContext = 2048;
 
-// data/demo of the checkout the program was built in (found from /proc/self/exe upwards),
-// else ./data/demo; nullopt when neither holds the kit.
+// data/demo above the program (found from /proc/self/exe upwards: a build folder inside the
+// checkout), else that of the checkout it was built from (a build folder elsewhere), else
+// ./data/demo; nullopt when none holds the kit.
 std::optional<std::string> FindDemoKit() {
   auto holds_kit = [](const fs::path& dir) {
     std::error_code ec;
@@ -67,6 +68,12 @@ std::optional<std::string> FindDemoKit() {
       if (holds_kit(dir / "data" / "demo")) return (dir / "data" / "demo").string();
     }
   }
+#ifdef REPRISE_BUILT_FROM
+  if (const fs::path built_from = fs::path(REPRISE_BUILT_FROM) / "data" / "demo";
+      holds_kit(built_from)) {
+    return built_from.string();
+  }
+#endif
   if (holds_kit("data/demo")) {
     const fs::path canonical = fs::weakly_canonical("data/demo", ec);
     return ec ? std::string("data/demo") : canonical.string();

@@ -91,17 +91,9 @@ TEST(KvPreparerTest, SlotsBecomeVisibleOnlyWhenTheCallerNeedsThemAndHoldThePlace
 }
 
 // A cache whose Find loses every chunk (evicted between planning and loading).
-class ForgetfulCache : public kv::MemoryChunkCache {
+class ForgetfulCache : public kv::testing_caches::OnFlashChunkCache {
  public:
-  ForgetfulCache() : kv::MemoryChunkCache(1 << 24) {}
   std::shared_ptr<const kv::ChunkEntry> Find(kv::ChunkId) override { return nullptr; }
-  std::shared_ptr<const kv::ChunkEntry> Peek(kv::ChunkId id) override {
-    auto entry = kv::MemoryChunkCache::Peek(id);
-    if (!entry) return nullptr;
-    auto skeleton = std::make_shared<kv::ChunkEntry>(*entry);
-    skeleton->kv = nullptr;  // as if on flash
-    return skeleton;
-  }
 };
 
 TEST(KvPreparerTest, ASourceThatFailsStopsItAndTheCallerIsTold) {
