@@ -195,17 +195,14 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
   if (const auto* op = std::get_if<MatMulOp>(&any_op)) {
     const kernels::PackedMatrix& w = *op->matrix;
     kernels::MatMulInput input;
-    if (kernels::UsesQuantizedActivations(w.format)) {
+    if (kernels::UsesQuantizedActivations(w.format) ||
+        kernels::UsesStaticInt8Activations(w.format)) {
       input.q8 = ctx.buffer(op->in);
       input.q8_stride = op->in_row_bytes;
+      input.static_scale = op->activation_scale;  // read by kI8x8 only
     } else {
       input.f32 = As<float>(ctx.buffer(op->in));
       input.f32_stride = op->in_row_bytes / static_cast<int64_t>(sizeof(float));
-    }
-    if (kernels::UsesStaticInt8Activations(w.format)) {
-      input.q8 = ctx.buffer(op->in);
-      input.q8_stride = op->in_row_bytes;
-      input.static_scale = op->activation_scale;
     }
     const kernels::MatMulOutput output{As<float>(ctx.buffer(op->out)) + op->out_column,
                                        op->out_stride, op->accumulate};
@@ -257,7 +254,6 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
             std::max(absmax[static_cast<size_t>(c)], std::fabs(in[m * op->dim + c]));
       }
     }
-    if (op->point == 0) stats.rows += valid;
     return;
   }
   if (const auto* op = std::get_if<RmsNormOp>(&any_op)) {

@@ -32,7 +32,6 @@ struct OpTimes {
 // largest |value| seen in each channel, over every valid row of every run.
 struct ActivationStats {
   std::vector<std::vector<float>> channel_absmax;  // [point][channel]
-  int64_t rows = 0;  // valid rows observed (counted once per run at point 0)
 };
 
 class Executor {

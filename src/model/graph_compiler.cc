@@ -56,16 +56,20 @@ class LayerEmitter {
       f32 |= NeedsF32(m);
     }
     if (q8) a.q8 = b_.NewBuffer(name + ".q8", rows * kernels::QuantizedRowBytes(dim));
-    if (i8) {
-      a.quant = quant;
-      a.i8 = b_.NewBuffer(name + ".i8", rows * dim);
-      if (!quant->outliers.empty()) {
-        a.outliers = b_.NewBuffer(name + ".outliers",
-                                  F(rows * static_cast<int64_t>(quant->outliers.size())));
-      }
-    }
+    if (i8) AddStaticInt8Buffers(name, rows, *quant, a);
     if (f32 || i8 || Observed(a)) a.f32 = b_.NewBuffer(name, F(rows * dim));
     return a;
+  }
+
+  // The int8 rows of a statically quantized activation, and its outlier channels' floats.
+  void AddStaticInt8Buffers(const std::string& name, int rows, const ActivationQuant& quant,
+                            Activation& a) {
+    a.quant = &quant;
+    a.i8 = b_.NewBuffer(name + ".i8", rows * a.dim);
+    if (!quant.outliers.empty()) {
+      a.outliers =
+          b_.NewBuffer(name + ".outliers", F(rows * static_cast<int64_t>(quant.outliers.size())));
+    }
   }
 
   // After the float rows of `a` are written: the static quantization and the calibration
@@ -151,13 +155,7 @@ class LayerEmitter {
       b_.Add(graph::QuantizeOp{attn, attn_out.q8, q_dim, kernels::QuantizedRowBytes(q_dim)});
     }
     if (NeedsI8(lw.output.get())) {
-      const ActivationQuant& quant = lw.quant(ActivationPoint::kAttnOut);
-      attn_out.quant = &quant;
-      attn_out.i8 = b_.NewBuffer(p + "attn.i8", capacity_ * q_dim);
-      if (!quant.outliers.empty()) {
-        attn_out.outliers = b_.NewBuffer(
-            p + "attn.outliers", F(capacity_ * static_cast<int64_t>(quant.outliers.size())));
-      }
+      AddStaticInt8Buffers(p + "attn", capacity_, lw.quant(ActivationPoint::kAttnOut), attn_out);
     }
     FromFloat(attn_out);
     MatMul(*lw.output, attn_out, x, dim, 0, true);
