@@ -1,6 +1,7 @@
 // Attention over an f16 KV cache: decode (one query, all heads) at several context lengths,
-// and a causal prefill chunk, on smollm2 heads (9 over 3 kv heads, head_dim 64) and qwen3
-// heads (16 over 8, head_dim 128). One thread; callers split heads / queries over threads.
+// and a causal prefill chunk (at the end of a 512-, 2048- and 8192-token context), on smollm2 heads
+// (9 over 3 kv heads, head_dim 64) and qwen3 heads (16 over 8, head_dim 128). One thread; callers
+// split heads / queries over threads.
 //
 // Counters: GFLOPs = 4 * visible (query, slot) pairs * heads * head_dim / time (QK and PV,
 // two operations per multiply-add); x_scalar = scalar time / this time, in the same run.
@@ -96,6 +97,7 @@ BENCHMARK(BM_Attention)
     ->Args({16, 8, 128, 4096, 1})
     ->Args({9, 3, 64, 512, 128})
     ->Args({16, 8, 128, 2048, 128})
+    ->Args({9, 3, 64, 8192, 64})
     ->UseRealTime();
 
 }  // namespace

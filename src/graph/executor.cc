@@ -13,8 +13,10 @@
 namespace reprise::graph {
 namespace {
 
-// Queries per attention work item: enough to share each K/V tile among several queries.
-constexpr int64_t kAttentionQueryBlock = 16;
+// (query, query head) rows per attention work item: the x86 kernels share each K/V tile
+// among the rows of a block of up to 64; at least 16 queries per item.
+constexpr int64_t kAttentionRowsPerItem = 64;
+constexpr int64_t kAttentionMinQueriesPerItem = 16;
 
 template <typename T>
 T* As(uint8_t* p) {
@@ -372,16 +374,21 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       });
       return;
     }
-    const int64_t blocks = (rows + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
+    const int64_t queries_per_item =
+        std::max(kAttentionMinQueriesPerItem, kAttentionRowsPerItem / group);
+    const int64_t blocks = (rows + queries_per_item - 1) / queries_per_item;
     // Work items (query block, kv head); a kv head's query heads stay together so that its
-    // K/V rows are read once per block.
+    // K/V rows are read once per block. A causal block's cost grows with its position, and
+    // the pool gives each thread a contiguous range of items: blocks go in the order first,
+    // last, second, second to last, ... so that every range mixes cheap and dear ones.
     const int64_t items = blocks * op->num_kv_heads;
     pool.ParallelFor(items, 1, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
-        const int64_t block = i / op->num_kv_heads;
+        const int64_t turn = i / op->num_kv_heads;
+        const int64_t block = turn % 2 == 0 ? turn / 2 : blocks - 1 - turn / 2;
         const int64_t kv_head = i % op->num_kv_heads;
-        const int64_t q0 = block * kAttentionQueryBlock;
-        const int64_t q1 = std::min<int64_t>(rows, q0 + kAttentionQueryBlock);
+        const int64_t q0 = block * queries_per_item;
+        const int64_t q1 = std::min<int64_t>(rows, q0 + queries_per_item);
         k.attention(args, q0, q1, kv_head * group, (kv_head + 1) * group);
       }
     });

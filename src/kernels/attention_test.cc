@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/float16.h"
@@ -210,6 +212,39 @@ TEST(AttentionTest, EveryHeadWidthTheVectorLoopsSplit) {
       p.query_positions[i] = static_cast<int32_t>(40 + 8 * i);
     }
     CheckAll(p, "head_dim " + std::to_string(head_dim));
+  }
+}
+
+// A query's output is bit-identical whichever other queries share its call (what prefix
+// reuse and a prompt prefilled in several calls rely on): all 45 queries at once, one by one,
+// and in uneven ranges, on smollm2's heads (3 per kv head, so blocks of rows cut queries'
+// heads differently) and on a wide group (20 heads over one kv head).
+TEST(AttentionTest, AQueryDoesNotDependOnTheQueriesComputedWithIt) {
+  for (const auto& [num_heads, num_kv_heads] : {std::pair<int64_t, int64_t>{9, 3}, {20, 1}}) {
+    Problem p = MakeProblem(11, 45, num_heads, num_kv_heads, 64, 170);
+    for (int64_t i = 0; i < p.num_queries; ++i) {
+      p.query_positions[i] = static_cast<int32_t>(125 + i);
+    }
+    p.query_positions[7] = -1;  // padding in the middle
+    const size_t size = static_cast<size_t>(p.num_queries * p.num_heads * p.head_dim);
+    for (const KernelSet* set : AllSets()) {
+      std::vector<float> all(size, kSentinel);
+      set->attention(p.Args(all.data()), 0, p.num_queries, 0, p.num_heads);
+      std::vector<float> one_by_one(size, kSentinel);
+      for (int64_t i = 0; i < p.num_queries; ++i) {
+        set->attention(p.Args(one_by_one.data()), i, i + 1, 0, p.num_heads);
+      }
+      std::vector<float> ranges(size, kSentinel);
+      for (const auto& [begin, end] :
+           {std::pair<int64_t, int64_t>{0, 5}, {5, 6}, {6, 29}, {29, 45}}) {
+        set->attention(p.Args(ranges.data()), begin, end, 0, p.num_heads);
+      }
+      EXPECT_EQ(0, std::memcmp(all.data(), one_by_one.data(), size * sizeof(float)))
+          << set->name << " " << num_heads << " heads: one query per call";
+      EXPECT_EQ(0, std::memcmp(all.data(), ranges.data(), size * sizeof(float)))
+          << set->name << " " << num_heads << " heads: uneven ranges";
+    }
+    CheckAll(p, std::to_string(num_heads) + " heads");
   }
 }
 
