@@ -83,6 +83,8 @@ void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end
 namespace neon {
 void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
             int64_t m_end, int64_t n_begin, int64_t n_end);
+void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
+               int64_t head_begin, int64_t head_end);
 PeakLoop Int8PeakLoop();
 PeakLoop Float32PeakLoop();
 }  // namespace neon

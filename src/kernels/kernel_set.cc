@@ -78,6 +78,7 @@ KernelSet MakeNeonDotSet() {
   KernelSet set = MakeScalarSet();
   set.name = "neon-dotprod";
   set.matmul = neon::MatMul;
+  set.attention = neon::Attention;
   set.int8_peak = neon::Int8PeakLoop();
   set.float_peak = neon::Float32PeakLoop();
   return set;
