@@ -9,6 +9,7 @@
 
 #include "kernels/attention_tiles.h"
 #include "kernels/kernel_impl.h"
+#include "kernels/neon_math.h"
 
 namespace reprise::kernels::neon {
 namespace {
@@ -35,27 +36,8 @@ struct Neon {
   static REPRISE_ALWAYS_INLINE F Max(F a, F b) { return vmaxq_f32(a, b); }
   static REPRISE_ALWAYS_INLINE float ReduceMax(F x) { return vmaxvq_f32(x); }
   static REPRISE_ALWAYS_INLINE float ReduceAdd(F x) { return vaddvq_f32(x); }
-  // e^x as the x86 kernels compute it: x = n ln2 + r, |r| <= ln2 / 2, e^r by its degree-7
-  // Taylor polynomial, 2^n in the exponent field; 0 below -87.33 (and for -inf).
-  static REPRISE_ALWAYS_INLINE F Exp(F x) {
-    const F min = vdupq_n_f32(-87.33f);
-    const uint32x4_t underflow = vcltq_f32(x, min);
-    x = vminq_f32(vmaxq_f32(x, min), vdupq_n_f32(88.0f));
-    const F n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-    F r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-    F p = vdupq_n_f32(1.0f / 5040.0f);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 720.0f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
-    const int32x4_t bits = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-    const F result = vmulq_f32(p, vreinterpretq_f32_s32(bits));
-    return vbslq_f32(underflow, vdupq_n_f32(0.0f), result);
-  }
+  // e^x as the x86 kernels compute it (neon_math.h).
+  static REPRISE_ALWAYS_INLINE F Exp(F x) { return neon::Exp(x); }
   // -inf where the slot is hidden from a query at `position`: visible iff
   // 0 <= slot position <= position.
   static REPRISE_ALWAYS_INLINE F Mask(F score, const int32_t* slot_positions, int32_t position) {

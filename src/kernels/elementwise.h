@@ -2,9 +2,9 @@
 // for the next matmul), RoPE, SwiGLU, softmax, residual add, f32 <-> f16 rows; and the RoPE
 // table builder.
 //
-// Each kernel works on one row (one token's vector) and is written twice, scalar and AVX2,
-// behind the function pointers of kernel_set.h. Inputs and outputs may alias exactly
-// (in place) where a comment says so, never partially.
+// Each kernel works on one row (one token's vector) and is written as a scalar reference and
+// in AVX2 and NEON, behind the function pointers of kernel_set.h. Inputs and outputs may alias
+// exactly (in place) where a comment says so, never partially.
 #pragma once
 
 #include <cstdint>

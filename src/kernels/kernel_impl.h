@@ -78,11 +78,21 @@ void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end
                int64_t head_begin, int64_t head_end);
 }  // namespace avx512
 
-// AArch64, compiled with -march=armv8.2-a+dotprod; only NeonDotKernels() hands it out. The
-// other kernels of that set are the scalar ones.
+// AArch64, compiled with -march=armv8.2-a+dotprod; only NeonDotKernels() hands it out.
 namespace neon {
 void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
             int64_t m_end, int64_t n_begin, int64_t n_end);
+void QuantizeRow(const float* x, int64_t k, uint8_t* dst);
+void StaticQuantizeRow(const float* x, int64_t k, float inv_scale, int8_t* dst);
+void RmsNorm(const float* x, const float* weight, int64_t k, float eps, float* out);
+void RmsNormQuantize(const float* x, const float* weight, int64_t k, float eps, uint8_t* dst);
+void Rope(float* x, int64_t num_heads, int64_t head_stride, int64_t rot_dim, const float* cos,
+          const float* sin, RopeStyle style);
+void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+void Softmax(float* x, int64_t n);
+void Add(const float* a, const float* b, int64_t n, float* out);
+void F32ToF16Row(const float* x, int64_t n, uint16_t* out);
+void F16ToF32Row(const uint16_t* x, int64_t n, float* out);
 void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end,
                int64_t head_begin, int64_t head_end);
 PeakLoop Int8PeakLoop();

@@ -75,9 +75,19 @@ KernelSet MakeAvx512VnniSet() {
 #if defined(__aarch64__)
 
 KernelSet MakeNeonDotSet() {
-  KernelSet set = MakeScalarSet();
+  KernelSet set;
   set.name = "neon-dotprod";
   set.matmul = neon::MatMul;
+  set.quantize_row = neon::QuantizeRow;
+  set.static_quantize_row = neon::StaticQuantizeRow;
+  set.rms_norm = neon::RmsNorm;
+  set.rms_norm_quantize = neon::RmsNormQuantize;
+  set.rope = neon::Rope;
+  set.silu_mul = neon::SiluMul;
+  set.softmax = neon::Softmax;
+  set.add = neon::Add;
+  set.f32_to_f16 = neon::F32ToF16Row;
+  set.f16_to_f32 = neon::F16ToF32Row;
   set.attention = neon::Attention;
   set.int8_peak = neon::Int8PeakLoop();
   set.float_peak = neon::Float32PeakLoop();

@@ -1,10 +1,11 @@
 // KernelSet: the table of compute kernels the graph runtime calls, chosen once at run time.
 //
-// Every kernel exists as a portable scalar reference and, where it pays, an AVX2+FMA+F16C
-// version compiled in its own translation units (-mavx2 -mfma -mf16c) and reached only
-// through this table after CPU detection (base/cpu_features.h). Both tables have the same
-// entries with the same contracts (see matmul.h, elementwise.h, attention.h), so tests run
-// every SIMD kernel against its scalar twin, and a caller can force the scalar set.
+// Every kernel exists as a portable scalar reference and, where it pays, SIMD versions
+// (AVX2 + FMA + F16C, AVX-VNNI, AVX-512 VNNI, NEON DotProd) compiled in their own translation
+// units with their own flags and reached only through this table after CPU detection
+// (base/cpu_features.h). All tables have the same entries with the same contracts (see
+// matmul.h, elementwise.h, attention.h), so tests run every SIMD kernel against its scalar
+// twin, and a caller can force the scalar set.
 //
 // Kernels never allocate, do I/O or start threads; callers pass buffers and split work into
 // ranges (ThreadPool::ParallelFor).
@@ -53,9 +54,9 @@ const KernelSet* AvxVnniKernels();
 // since Ice Lake, AMD since Zen 4), or null when this CPU (or OS) cannot run them.
 const KernelSet* Avx512VnniKernels();
 
-// AArch64 (phones, ARM laptops): the block-format and float matmuls in NEON, the int8 dot
-// products with sdot (Armv8.2-A DotProd); the other kernels scalar. Null when the CPU lacks
-// DotProd, or on other architectures.
+// AArch64 (phones, ARM laptops): every kernel in NEON — the block-format and float matmuls
+// with the int8 dot products in sdot (Armv8.2-A DotProd), the attention and the row kernels
+// on 128-bit vectors. Null when the CPU lacks DotProd, or on other architectures.
 const KernelSet* NeonDotKernels();
 
 // The fastest set this CPU runs: Avx512VnniKernels(), else AvxVnniKernels(), else
