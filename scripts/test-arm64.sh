@@ -43,7 +43,7 @@ qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
 # Under emulation the thread pool's spinning workers crawl and gtest's death tests hang: those
 # run in the native build only.
 kernels_filter='*:-MatMulTest.ThreadPoolSplitsGiveIdenticalResults'
-echo "== Kernel tests under qemu, a CPU with DotProd: the NEON set, bit for bit against scalar"
+echo "== Kernel tests under qemu, a CPU with DotProd: the NEON set against scalar"
 REPRISE_EXPECT_KERNELS=neon-dotprod "${qemu[@]}" "$build/src/kernels/reprise_kernels_test" \
   --gtest_brief=1 --gtest_filter="$kernels_filter"
 "${qemu[@]}" "$build/src/base/reprise_base_test" --gtest_brief=1 \
