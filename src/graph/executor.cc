@@ -13,8 +13,8 @@
 namespace reprise::graph {
 namespace {
 
-// (query, query head) rows per attention work item: the x86 kernels share each K/V tile
-// among the rows of a block of up to 64; at least 16 queries per item.
+// (query, query head) rows per attention work item: the SIMD kernels (attention_tiles.h)
+// share each K/V tile among the rows of a block of up to 64; at least 16 queries per item.
 constexpr int64_t kAttentionRowsPerItem = 64;
 constexpr int64_t kAttentionMinQueriesPerItem = 16;
 

@@ -32,7 +32,6 @@
 #pragma once
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>

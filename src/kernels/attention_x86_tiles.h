@@ -138,28 +138,7 @@ struct Zmm : X86Tiles {
     const __m256 s = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
     return avx2::HorizontalSum(s);
   }
-  // avx2::Exp on 16 lanes (same polynomial, same error bound).
-  static REPRISE_ALWAYS_INLINE F Exp(F x) {
-    const __m512 kMin = _mm512_set1_ps(-87.33f);
-    const __mmask16 underflow = _mm512_cmp_ps_mask(x, kMin, _CMP_LT_OQ);
-    x = _mm512_min_ps(_mm512_max_ps(x, kMin), _mm512_set1_ps(88.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i bits =
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    const __m512 result = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-    return _mm512_maskz_mov_ps(static_cast<__mmask16>(~underflow), result);
-  }
+  static REPRISE_ALWAYS_INLINE F Exp(F x) { return avx2::Exp512(x); }
   static REPRISE_ALWAYS_INLINE F Mask(F score, const int32_t* slot_positions, int32_t position) {
     const __m512i pos = _mm512_load_si512(slot_positions);
     const __mmask16 visible = _mm512_cmple_epi32_mask(pos, _mm512_set1_epi32(position)) &
