@@ -1,4 +1,4 @@
-// The machine's peak for the matmuls' inner loops (tools/machine_peak.h), per kernel set this
+// The machine's peak for the matmuls' inner loops (kernels/machine_peak.h), per kernel set this
 // CPU runs and per thread count: int8 and float multiply-adds per second with each set's
 // instruction, and streaming memory reads. `reprise bench prefill` divides the matmuls'
 // achieved rate by the same figures for the set it runs.
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "kernels/kernel_set.h"
-#include "tools/machine_peak.h"
+#include "kernels/machine_peak.h"
 
-namespace reprise::tools {
+namespace reprise::kernels {
 namespace {
 
 constexpr int64_t kRounds = 1 << 20;
@@ -68,11 +68,11 @@ void RegisterAll() {
 }
 
 }  // namespace
-}  // namespace reprise::tools
+}  // namespace reprise::kernels
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  reprise::tools::RegisterAll();
+  reprise::kernels::RegisterAll();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

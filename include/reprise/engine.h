@@ -19,8 +19,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -100,8 +102,8 @@ struct EngineOptions {
   // (more tokens/s in all; a reply's tokens may differ in the last bits of their logits from
   // an unbatched run's). Off = each session decodes on its own.
   bool batch_decode = true;
-  // Use the plain float reference forward pass (slow; the oracle for tests). No reuse, one
-  // slot.
+  // Use the plain float reference forward pass (slow; the oracle for tests). No reuse;
+  // Generate runs on one slot, and each OpenSession session has a forward pass of its own.
   bool use_reference = false;
   // Worker threads for the compiled graphs; 0 = every core. Shared by every session.
   int num_threads = 0;
@@ -280,9 +282,29 @@ struct ModelInfo {
   int context_length = 0;    // trained context, tokens
   int vocab_size = 0;
   int num_layers = 0;
+  // The file. Counts are 64-bit: a file may declare more than 2^31 of anything.
+  uint64_t file_bytes = 0;
+  uint32_t gguf_version = 0;
+  uint64_t num_metadata = 0;  // metadata keys
+  uint64_t num_tensors = 0;
+  uint64_t num_parameters = 0;                   // elements of every tensor
+  std::map<std::string, uint64_t> tensor_types;  // "q8_0" -> 210
+  std::string config_summary;                    // the hyper-parameters in one line
+  std::string tokenizer;                         // "SPM (llama)", "BPE (gpt2, pre qwen2)"
+  uint64_t tokenizer_tokens = 0;                 // its vocabulary's entries
+  std::string chat_format;                       // how chat prompts are formatted for it
+  // Why the model cannot run here (InspectModelFile only; empty when it can): its
+  // hyper-parameters or architecture, its tokenizer.
+  std::string config_error;
+  std::string tokenizer_error;
 };
 // Errors: those of loading the model (NotFound, Corrupt, Unimplemented, ...).
 Result<ModelInfo> ReadModelInfo(const std::string& path);
+// As ReadModelInfo for any well-formed GGUF file: a file that parses but cannot run here (an
+// unknown architecture, a missing tokenizer) still gets its info, with the reasons in
+// config_error / tokenizer_error (vocab_size etc. then 0). Errors: NotFound, IoError, Corrupt
+// (the GGUF container itself is malformed).
+Result<ModelInfo> InspectModelFile(const std::string& path);
 
 // The engine's counters at one moment (for a server's metrics).
 struct EngineStats {
@@ -299,6 +321,35 @@ struct EngineStats {
   // they carried (steps / calls = the mean batch size). 0 without batching.
   int64_t decode_batch_calls = 0;
   int64_t decode_batch_steps = 0;
+  // Memory of the compiled model's packed weights, beside the mapped model file (0 for the
+  // reference backend).
+  int64_t weights_bytes = 0;
+};
+
+// Where one Session::Evaluate call's graph time went (its `profile`): every op of the compiled
+// graphs timed (which slows the call a little). The reference backend fills nothing.
+struct OpProfile {
+  double matmul_ms = 0;
+  double attention_ms = 0;
+  double other_ms = 0;     // norms, RoPE, SwiGLU, KV stores, quantizing activations, ...
+  double matmul_macs = 0;  // multiply-adds the matmuls did
+  // The part of the matmul figures whose products are int8 (the quantized weight formats);
+  // the rest multiply floats.
+  double matmul_int8_ms = 0;
+  double matmul_int8_macs = 0;
+};
+
+// The machine's peak for the matmuls' inner loops with the kernels the engine runs, on its
+// threads (Engine::MeasureMachinePeak): the ceiling to hold OpProfile's rates against.
+struct MachinePeak {
+  std::string
+      kernels;  // the kernel set: "avx2", "avx-vnni", "avx512-vnni", "neon-dotprod", "scalar"
+  int threads = 0;
+  std::string int8_instruction;      // the int8 multiply-add the set's matmuls use
+  double int8_gmacs_per_second = 0;  // all threads together, / 1e9
+  std::string float_instruction;
+  double float_gmacs_per_second = 0;
+  double read_gb_per_second = 0;  // streaming reads of a buffer far larger than the caches
 };
 
 class Engine;
@@ -312,8 +363,25 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // As Engine::Generate, on this session.
+  // As Engine::Generate, on this session. Each call starts a new sequence.
   Result<GenerateResult> Generate(const GenerateRequest& request, const TextCallback& on_text = {});
+
+  // Token-level use (as llama.h's llama_decode), for an app's own sampling, scoring or
+  // benchmarks: runs `tokens` at the next positions of this session's sequence (after a
+  // Generate, its prompt and reply; after Truncate(0), from the start: a BOS token is not
+  // added) and returns the logits after the last one ([vocab_size()]; valid until this
+  // session's next call). No reuse: the chunk cache is neither read nor added to. With
+  // `profile`, the graphs' ops are timed into it (added to what it holds). Errors:
+  // InvalidArgument (no tokens, a token id outside the vocabulary, more tokens than the
+  // context has room for), with the sequence unchanged.
+  Result<std::span<const float>> Evaluate(std::span<const int32_t> tokens,
+                                          OpProfile* profile = nullptr);
+  // Tokens in this session's sequence.
+  int num_tokens() const;
+  // Drops the sequence's tokens from `num_tokens` on (0 empties it). Errors: InvalidArgument
+  // when `num_tokens` is negative or beyond the sequence.
+  Status Truncate(int num_tokens);
+
   const std::string& name_space() const { return name_space_; }
   ReuseMethod reuse() const { return reuse_method_; }
 
@@ -337,8 +405,9 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // A session of one's own (see Session). Errors: InvalidArgument (a namespace name that is
-  // empty, over 128 bytes, not UTF-8 or with control characters), ResourceExhausted.
+  // A session of one's own (see Session); with EngineOptions::use_reference, a float forward
+  // pass of its own. Errors: InvalidArgument (a namespace name that is empty, over 128 bytes,
+  // not UTF-8 or with control characters), ResourceExhausted.
   Result<std::unique_ptr<Session>> OpenSession(const SessionOptions& options = {});
 
   // Tokenizes `text`; with `parse_special`, texts of special tokens become those tokens.
@@ -353,9 +422,21 @@ class Engine {
 
   // One line describing the model and the backend.
   std::string Describe() const;
+  // The backend in a few words: the compiled graphs with their kernels, prefill capacity and
+  // threads ("cpu-graphs/avx2, prefill 128, 2 threads"), or "reference" (the float forward
+  // pass of EngineOptions::use_reference).
+  const std::string& backend_name() const { return backend_name_; }
+  // Threads the compiled graphs run on (1 for the reference backend).
+  int num_threads() const;
+  // Measures the machine's peak (MachinePeak) with the kernels the graphs run, on their
+  // threads: about 6 x `seconds` of busy loops plus streaming reads of a 256 MiB buffer. Run it
+  // while nothing else computes.
+  MachinePeak MeasureMachinePeak(double seconds = 0.1) const;
   // One line about the KV store (chunks, bytes, hits), or "" without one.
   std::string DescribeStore() const;
   int context_tokens() const { return context_tokens_; }
+  // Bytes of KV cache one token of a session's sequence holds (K and V of every layer, f16).
+  int64_t kv_bytes_per_token() const;
   // Entries of the model's vocabulary (the length of GenerateResult::first_token_logits).
   int vocab_size() const;
   // Waits until the store has persisted every chunk so far (no-op without a store).
@@ -376,6 +457,7 @@ class Engine {
   EngineOptions options_;
   int context_tokens_ = 0;
   std::string description_;
+  std::string backend_name_;
   std::unique_ptr<engine::LoadedModel> model_;
   std::shared_ptr<const engine::CompiledModel> compiled_;
   std::unique_ptr<store::ChunkStore> store_;

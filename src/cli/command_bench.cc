@@ -134,7 +134,8 @@ class BenchCommand : public Command {
     }
     ProgressBar progress(ProgressBar::ForStderr(json_));
     options_.progress = progress.Callback();
-    options_.pack.static_int8 = engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
+    options_.int8_scheme = int8_.scheme();
+    options_.outlier_fraction = int8_.outlier_fraction;
     options_.out_of_order_groups = out_of_order_.groups;
     options_.out_of_order_window = out_of_order_.window;
     {

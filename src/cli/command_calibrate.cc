@@ -11,9 +11,8 @@
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
 #include "engine/activation_calibration.h"
-#include "engine/guard_calibration.h"
 #include "engine/sample_text.h"
-#include "tools/calibrator.h"
+#include "reprise/calibration.h"
 #include "workload/named_workload.h"
 
 namespace reprise::cli {
@@ -52,27 +51,36 @@ class CalibrateCommand : public Command {
                     "--activations: the shadow scheme's share of float channels, for the table")
         ->default_val(0.01)
         ->check(FiniteIn(0.0, 0.5));
-    sub->add_option("--guard-margin", guard_.margin,
+    sub->add_option("--guard-margin", options_.guard_margin,
                     "Quality guard threshold = this x the 99th percentile of honest reuse's "
                     "deviation (lower: more fallbacks to full prefill, better quality)")
-        ->default_val(engine::GuardCalibrationOptions{}.margin)
+        ->default_val(CalibrateOptions{}.guard_margin)
         ->check(FiniteIn(1.0, 1e6));
     return sub;
   }
 
   int Run() override {
-    Result<std::unique_ptr<engine::LoadedModel>> model = engine::LoadedModel::Load(model_path_);
-    if (!model.ok()) return PrintError("calibrate", model.error());
-    if (activations_) return RunActivations(**model);
+    if (activations_) {
+      Result<std::unique_ptr<engine::LoadedModel>> model = engine::LoadedModel::Load(model_path_);
+      if (!model.ok()) return PrintError("calibrate", model.error());
+      return RunActivations(**model);
+    }
     if (!workload_.empty()) {
-      Status status = LengthsFromWorkload(**model);
+      Status status = LengthsFromWorkload();
       if (!status.ok()) return PrintError("calibrate", status);
     }
+    Result<std::string> cache_dir = FindCacheDir();
+    if (!cache_dir.ok()) return PrintError("calibrate", cache_dir.error());
+    options_.model_path = model_path_;
+    options_.calibration_dir = *cache_dir;
     std::fprintf(stderr, "profiling capacities 32..%d (this takes a while)\n",
                  options_.max_capacity);
     ProgressBar progress(ProgressBar::ForStderr(/*json=*/false));
-    options_.progress = progress.Callback();
-    Result<engine::Calibration> c = tools::Calibrate(**model, options_);
+    const ProgressCallback bar = progress.Callback();
+    options_.on_progress = [&bar](int64_t done, int64_t total) {
+      ReportProgress(bar, "profiling", done, total, "capacities");
+    };
+    Result<CalibrationReport> c = CalibrateModel(options_);
     progress.Finish();
     if (!c.ok()) return PrintError("calibrate", c.error());
     std::printf("model %s\nmachine %s\n\n%9s %14s %16s\n", model_path_.c_str(), c->machine.c_str(),
@@ -80,33 +88,14 @@ class CalibrateCommand : public Command {
     for (const auto& [capacity, t] : c->prefill_ms) {
       std::printf("%9d %14.2f %16.2f\n", capacity, t, c->recompute_ms.at(capacity));
     }
-    const int threads =
-        options_.num_threads > 0 ? options_.num_threads : GetThreadsFromMachine(c->machine);
-    Result<std::string> cache_dir = FindCacheDir();
-    if (!cache_dir.ok()) return PrintError("calibrate", cache_dir.error());
-    const std::string path = engine::CalibrationPath(*cache_dir, (*model)->fingerprint(), threads);
-    Status saved = engine::SaveCalibration(*c, path);
-    if (!saved.ok()) return PrintError("calibrate", saved);
     std::printf("\nchosen: prefill capacity Lp = %d, recompute capacity Ls = %d\nsaved %s\n",
-                c->prefill_capacity, c->recompute_capacity, path.c_str());
-    // The quality guard's threshold (engine/guard_calibration.h), with the chosen graphs.
-    engine::ReuseOptions reuse;
-    reuse.num_threads = options_.num_threads;
-    reuse.recompute_ratio = options_.recompute_ratio;
-    reuse.prefill_capacity = c->prefill_capacity;
-    reuse.recompute_capacity = c->recompute_capacity;
-    reuse.context_tokens = std::min((*model)->config().context_length, 4096);
-    Result<engine::GuardCalibration> guard = engine::CalibrateGuard(**model, reuse, guard_);
-    if (!guard.ok()) return PrintError("calibrate", guard.error());
-    const std::string guard_path =
-        engine::GuardCalibrationPath(*cache_dir, (*model)->fingerprint());
-    saved = engine::SaveGuardCalibration(*guard, guard_path);
-    if (!saved.ok()) return PrintError("calibrate", saved);
+                c->prefill_capacity, c->recompute_capacity, c->capacities_path.c_str());
     std::printf(
-        "\nquality guard: residual deviation of honest reuse over %zu recompute calls: p50 %.3g, "
+        "\nquality guard: residual deviation of honest reuse over %lld recompute calls: p50 %.3g, "
         "p90 %.3g, p99 %.3g, max %.3g\nthreshold %.3g (%.3g x p%.0f), on by default\nsaved %s\n",
-        guard->residuals.size(), guard->p50, guard->p90, guard->p99, guard->max, guard->threshold,
-        guard->margin, guard->quantile * 100, guard_path.c_str());
+        static_cast<long long>(c->guard_samples), c->guard_p50, c->guard_p90, c->guard_p99,
+        c->guard_max, c->guard_threshold, c->guard_margin, c->guard_quantile * 100,
+        c->guard_path.c_str());
     return kExitOk;
   }
 
@@ -134,19 +123,15 @@ class CalibrateCommand : public Command {
     return kExitOk;
   }
 
-  static int GetThreadsFromMachine(const std::string& machine) {
-    // "..., N threads"
-    const size_t comma = machine.rfind(", ");
-    return comma == std::string::npos ? 1 : std::atoi(machine.c_str() + comma + 2);
-  }
-
-  Status LengthsFromWorkload(const engine::LoadedModel& model) {
+  Status LengthsFromWorkload() {
     if (data_dir_.empty()) {
       std::optional<std::string> found = FindSharedDataDir();
       if (!found) return NotFoundError("no shared data folder (give --data)");
       data_dir_ = *found;
     }
-    const tokenizer::Tokenizer& tok = model.tokenizer();
+    REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<engine::LoadedModel> model,
+                             engine::LoadedModel::Load(model_path_));
+    const tokenizer::Tokenizer& tok = model->tokenizer();
     workload::WorkloadOptions wl;
     wl.data_dir = data_dir_;
     wl.num_queries = 50;
@@ -171,8 +156,7 @@ class CalibrateCommand : public Command {
   bool activations_ = false;
   int64_t activation_tokens_ = 512;
   double outlier_fraction_ = 0.01;
-  tools::CalibrationOptions options_;
-  engine::GuardCalibrationOptions guard_;
+  CalibrateOptions options_;
 };
 
 }  // namespace

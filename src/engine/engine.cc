@@ -20,6 +20,8 @@
 #include "engine/request_segments.h"
 #include "engine/reuse_session.h"
 #include "engine/store_settings.h"
+#include "graph/executor.h"
+#include "kernels/machine_peak.h"
 #include "kv/memory_chunk_cache.h"
 #include "store/namespace_name.h"
 #include "tokenizer/chat_template.h"
@@ -109,6 +111,55 @@ Result<GenerateResult> Session::Generate(const GenerateRequest& request,
   return engine_->Run(*this, request, on_text);
 }
 
+// The backend this session computes on: the compiled graphs of its reuse session, or its own
+// reference forward pass.
+static engine::InferenceBackend& BackendOf(engine::ReuseSession* reuse,
+                                           engine::InferenceBackend* reference) {
+  return reuse != nullptr ? static_cast<engine::InferenceBackend&>(reuse->backend()) : *reference;
+}
+
+Result<std::span<const float>> Session::Evaluate(std::span<const int32_t> tokens,
+                                                 OpProfile* profile) {
+  engine::InferenceBackend& backend = BackendOf(reuse_.get(), reference_.get());
+  if (tokens.empty()) return InvalidArgumentError("no tokens to evaluate");
+  const int vocab = engine_->vocab_size();
+  for (const int32_t t : tokens) {
+    if (t < 0 || t >= vocab) {
+      return InvalidArgumentError("token id " + std::to_string(t) + " is outside the " +
+                                  std::to_string(vocab) + "-token vocabulary");
+    }
+  }
+  if (backend.num_tokens() + static_cast<int64_t>(tokens.size()) > backend.capacity_tokens()) {
+    return InvalidArgumentError(std::to_string(tokens.size()) + " more tokens do not fit in the " +
+                                std::to_string(backend.capacity_tokens()) + "-token context (" +
+                                std::to_string(backend.num_tokens()) + " used)");
+  }
+  if (profile == nullptr || reuse_ == nullptr) return backend.Append(tokens);
+  graph::OpTimes times;
+  reuse_->backend().set_op_times(&times);
+  Result<std::span<const float>> logits = backend.Append(tokens);
+  reuse_->backend().set_op_times(nullptr);
+  profile->matmul_ms += times.matmul_ms;
+  profile->attention_ms += times.attention_ms;
+  profile->other_ms += times.other_ms;
+  profile->matmul_macs += times.matmul_macs;
+  profile->matmul_int8_ms += times.matmul_int8_ms;
+  profile->matmul_int8_macs += times.matmul_int8_macs;
+  return logits;
+}
+
+int Session::num_tokens() const { return BackendOf(reuse_.get(), reference_.get()).num_tokens(); }
+
+Status Session::Truncate(int num_tokens) {
+  engine::InferenceBackend& backend = BackendOf(reuse_.get(), reference_.get());
+  if (num_tokens < 0 || num_tokens > backend.num_tokens()) {
+    return InvalidArgumentError("cannot truncate a " + std::to_string(backend.num_tokens()) +
+                                "-token sequence to " + std::to_string(num_tokens) + " tokens");
+  }
+  backend.Truncate(num_tokens);
+  return Status::Ok();
+}
+
 Engine::Engine() : shared_(std::make_unique<Shared>()) {}
 Engine::~Engine() {
   // Sessions first (they use the caches), then the caches (views of the store), the store.
@@ -195,6 +246,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   }
   // The first slot now: it compiles the graphs and checks the options.
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Session> first, engine->NewSession(options.name_space));
+  engine->backend_name_ = BackendOf(first->reuse_.get(), first->reference_.get()).name();
   if (first->reference_) {
     engine->description_ = engine->model_->config().Summary() + "; backend " +
                            first->reference_->name() + ", context " +
@@ -267,23 +319,7 @@ Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space,
 }
 
 Result<std::unique_ptr<Session>> Engine::OpenSession(const SessionOptions& options) {
-  if (options_.use_reference) {
-    return InvalidArgumentError("the reference backend runs one sequence: no sessions");
-  }
   return NewSession(options.name_space, options.reuse);
-}
-
-Result<ModelInfo> ReadModelInfo(const std::string& path) {
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<engine::LoadedModel> model,
-                           engine::LoadedModel::Load(path));
-  const model::ModelConfig& c = model->config();
-  ModelInfo info;
-  info.name = c.name;
-  info.architecture = std::string(model::ArchitectureName(c.arch));
-  info.context_length = c.context_length;
-  info.vocab_size = c.vocab_size;
-  info.num_layers = c.num_layers;
-  return info;
 }
 
 Status Engine::Flush() { return store_ ? store_->Flush() : Status::Ok(); }
@@ -448,12 +484,34 @@ int Engine::vocab_size() const { return model_->config().vocab_size; }
 
 std::string Engine::Describe() const { return description_; }
 
+int64_t Engine::kv_bytes_per_token() const {
+  const model::ModelConfig& c = model_->config();
+  return int64_t{2} * c.num_layers * c.num_kv_heads * c.head_dim * 2;
+}
+
+int Engine::num_threads() const { return compiled_ ? compiled_->pool().num_threads() : 1; }
+
+MachinePeak Engine::MeasureMachinePeak(double seconds) const {
+  const kernels::KernelSet& set = compiled_ ? compiled_->kernels() : kernels::BestKernels();
+  const kernels::MachinePeak measured = kernels::MeasureMachinePeak(set, num_threads(), seconds);
+  MachinePeak peak;
+  peak.kernels = measured.kernels;
+  peak.threads = measured.threads;
+  peak.int8_instruction = measured.int8_instruction;
+  peak.int8_gmacs_per_second = measured.int8_gmacs_per_second;
+  peak.float_instruction = measured.float_instruction;
+  peak.float_gmacs_per_second = measured.float_gmacs_per_second;
+  peak.read_gb_per_second = measured.read_gb_per_second;
+  return peak;
+}
+
 EngineStats Engine::Stats() const {
   EngineStats stats;
   std::lock_guard<std::mutex> lock(shared_->mutex);
   stats.sessions = shared_->slots;
   stats.sessions_busy = shared_->slots - static_cast<int>(shared_->idle_slots.size());
   stats.waiting = shared_->waiting;
+  if (compiled_) stats.weights_bytes = compiled_->weights().packed_bytes();
   if (shared_->decode_batcher) {
     const engine::DecodeBatcherStats batches = shared_->decode_batcher->stats();
     stats.decode_batch_calls = batches.steps;

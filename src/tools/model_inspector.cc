@@ -2,43 +2,28 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gguf/gguf_file.h"
-#include "model/model_config.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/vocab.h"
+#include "reprise/engine.h"
 
 namespace reprise::tools {
 
 Result<ModelReport> InspectModel(const std::string& path) {
-  REPRISE_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::Open(path));
+  REPRISE_ASSIGN_OR_RETURN(const ModelInfo info, InspectModelFile(path));
   ModelReport r;
   r.path = path;
-  r.file_bytes = file.file_size_bytes();
-  r.gguf_version = file.version();
-  r.num_metadata = file.metadata().size();
-  r.num_tensors = file.tensors().size();
-  r.architecture = std::string(file.GetStringOr("general.architecture", "?").value_or("?"));
-  r.name = std::string(file.GetStringOr("general.name", "").value_or(""));
-  for (const gguf::TensorInfo& t : file.tensors()) {
-    ++r.tensor_type_counts[std::string(DTypeName(t.dtype))];
-    r.num_parameters += t.num_elements;
-  }
-  Result<model::ModelConfig> config = model::ModelConfig::FromGguf(file);
-  if (config.ok()) {
-    r.config_summary = config->Summary();
-  } else {
-    r.config_error = config.error().ToString();
-  }
-  Result<tokenizer::Vocab> vocab = tokenizer::ReadVocabFromGguf(file);
-  if (vocab.ok()) {
-    r.tokenizer_size = vocab->tokens.size();
-    r.tokenizer_kind = vocab->kind == tokenizer::VocabKind::kSpm
-                           ? "SPM (llama)"
-                           : "BPE (gpt2, pre " + (vocab->pre.empty() ? "default" : vocab->pre) + ")";
-    r.chat_format = std::string(tokenizer::ChatFormatName(tokenizer::DetectChatFormat(*vocab)));
-  } else {
-    r.tokenizer_error = vocab.error().ToString();
-  }
+  r.file_bytes = info.file_bytes;
+  r.gguf_version = info.gguf_version;
+  r.num_metadata = info.num_metadata;
+  r.num_tensors = info.num_tensors;
+  r.architecture = info.architecture;
+  r.name = info.name;
+  r.tensor_type_counts = info.tensor_types;
+  r.num_parameters = info.num_parameters;
+  r.config_summary = info.config_summary;
+  r.config_error = info.config_error;
+  r.tokenizer_kind = info.tokenizer;
+  r.tokenizer_size = info.tokenizer_tokens;
+  r.tokenizer_error = info.tokenizer_error;
+  r.chat_format = info.chat_format;
   return r;
 }
 

@@ -1,7 +1,5 @@
 #include "tools/speed_bench.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,19 +7,9 @@
 
 #include "base/memory_usage.h"
 #include "base/random.h"
-#include "engine/graph_backend.h"
-#include "engine/loaded_model.h"
-#include "engine/reference_backend.h"
-#include "graph/executor.h"
 
 namespace reprise::tools {
 namespace {
-
-using engine::GraphBackend;
-using engine::GraphBackendOptions;
-using engine::InferenceBackend;
-using engine::LoadedModel;
-using engine::ReferenceBackend;
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -40,23 +28,23 @@ std::vector<int32_t> RandomTokens(int n, int vocab, uint64_t seed) {
   return tokens;
 }
 
-Result<std::unique_ptr<InferenceBackend>> MakeBackend(const LoadedModel& model,
-                                                      const SpeedBenchOptions& options, int context,
-                                                      int prefill_capacity) {
-  if (options.use_reference) {
-    REPRISE_ASSIGN_OR_RETURN(auto backend, ReferenceBackend::Create(model, context));
-    return std::unique_ptr<InferenceBackend>(std::move(backend));
-  }
-  GraphBackendOptions graph_options;
-  graph_options.context_tokens = context;
-  graph_options.prefill_capacity = prefill_capacity;
-  graph_options.num_threads = options.num_threads;
-  graph_options.pack = options.pack;
-  graph_options.calibration_dir = options.calibration_dir;
-  graph_options.out_of_order_groups = options.out_of_order_groups;
-  graph_options.out_of_order_window = options.out_of_order_window;
-  REPRISE_ASSIGN_OR_RETURN(auto backend, GraphBackend::Create(model, graph_options));
-  return std::unique_ptr<InferenceBackend>(std::move(backend));
+// An engine whose context holds `context` tokens, computing nothing but what it is given: no
+// reuse, no caches.
+Result<std::unique_ptr<Engine>> MakeEngine(const SpeedBenchOptions& options, int context,
+                                           int prefill_capacity) {
+  EngineOptions engine;
+  engine.model_path = options.model_path;
+  engine.context_tokens = context;
+  engine.prefill_capacity = prefill_capacity;
+  engine.num_threads = options.num_threads;
+  engine.use_reference = options.use_reference;
+  engine.reuse = ReuseMethod::kNone;
+  engine.int8_scheme = options.int8_scheme;
+  engine.outlier_fraction = options.outlier_fraction;
+  engine.calibration_dir = options.calibration_dir;
+  engine.out_of_order_groups = options.out_of_order_groups;
+  engine.out_of_order_window = options.out_of_order_window;
+  return Engine::Create(engine);
 }
 
 }  // namespace
@@ -74,16 +62,13 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
     return InvalidArgumentError("decode tokens must be in [1, 1048576]");
   }
   if (options.prefill_capacity < 0) return InvalidArgumentError("prefill capacity must be >= 0");
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model,
-                           LoadedModel::Load(options.model_path));
-  const model::ModelConfig& c = model->config();
+  REPRISE_ASSIGN_OR_RETURN(const ModelInfo info, ReadModelInfo(options.model_path));
   SpeedBenchResult result;
   result.model = options.model_path;
-  result.model_file_mb = model->file().file_size_bytes() / 1048576.0;
-  const int vocab = c.vocab_size;
-  const auto kv_mb = [&](int context) {
-    return 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * context * 2 / 1048576.0;
-  };
+  result.model_file_mb = static_cast<double>(info.file_bytes) / 1048576.0;
+  const int vocab = info.vocab_size;
+  // K and V in f16 for every layer: from the hyper-parameters the engine reports.
+  double kv_bytes_per_token = 0;
 
   // Each figure takes a warm-up run and `repetitions` timed ones.
   const int64_t runs_per_figure = options.repetitions + 1;
@@ -92,80 +77,80 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
       ((options.run_prefill ? static_cast<int64_t>(options.prefill_lengths.size()) : 0) +
        (options.run_decode ? 1 : 0));
   int64_t runs_done = 0;
-  const kernels::KernelSet* graph_kernels = nullptr;  // of the profiled prefills
-  int graph_threads = 0;
-  std::map<int, graph::OpTimes> profiled_times;
+  std::map<int, OpProfile> profiles;
+  const auto note_engine = [&](const Engine& engine) {
+    result.backend = engine.backend_name();
+    result.num_threads = engine.num_threads();
+    result.packed_weights_mb = static_cast<double>(engine.Stats().weights_bytes) / 1048576.0;
+    kv_bytes_per_token = static_cast<double>(engine.kv_bytes_per_token());
+  };
   if (options.run_prefill) {
     for (int length : options.prefill_lengths) {
       const int capacity =
           options.prefill_capacity > 0 ? options.prefill_capacity : std::min(length, 128);
-      REPRISE_ASSIGN_OR_RETURN(auto backend, MakeBackend(*model, options, length, capacity));
-      result.backend = backend->name();
-      result.num_threads = backend->num_threads();
+      REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                               MakeEngine(options, length, capacity));
+      note_engine(*engine);
+      REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, engine->OpenSession());
       const std::vector<int32_t> prompt = RandomTokens(length, vocab, 42);
       std::vector<double> rates;
       const std::string detail = "pp" + std::to_string(length);
       for (int r = 0; r <= options.repetitions; ++r) {
         ReportProgress(options.progress, "measuring", runs_done++, num_runs, "runs", detail);
-        backend->Truncate(0);
+        REPRISE_RETURN_IF_ERROR(session->Truncate(0));
         const auto start = std::chrono::steady_clock::now();
-        REPRISE_RETURN_IF_ERROR(backend->Append(prompt));
+        REPRISE_RETURN_IF_ERROR(session->Evaluate(prompt));
         const double seconds = Seconds(start);
         if (r > 0) rates.push_back(length / seconds);  // run 0 warms up
       }
       result.prefill_tokens_per_second[length] = Median(rates);
-      result.kv_cache_mb = std::max(result.kv_cache_mb, kv_mb(length));
-      if (auto* graphs = dynamic_cast<GraphBackend*>(backend.get())) {
-        graph::OpTimes times;
-        backend->Truncate(0);
-        graphs->set_op_times(&times);
-        Result<std::span<const float>> profiled = backend->Append(prompt);
-        graphs->set_op_times(nullptr);
-        if (!profiled.ok()) return profiled.error();
-        const double total_ms = times.matmul_ms + times.attention_ms + times.other_ms;
-        if (total_ms > 0) {
-          PrefillProfile& p = result.prefill_profile[length];
-          p.matmul_share = times.matmul_ms / total_ms;
-          p.attention_share = times.attention_ms / total_ms;
-          p.other_share = times.other_ms / total_ms;
-          p.matmul_gmacs_per_second =
-              times.matmul_ms > 0 ? times.matmul_macs / (times.matmul_ms * 1e6) : 0.0;
-          p.int8_matmul_share = times.matmul_ms > 0 ? times.matmul_int8_ms / times.matmul_ms : 0.0;
-          graph_kernels = &graphs->kernels();
-          graph_threads = backend->num_threads();
-          profiled_times[length] = times;
-        }
+      result.kv_cache_mb = std::max(result.kv_cache_mb, kv_bytes_per_token * length / 1048576.0);
+      if (options.use_reference) continue;  // nothing to profile
+      OpProfile times;
+      REPRISE_RETURN_IF_ERROR(session->Truncate(0));
+      REPRISE_RETURN_IF_ERROR(session->Evaluate(prompt, &times));
+      const double total_ms = times.matmul_ms + times.attention_ms + times.other_ms;
+      if (total_ms > 0) {
+        PrefillProfile& p = result.prefill_profile[length];
+        p.matmul_share = times.matmul_ms / total_ms;
+        p.attention_share = times.attention_ms / total_ms;
+        p.other_share = times.other_ms / total_ms;
+        p.matmul_gmacs_per_second =
+            times.matmul_ms > 0 ? times.matmul_macs / (times.matmul_ms * 1e6) : 0.0;
+        p.int8_matmul_share = times.matmul_ms > 0 ? times.matmul_int8_ms / times.matmul_ms : 0.0;
+        profiles[length] = times;
       }
     }
   }
   if (options.run_decode) {
     const int context = options.decode_tokens + 1;
-    REPRISE_ASSIGN_OR_RETURN(auto backend,
-                             MakeBackend(*model, options, context, std::min(context, 32)));
-    result.backend = backend->name();
-    result.num_threads = backend->num_threads();
+    REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                             MakeEngine(options, context, std::min(context, 32)));
+    note_engine(*engine);
+    REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, engine->OpenSession());
     const std::vector<int32_t> tokens = RandomTokens(options.decode_tokens, vocab, 7);
     std::vector<double> rates;
     const std::string detail = "tg" + std::to_string(options.decode_tokens);
     for (int r = 0; r <= options.repetitions; ++r) {
       ReportProgress(options.progress, "measuring", runs_done++, num_runs, "runs", detail);
-      backend->Truncate(0);
+      REPRISE_RETURN_IF_ERROR(session->Truncate(0));
       const auto start = std::chrono::steady_clock::now();
-      for (int32_t t : tokens) {
-        const int32_t one[] = {t};
-        REPRISE_RETURN_IF_ERROR(backend->Append(one));
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        REPRISE_RETURN_IF_ERROR(session->Evaluate(std::span<const int32_t>(&tokens[i], 1)));
       }
       const double seconds = Seconds(start);
       if (r > 0) rates.push_back(options.decode_tokens / seconds);
     }
     result.decode_tokens_per_second = Median(rates);
-    result.kv_cache_mb = std::max(result.kv_cache_mb, kv_mb(context));
+    result.kv_cache_mb = std::max(result.kv_cache_mb, kv_bytes_per_token * context / 1048576.0);
   }
   ReportProgress(options.progress, "measuring", runs_done, num_runs, "runs");
   result.peak_rss_mb = PeakRssMb();  // before the peak's buffer
-  if (options.measure_peak && graph_kernels != nullptr) {
-    result.peak = MeasureMachinePeak(*graph_kernels, graph_threads);
-    for (const auto& [length, times] : profiled_times) {
+  if (options.measure_peak && !profiles.empty()) {
+    // On the kernels and threads the profiled graphs ran with: an engine made as theirs were.
+    REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, MakeEngine(options, 1, 1));
+    result.peak = engine->MeasureMachinePeak();
+    for (const auto& [length, times] : profiles) {
       if (times.matmul_ms <= 0) continue;
       const double float_macs = times.matmul_macs - times.matmul_int8_macs;
       const double ideal_ms = times.matmul_int8_macs / (result.peak->int8_gmacs_per_second * 1e6) +
@@ -236,7 +221,7 @@ std::string SpeedBenchResult::ToText() const {
     }
     s += "\n";
   }
-  if (peak.has_value()) s += peak->ToText();
+  if (peak.has_value()) s += MachinePeakText(*peak);
   if (decode_tokens_per_second > 0) {
     std::snprintf(line, sizeof(line), "decode:              %8.1f tok/s\n",
                   decode_tokens_per_second);
@@ -248,6 +233,18 @@ std::string SpeedBenchResult::ToText() const {
                 peak_rss_mb / (model_file_mb + kv_cache_mb));
   s += line;
   return s;
+}
+
+std::string MachinePeakText(const MachinePeak& peak) {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "peak on %d thread%s (%s kernels): int8 %.0f GMAC/s (%s), float %.0f GMAC/s "
+                "(%s), memory read %.1f GB/s\n",
+                peak.threads, peak.threads == 1 ? "" : "s", peak.kernels.c_str(),
+                peak.int8_gmacs_per_second, peak.int8_instruction.c_str(),
+                peak.float_gmacs_per_second, peak.float_instruction.c_str(),
+                peak.read_gb_per_second);
+  return line;
 }
 
 }  // namespace reprise::tools

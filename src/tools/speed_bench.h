@@ -2,7 +2,9 @@
 //
 // Prefill: tokens/s of running a prompt of each length from an empty context (random token
 // ids, as llama-bench does). Decode: tokens/s of generating tokens one at a time. Each figure
-// is the median of repeated runs; peak resident memory is reported too.
+// is the median of repeated runs; peak resident memory is reported too. Built on the public
+// API: an Engine per figure (its context sized to it), a Session's token-level Evaluate, its
+// OpProfile and Engine::MeasureMachinePeak.
 #pragma once
 
 #include <map>
@@ -12,8 +14,7 @@
 
 #include "base/progress.h"
 #include "base/status.h"
-#include "model/packed_weights.h"
-#include "tools/machine_peak.h"
+#include "reprise/engine.h"
 
 namespace reprise::tools {
 
@@ -27,21 +28,22 @@ struct SpeedBenchOptions {
   bool run_prefill = true;
   bool run_decode = true;
   bool use_reference = false;
-  // Measure the machine's peak on the benchmark's threads (tools::MeasureMachinePeak, about a
+  // Measure the machine's peak on the benchmark's threads (Engine::MeasureMachinePeak, about a
   // second) and report the matmuls' fraction of it.
   bool measure_peak = true;
-  // How the weights are packed (a forced format, the static INT8 scheme) and where that
-  // scheme's activation calibration is kept.
-  model::PackOptions pack;
+  // The int8 arithmetic of the matmuls (EngineOptions::int8_scheme, outlier_fraction) and where
+  // the static schemes' activation calibration is kept.
+  Int8Scheme int8_scheme = Int8Scheme::kPerBlock;
+  double outlier_fraction = 0.01;
   std::string calibration_dir;
-  // Out-of-order subgraph scheduling (engine::GraphBackendOptions): worker groups, window.
+  // Out-of-order subgraph scheduling (EngineOptions): worker groups, window.
   int out_of_order_groups = 0;
   int out_of_order_window = 2;
   // Told of each timed run ("measuring", runs; the warm-up runs included).
   ProgressCallback progress;
 };
 
-// One extra prefill run of a length with every graph op timed (graph::OpTimes): the shares of
+// One extra prefill run of a length with every graph op timed (OpProfile): the shares of
 // its time in the matmuls, in attention and in everything else, and the matmuls' rate.
 struct PrefillProfile {
   double matmul_share = 0;
@@ -73,5 +75,8 @@ struct SpeedBenchResult {
 
 // Errors: those of loading the model; InvalidArgument for bad options.
 Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options);
+
+// "peak on 2 threads (avx2 kernels): int8 356 GMAC/s (vpmaddubsw), ..." and a newline.
+std::string MachinePeakText(const MachinePeak& peak);
 
 }  // namespace reprise::tools

@@ -1,4 +1,4 @@
-#include "tools/calibrator.h"
+#include "engine/calibrator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,16 +6,16 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/cpu_features.h"
+#include "base/file_util.h"
 #include "base/random.h"
 #include "engine/graph_backend.h"
+#include "engine/guard_calibration.h"
+#include "reprise/calibration.h"
 
-namespace reprise::tools {
+namespace reprise::engine {
 namespace {
 
-using engine::Calibration;
-using engine::GraphBackend;
-using engine::GraphBackendOptions;
-using engine::LoadedModel;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -112,7 +112,7 @@ Result<Calibration> Calibrate(const LoadedModel& model, const CalibrationOptions
     c.recompute_ms[capacity] = Median(recompute);
   }
   ReportProgress(options.progress, "profiling", num_capacities, num_capacities, "capacities");
-  c.machine = engine::MachineDescription(threads);
+  c.machine = MachineDescription(threads);
   c.prefill_capacity = ChooseCapacity(
       c.prefill_ms, options.prefill_lengths.empty() ? DefaultLengths() : options.prefill_lengths);
   c.recompute_capacity =
@@ -121,4 +121,77 @@ Result<Calibration> Calibrate(const LoadedModel& model, const CalibrationOptions
   return c;
 }
 
-}  // namespace reprise::tools
+}  // namespace reprise::engine
+
+namespace reprise {
+
+Result<CalibrationReport> CalibrateModel(const CalibrateOptions& options) {
+  if (options.calibration_dir.empty()) {
+    return InvalidArgumentError("no folder to keep the calibration in");
+  }
+  if (!(options.guard_margin >= 1.0 && options.guard_margin <= 1e6)) {
+    return InvalidArgumentError("the guard margin must be in [1, 1e6]");
+  }
+  if (options.num_threads < 0) return InvalidArgumentError("threads must be >= 0");
+  // engine::Calibrate checks these too, but only after the model is loaded and the folder made.
+  engine::CalibrationOptions profile;
+  if (options.max_capacity < profile.min_capacity || options.max_capacity > 65536) {
+    return InvalidArgumentError("the largest capacity must be in [" +
+                                std::to_string(profile.min_capacity) + ", 65536]");
+  }
+  if (options.repetitions < 1 || options.repetitions > 1000) {
+    return InvalidArgumentError("repetitions must be in [1, 1000]");
+  }
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<engine::LoadedModel> model,
+                           engine::LoadedModel::Load(options.model_path));
+  REPRISE_RETURN_IF_ERROR(CreateDirectories(options.calibration_dir));
+  profile.max_capacity = options.max_capacity;
+  profile.num_threads = options.num_threads;
+  profile.repetitions = options.repetitions;
+  profile.recompute_ratio = options.recompute_ratio;
+  profile.prefill_lengths = options.prefill_lengths;
+  profile.recompute_lengths = options.recompute_lengths;
+  if (options.on_progress) {
+    profile.progress = [&](const ProgressUpdate& update) {
+      options.on_progress(update.done, update.total);
+    };
+  }
+  REPRISE_ASSIGN_OR_RETURN(const engine::Calibration c, engine::Calibrate(*model, profile));
+  CalibrationReport report;
+  report.machine = c.machine;
+  report.prefill_ms = c.prefill_ms;
+  report.recompute_ms = c.recompute_ms;
+  report.prefill_capacity = c.prefill_capacity;
+  report.recompute_capacity = c.recompute_capacity;
+  // Where an engine on as many threads looks for it (engine::ApplyCalibration).
+  const int threads =
+      options.num_threads > 0 ? options.num_threads : GetCpuFeatures().num_usable_cores;
+  report.capacities_path =
+      engine::CalibrationPath(options.calibration_dir, model->fingerprint(), threads);
+  REPRISE_RETURN_IF_ERROR(engine::SaveCalibration(c, report.capacities_path));
+
+  // The quality guard's threshold, measured with the chosen graphs.
+  engine::ReuseOptions reuse;
+  reuse.num_threads = options.num_threads;
+  reuse.recompute_ratio = options.recompute_ratio;
+  reuse.prefill_capacity = c.prefill_capacity;
+  reuse.recompute_capacity = c.recompute_capacity;
+  reuse.context_tokens = std::min(model->config().context_length, 4096);
+  engine::GuardCalibrationOptions guard_options;
+  guard_options.margin = options.guard_margin;
+  REPRISE_ASSIGN_OR_RETURN(const engine::GuardCalibration guard,
+                           engine::CalibrateGuard(*model, reuse, guard_options));
+  report.guard_path = engine::GuardCalibrationPath(options.calibration_dir, model->fingerprint());
+  REPRISE_RETURN_IF_ERROR(engine::SaveGuardCalibration(guard, report.guard_path));
+  report.guard_samples = static_cast<int64_t>(guard.residuals.size());
+  report.guard_p50 = guard.p50;
+  report.guard_p90 = guard.p90;
+  report.guard_p99 = guard.p99;
+  report.guard_max = guard.max;
+  report.guard_quantile = guard.quantile;
+  report.guard_margin = guard.margin;
+  report.guard_threshold = guard.threshold;
+  return report;
+}
+
+}  // namespace reprise

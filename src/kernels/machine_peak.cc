@@ -1,10 +1,9 @@
-#include "tools/machine_peak.h"
+#include "kernels/machine_peak.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -13,7 +12,7 @@
 
 #include "base/check.h"
 
-namespace reprise::tools {
+namespace reprise::kernels {
 namespace {
 
 std::atomic<int64_t> g_sink{0};  // where the loops' results go, so none is optimised away
@@ -43,7 +42,7 @@ double RunTogether(int n, const std::function<void(int)>& work) {
 }
 
 // Multiply-adds per second of `loop` on `threads` threads for about `seconds`, best of three.
-double PeakRate(const kernels::PeakLoop& loop, int threads, double seconds) {
+double PeakRate(const PeakLoop& loop, int threads, double seconds) {
   int64_t rounds = 1 << 14;
   double elapsed = 0;
   while ((elapsed = TimePeakLoop(loop, 1, rounds)) < 0.01 && rounds < (int64_t{1} << 40)) {
@@ -62,7 +61,7 @@ double PeakRate(const kernels::PeakLoop& loop, int threads, double seconds) {
 
 }  // namespace
 
-double TimePeakLoop(const kernels::PeakLoop& loop, int threads, int64_t rounds) {
+double TimePeakLoop(const PeakLoop& loop, int threads, int64_t rounds) {
   REPRISE_CHECK(threads >= 1 && loop.run != nullptr);
   return RunTogether(threads, [&](int) { g_sink.fetch_add(loop.run(rounds)); });
 }
@@ -87,7 +86,7 @@ double TimeStreamingRead(const unsigned char* buffer, size_t bytes, int threads,
   });
 }
 
-MachinePeak MeasureMachinePeak(const kernels::KernelSet& set, int threads, double seconds) {
+MachinePeak MeasureMachinePeak(const KernelSet& set, int threads, double seconds) {
   REPRISE_CHECK(threads >= 1);
   MachinePeak peak;
   peak.kernels = set.name;
@@ -109,15 +108,4 @@ MachinePeak MeasureMachinePeak(const kernels::KernelSet& set, int threads, doubl
   return peak;
 }
 
-std::string MachinePeak::ToText() const {
-  char line[256];
-  std::snprintf(line, sizeof(line),
-                "peak on %d thread%s (%s kernels): int8 %.0f GMAC/s (%s), float %.0f GMAC/s "
-                "(%s), memory read %.1f GB/s\n",
-                threads, threads == 1 ? "" : "s", kernels.c_str(), int8_gmacs_per_second,
-                int8_instruction.c_str(), float_gmacs_per_second, float_instruction.c_str(),
-                read_gb_per_second);
-  return line;
-}
-
-}  // namespace reprise::tools
+}  // namespace reprise::kernels

@@ -2,6 +2,7 @@
 // the prefill and selective-recompute graphs at capacities that are multiples of 32, and picks
 // the capacities Lp and Ls that minimise sum_n f(n) * ceil(n / L) * t(L) for a workload's
 // length distribution f. The result is saved with engine/calibration.h and used by default.
+// Apps and `reprise calibrate` reach it through reprise::CalibrateModel (reprise/calibration.h).
 #pragma once
 
 #include <map>
@@ -11,7 +12,7 @@
 #include "engine/calibration.h"
 #include "engine/loaded_model.h"
 
-namespace reprise::tools {
+namespace reprise::engine {
 
 struct CalibrationOptions {
   int min_capacity = 32;
@@ -30,10 +31,10 @@ struct CalibrationOptions {
 };
 
 // Profiles and chooses. Errors: InvalidArgument for bad ranges, those of the backends.
-Result<engine::Calibration> Calibrate(const engine::LoadedModel& model,
+Result<Calibration> Calibrate(const LoadedModel& model,
                                       const CalibrationOptions& options);
 
 // argmin over the profiled capacities of sum f(n) * ceil(n / L) * t(L).
 int ChooseCapacity(const std::map<int, double>& latency_ms, const std::map<int, double>& lengths);
 
-}  // namespace reprise::tools
+}  // namespace reprise::engine

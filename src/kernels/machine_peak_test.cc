@@ -1,17 +1,16 @@
-#include "tools/machine_peak.h"
+#include "kernels/machine_peak.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace reprise::tools {
+namespace reprise::kernels {
 namespace {
 
-std::vector<const kernels::KernelSet*> RunnableSets() {
-  std::vector<const kernels::KernelSet*> sets = {&kernels::ScalarKernels()};
-  for (const kernels::KernelSet* set :
-       {kernels::Avx2Kernels(), kernels::AvxVnniKernels(), kernels::Avx512VnniKernels()}) {
+std::vector<const KernelSet*> RunnableSets() {
+  std::vector<const KernelSet*> sets = {&ScalarKernels()};
+  for (const KernelSet* set : {Avx2Kernels(), AvxVnniKernels(), Avx512VnniKernels()}) {
     if (set != nullptr) sets.push_back(set);
   }
   return sets;
@@ -19,8 +18,8 @@ std::vector<const kernels::KernelSet*> RunnableSets() {
 
 TEST(PeakLoopTest, EveryLoopDoesWorkInProportionToItsRounds) {
   // A loop the compiler had hoisted or dropped would return the same value for any count.
-  for (const kernels::KernelSet* set : RunnableSets()) {
-    for (const kernels::PeakLoop* loop : {&set->int8_peak, &set->float_peak}) {
+  for (const KernelSet* set : RunnableSets()) {
+    for (const PeakLoop* loop : {&set->int8_peak, &set->float_peak}) {
       SCOPED_TRACE(std::string(set->name) + ": " + loop->instruction);
       ASSERT_NE(loop->run, nullptr);
       EXPECT_GT(loop->macs_per_round, 0);
@@ -33,7 +32,7 @@ TEST(PeakLoopTest, EveryLoopDoesWorkInProportionToItsRounds) {
 }
 
 TEST(MachinePeakTest, MeasuresEveryRateOfTheSetOnTheThreadsAsked) {
-  const kernels::KernelSet& set = kernels::BestKernels();
+  const KernelSet& set = BestKernels();
   const MachinePeak peak = MeasureMachinePeak(set, 2, 0.005);
   EXPECT_EQ(peak.kernels, set.name);
   EXPECT_EQ(peak.threads, 2);
@@ -42,10 +41,7 @@ TEST(MachinePeakTest, MeasuresEveryRateOfTheSetOnTheThreadsAsked) {
   EXPECT_GT(peak.int8_gmacs_per_second, 0);
   EXPECT_GT(peak.float_gmacs_per_second, 0);
   EXPECT_GT(peak.read_gb_per_second, 0);
-  const std::string text = peak.ToText();
-  EXPECT_NE(text.find(set.int8_peak.instruction), std::string::npos) << text;
-  EXPECT_NE(text.find("2 threads"), std::string::npos) << text;
 }
 
 }  // namespace
-}  // namespace reprise::tools
+}  // namespace reprise::kernels

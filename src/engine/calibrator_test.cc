@@ -1,4 +1,4 @@
-#include "tools/calibrator.h"
+#include "engine/calibrator.h"
 
 #include <gtest/gtest.h>
 
@@ -7,10 +7,9 @@
 #include "convert/model_maker.h"
 #include "support/temp_dir.h"
 
-namespace reprise::tools {
+namespace reprise::engine {
 namespace {
 
-using engine::LoadedModel;
 
 TEST(ChooseCapacityTest, MinimisesCallsTimesLatencyOverTheLengthDistribution) {
   // t(L) grows slower than L (fixed per-call overhead), so big graphs win for long inputs
@@ -62,4 +61,4 @@ TEST(CalibratorTest, ProfilesMultiplesOf32AndChoosesAmongThem) {
 }
 
 }  // namespace
-}  // namespace reprise::tools
+}  // namespace reprise::engine
