@@ -199,6 +199,24 @@ REPRISE_API reprise_status reprise_session_generate(reprise_session* session,
                                                     reprise_result* result, char** error);
 REPRISE_API void reprise_session_close(reprise_session* session);
 
+/* Token-level use (reprise::Session::Evaluate): tokenize a text into `ids` (at most `capacity`;
+ * `*count` = the tokens the text has, so a short buffer can be sized and the call repeated:
+ * REPRISE_INVALID_ARGUMENT then, `ids` unchanged). */
+REPRISE_API reprise_status reprise_tokenize(const reprise_engine* engine, const char* text,
+                                            int add_special, int32_t* ids, size_t capacity,
+                                            size_t* count, char** error);
+/* Runs `tokens` at the next positions of the session's sequence (no reuse) and writes the
+ * logits after the last one into `logits` (at least reprise_engine_vocab_size() entries).
+ * Errors (sequence unchanged): REPRISE_INVALID_ARGUMENT for no tokens, an id outside the
+ * vocabulary, a context that cannot hold them, a short logits buffer. */
+REPRISE_API reprise_status reprise_session_evaluate(reprise_session* session, const int32_t* tokens,
+                                                    size_t num_tokens, float* logits,
+                                                    size_t logits_size, char** error);
+/* Tokens in the session's sequence; drop those from `num_tokens` on (0 empties it). */
+REPRISE_API int reprise_session_num_tokens(const reprise_session* session);
+REPRISE_API reprise_status reprise_session_truncate(reprise_session* session, int num_tokens,
+                                                    char** error);
+
 /* Cancellation: create a token, put it in requests, call reprise_cancel from any thread. A
  * token stays cancelled until reset. */
 REPRISE_API reprise_cancel_token* reprise_cancel_token_create(void);

@@ -417,6 +417,59 @@ reprise_status reprise_session_generate(reprise_session* session, const reprise_
 
 void reprise_session_close(reprise_session* session) { delete session; }
 
+reprise_status reprise_tokenize(const reprise_engine* engine, const char* text, int add_special,
+                                int32_t* ids, size_t capacity, size_t* count, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (engine == nullptr || text == nullptr || count == nullptr) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "engine, text and count must not be NULL", error);
+    }
+    const std::vector<reprise::TokenPiece> pieces =
+        engine->engine->Tokenize(text, add_special != 0, /*parse_special=*/false);
+    *count = pieces.size();
+    if (pieces.size() > capacity || (ids == nullptr && !pieces.empty())) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  "the text has " + std::to_string(pieces.size()) + " tokens; the buffer holds " +
+                      std::to_string(ids == nullptr ? 0 : capacity),
+                  error);
+    }
+    for (size_t i = 0; i < pieces.size(); ++i) ids[i] = pieces[i].id;
+    return REPRISE_OK;
+  });
+}
+
+reprise_status reprise_session_evaluate(reprise_session* session, const int32_t* tokens,
+                                        size_t num_tokens, float* logits, size_t logits_size,
+                                        char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (session == nullptr || logits == nullptr || (tokens == nullptr && num_tokens > 0)) {
+      return Fail(REPRISE_INVALID_ARGUMENT, "session, tokens and logits must not be NULL", error);
+    }
+    if (logits_size < static_cast<size_t>(session->vocab_size)) {
+      return Fail(REPRISE_INVALID_ARGUMENT,
+                  "logits_size " + std::to_string(logits_size) + " is below the vocabulary's " +
+                      std::to_string(session->vocab_size) + " entries",
+                  error);
+    }
+    reprise::Result<std::span<const float>> out =
+        session->session->Evaluate(std::span<const int32_t>(tokens, num_tokens));
+    if (!out.ok()) return Fail(out.error(), error);
+    std::copy(out->begin(), out->end(), logits);
+    return REPRISE_OK;
+  });
+}
+
+int reprise_session_num_tokens(const reprise_session* session) {
+  return session != nullptr ? session->session->num_tokens() : 0;
+}
+
+reprise_status reprise_session_truncate(reprise_session* session, int num_tokens, char** error) {
+  return Guarded(error, [&]() -> reprise_status {
+    if (session == nullptr) return Fail(REPRISE_INVALID_ARGUMENT, "no session given", error);
+    const reprise::Status status = session->session->Truncate(num_tokens);
+    return status.ok() ? REPRISE_OK : Fail(status, error);
+  });
+}
+
 reprise_cancel_token* reprise_cancel_token_create(void) {
   return new (std::nothrow) reprise_cancel_token();
 }

@@ -321,6 +321,66 @@ TEST_F(CApiTest, SessionReuseMethodAndFirstTokenLogits) {
 
 // An app looks after the store its engine used: counts per namespace, pinning, gc, and
 // deleting one namespace's chunks (a user who signs out) while the other's stay.
+TEST_F(CApiTest, TokenLevelEvaluationOfASession) {
+  Create();
+  char* error = nullptr;
+  const char* text = "Once upon a time, Lily saw a big tree";
+  size_t count = 0;
+  // A buffer too short: refused, with the count it needs.
+  int32_t one[1] = {-7};
+  EXPECT_EQ(reprise_tokenize(engine_, text, 1, one, 1, &count, &error), REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("tokens"), std::string::npos) << error;
+  reprise_string_free(error);
+  error = nullptr;
+  EXPECT_EQ(one[0], -7);
+  ASSERT_GT(count, 4u);
+  std::vector<int32_t> ids(count);
+  ASSERT_EQ(reprise_tokenize(engine_, text, 1, ids.data(), ids.size(), &count, &error), REPRISE_OK)
+      << error;
+
+  // The logits a request computes for the same prompt.
+  const size_t vocab = static_cast<size_t>(reprise_engine_vocab_size(engine_));
+  std::vector<float> expected(vocab);
+  reprise_request request;
+  reprise_request_init(&request);
+  request.prompt = text;
+  request.max_new_tokens = 1;
+  request.keep_kv = 0;
+  request.first_token_logits = expected.data();
+  request.first_token_logits_size = expected.size();
+  reprise_result result;
+  ASSERT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &result, &error), REPRISE_OK)
+      << error;
+  reprise_result_free(&result);
+
+  reprise_session* session = nullptr;
+  ASSERT_EQ(reprise_session_open(engine_, nullptr, &session, &error), REPRISE_OK) << error;
+  std::vector<float> logits(vocab);
+  EXPECT_EQ(
+      reprise_session_evaluate(session, ids.data(), ids.size(), logits.data(), vocab - 1, &error),
+      REPRISE_INVALID_ARGUMENT);
+  reprise_string_free(error);
+  error = nullptr;
+  EXPECT_EQ(reprise_session_num_tokens(session), 0);
+  ASSERT_EQ(reprise_session_evaluate(session, ids.data(), ids.size(), logits.data(), vocab, &error),
+            REPRISE_OK)
+      << error;
+  EXPECT_EQ(reprise_session_num_tokens(session), static_cast<int>(ids.size()));
+  EXPECT_EQ(logits, expected);
+  const int32_t outside[] = {static_cast<int32_t>(vocab)};
+  EXPECT_EQ(reprise_session_evaluate(session, outside, 1, logits.data(), vocab, &error),
+            REPRISE_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("vocabulary"), std::string::npos) << error;
+  reprise_string_free(error);
+  error = nullptr;
+  EXPECT_EQ(reprise_session_truncate(session, 1000, &error), REPRISE_INVALID_ARGUMENT);
+  reprise_string_free(error);
+  error = nullptr;
+  ASSERT_EQ(reprise_session_truncate(session, 0, &error), REPRISE_OK) << error;
+  EXPECT_EQ(reprise_session_num_tokens(session), 0);
+  reprise_session_close(session);
+}
+
 TEST_F(CApiTest, StoreAdministrationWithoutAModel) {
   reprise::testing_support::TempDir dir;
   const std::string store = dir.path() + "/store";
