@@ -306,6 +306,26 @@ Result<ModelInfo> ReadModelInfo(const std::string& path);
 // (the GGUF container itself is malformed).
 Result<ModelInfo> InspectModelFile(const std::string& path);
 
+// A model file's tokenizer and chat format alone (the file is mapped; no weights are packed,
+// nothing compiled): a request's prompt tokens exactly as an Engine of the same file builds
+// them (segments, chat template, documents and skills), to count or budget prompts before or
+// without running them. Thread-safe.
+class PromptTokenizer {
+ public:
+  // Errors: those of loading the model (NotFound, Corrupt, Unimplemented, ...).
+  static Result<std::unique_ptr<PromptTokenizer>> Open(const std::string& model_path);
+  ~PromptTokenizer();
+  PromptTokenizer(const PromptTokenizer&) = delete;
+  PromptTokenizer& operator=(const PromptTokenizer&) = delete;
+
+  // The prompt's tokens (GenerateResult::prompt_tokens of the same request), BOS included.
+  std::vector<int32_t> PromptTokens(const GenerateRequest& request) const;
+
+ private:
+  explicit PromptTokenizer(std::unique_ptr<engine::LoadedModel> model);
+  std::unique_ptr<engine::LoadedModel> model_;
+};
+
 // The engine's counters at one moment (for a server's metrics).
 struct EngineStats {
   int sessions = 0;       // slots of Engine::Generate made so far

@@ -214,6 +214,28 @@ TEST(MachinePeakApiTest, MeasuresTheEnginesKernelsOnItsThreads) {
   EXPECT_GT(peak.read_gb_per_second, 0);
 }
 
+TEST(PromptTokenizerTest, GivesThePromptTokensAnEngineRunsForTheSameRequest) {
+  Result<std::unique_ptr<PromptTokenizer>> tokenizer = PromptTokenizer::Open(kModel);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().ToString();
+  std::unique_ptr<Engine> engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  GenerateRequest plain;
+  plain.prompt = "Once upon a time, Lily saw a big tree";
+  GenerateRequest chat;
+  chat.messages = {{"system", "You tell stories."}, {"user", "Tell me about <|im_end|> Tom."}};
+  chat.documents = {{"park", "Lily and Tom went to the park."}, {"", "The cat was happy."}};
+  chat.skills = {{"rhyme", "Answer in rhymes."}};
+  GenerateRequest segments;
+  segments.segments = {{"document", "The tree was big."}, {"question", "What was big?"}};
+  for (GenerateRequest* request : {&plain, &chat, &segments}) {
+    request->max_new_tokens = 1;
+    Result<GenerateResult> generated = engine->Generate(*request);
+    ASSERT_TRUE(generated.ok()) << generated.error().ToString();
+    EXPECT_EQ((*tokenizer)->PromptTokens(*request), generated->prompt_tokens);
+  }
+  EXPECT_EQ(PromptTokenizer::Open("/no/such/model.gguf").error().code(), StatusCode::kNotFound);
+}
+
 // A GGUF v3 file with the given metadata strings and no tensors.
 void WriteGguf(const std::string& path,
                const std::vector<std::pair<std::string, std::string>>& strings) {

@@ -1,8 +1,8 @@
 // RequestRecallOracle: reuse recall for benchmarks that drive a server from outside (`bench
 // serve`). Request after request, counts the prompt tokens that a window of `window` tokens
 // seen in an earlier request's prompt covers (reuse/reuse_recall_oracle.h), the prompts built
-// and tokenized as the engine builds and tokenizes them (request_segments.h) with the model
-// file's own tokenizer and chat format. Loads no weights into memory (the file is mapped).
+// and tokenized as the engine builds and tokenizes them (reprise::PromptTokenizer: the model
+// file's own tokenizer and chat format; no weights loaded into memory, the file is mapped).
 //
 // Thread-compatible.
 #pragma once
@@ -12,7 +12,6 @@
 #include <string>
 
 #include "base/status.h"
-#include "engine/loaded_model.h"
 #include "reprise/engine.h"
 #include "reuse/reuse_recall_oracle.h"
 
@@ -20,7 +19,7 @@ namespace reprise::tools {
 
 class RequestRecallOracle {
  public:
-  // Errors: those of engine::LoadedModel::Load; InvalidArgument for window < 1.
+  // Errors: those of PromptTokenizer::Open; InvalidArgument for window < 1.
   static Result<std::unique_ptr<RequestRecallOracle>> Open(const std::string& model_path,
                                                            int window);
 
@@ -28,9 +27,9 @@ class RequestRecallOracle {
   int64_t CountThenAdd(const GenerateRequest& request);
 
  private:
-  RequestRecallOracle(std::unique_ptr<engine::LoadedModel> model, int window)
-      : model_(std::move(model)), oracle_(window) {}
-  std::unique_ptr<engine::LoadedModel> model_;
+  RequestRecallOracle(std::unique_ptr<PromptTokenizer> tokenizer, int window)
+      : tokenizer_(std::move(tokenizer)), oracle_(window) {}
+  std::unique_ptr<PromptTokenizer> tokenizer_;
   reuse::ReuseRecallOracle oracle_;
 };
 
