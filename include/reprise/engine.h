@@ -76,6 +76,14 @@ enum class Int8Scheme : uint8_t {
 const char* Int8SchemeName(Int8Scheme scheme);
 Result<Int8Scheme> ParseInt8Scheme(std::string_view name);  // Errors: InvalidArgument
 
+// How the compiled model packs the weight matrices: as their file type maps to (the default),
+// or every matrix in one format (experiments: an F32 or F16 file run through the Q8_0 int8
+// kernels, a quantized file through the float ones).
+enum class WeightFormat : uint8_t { kAsStored, kQ8_0, kQ4_0, kF16, kF32 };
+// "as-stored", "q8_0x8", "q4_0x8", "f16x8", "f32x8" (the packed formats' names).
+const char* WeightFormatName(WeightFormat format);
+Result<WeightFormat> ParseWeightFormat(std::string_view name);  // Errors: InvalidArgument
+
 // How the store keeps KV on flash.
 enum class KvCodec : uint8_t {
   kF16,   // as computed
@@ -141,6 +149,7 @@ struct EngineOptions {
   // pass over a built-in text measures them at load. Models whose weights are float (F32,
   // F16) take the static schemes too (their matrices are quantized to int8 at load).
   Int8Scheme int8_scheme = Int8Scheme::kPerBlock;
+  WeightFormat weight_format = WeightFormat::kAsStored;
   // kShadow: the share of the layers' input channels computed in float, given to the channels
   // that stand out most against their own tensor. In [0, 0.5].
   double outlier_fraction = 0.01;
@@ -300,6 +309,9 @@ struct ModelInfo {
 };
 // Errors: those of loading the model (NotFound, Corrupt, Unimplemented, ...).
 Result<ModelInfo> ReadModelInfo(const std::string& path);
+// A built-in English text of about 3,000 characters (a children's story, then expository
+// prose), for measurements that need real words: calibrations, accuracy checks.
+std::string_view SampleText();
 // As ReadModelInfo for any well-formed GGUF file: a file that parses but cannot run here (an
 // unknown architecture, a missing tokenizer) still gets its info, with the reasons in
 // config_error / tokenizer_error (vocab_size etc. then 0). Errors: NotFound, IoError, Corrupt

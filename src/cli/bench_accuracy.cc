@@ -34,7 +34,7 @@ void BenchAccuracy::Register(CLI::App& bench) {
   sub_->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
       ->default_val(0)
       ->check(IntegerIn(0, kMaxThreads));
-  sub_->add_option("--pack", options_.pack_format,
+  sub_->add_option("--pack", pack_format_,
                    "Repack every weight matrix into this format first (e.g. q8_0x8 to run an "
                    "F32 model through the per-block int8 path)")
       ->check(CLI::IsMember({"q8_0x8", "q4_0x8", "f16x8", "f32x8"}));
@@ -48,7 +48,9 @@ int BenchAccuracy::Run() {
     if (!text.ok()) return PrintError("bench accuracy", text.error());
     options_.text = std::move(*text);
   }
-  options_.pack.static_int8 = engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
+  if (!pack_format_.empty()) options_.weight_format = *ParseWeightFormat(pack_format_);  // checked
+  options_.int8_scheme = int8_.scheme();
+  options_.outlier_fraction = int8_.outlier_fraction;
   // Without a cache folder there is no stored activation calibration: "" = measure it.
   Result<std::string> cache_dir = FindCacheDir();
   options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();

@@ -22,6 +22,7 @@ class BenchAccuracy {
   CLI::App* sub_ = nullptr;
   tools::AccuracyBenchOptions options_;
   std::string text_path_;
+  std::string pack_format_;  // a WeightFormatName, or empty
   Int8Flags int8_;
   bool json_ = false;
 };

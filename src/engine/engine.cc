@@ -19,9 +19,11 @@
 #include "engine/reference_backend.h"
 #include "engine/request_segments.h"
 #include "engine/reuse_session.h"
+#include "engine/sample_text.h"
 #include "engine/store_settings.h"
 #include "graph/executor.h"
 #include "kernels/machine_peak.h"
+#include "kernels/packed_matrix.h"
 #include "kv/memory_chunk_cache.h"
 #include "store/namespace_name.h"
 #include "tokenizer/chat_template.h"
@@ -59,6 +61,50 @@ static_assert(
     static_cast<int>(Int8Scheme::kPerBlock) == static_cast<int>(model::Int8Scheme::kPerBlock) &&
     static_cast<int>(Int8Scheme::kPerTensor) == static_cast<int>(model::Int8Scheme::kPerTensor) &&
     static_cast<int>(Int8Scheme::kShadow) == static_cast<int>(model::Int8Scheme::kPerTensorShadow));
+
+const char* WeightFormatName(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kQ8_0:
+      return kernels::PackedFormatName(kernels::PackedFormat::kQ8_0x8);
+    case WeightFormat::kQ4_0:
+      return kernels::PackedFormatName(kernels::PackedFormat::kQ4_0x8);
+    case WeightFormat::kF16:
+      return kernels::PackedFormatName(kernels::PackedFormat::kF16x8);
+    case WeightFormat::kF32:
+      return kernels::PackedFormatName(kernels::PackedFormat::kF32x8);
+    case WeightFormat::kAsStored:
+      break;
+  }
+  return "as-stored";
+}
+
+Result<WeightFormat> ParseWeightFormat(std::string_view name) {
+  for (const WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kQ8_0,
+                                    WeightFormat::kQ4_0, WeightFormat::kF16, WeightFormat::kF32}) {
+    if (name == WeightFormatName(format)) return format;
+  }
+  return InvalidArgumentError("unknown weight format '" + std::string(name) +
+                              "' (as-stored, q8_0x8, q4_0x8, f16x8, f32x8)");
+}
+
+// The packed format every matrix is forced into, if any.
+static std::optional<kernels::PackedFormat> ForcedFormat(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kQ8_0:
+      return kernels::PackedFormat::kQ8_0x8;
+    case WeightFormat::kQ4_0:
+      return kernels::PackedFormat::kQ4_0x8;
+    case WeightFormat::kF16:
+      return kernels::PackedFormat::kF16x8;
+    case WeightFormat::kF32:
+      return kernels::PackedFormat::kF32x8;
+    case WeightFormat::kAsStored:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::string_view SampleText() { return engine::SampleText(); }
 
 const char* KvCodecName(KvCodec codec) { return codec == KvCodec::kInt8 ? "int8" : "f16"; }
 
@@ -217,6 +263,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     compiled.num_threads = options.num_threads;
     compiled.pack.static_int8 =
         engine::StaticInt8For(options.int8_scheme, options.outlier_fraction);
+    compiled.pack.force_format = ForcedFormat(options.weight_format);
     compiled.calibration_dir = options.calibration_dir;
     REPRISE_ASSIGN_OR_RETURN(engine->compiled_,
                              engine::CompiledModel::Create(*engine->model_, compiled));

@@ -199,6 +199,39 @@ TEST(SessionEvaluateTest, AProfileTimesEveryKindOfOpAndAddsUp) {
   EXPECT_EQ(engine->kv_bytes_per_token() % (4 * info.num_layers), 0);
 }
 
+TEST(WeightFormatTest, EveryMatrixMayBePackedInOneFormat) {
+  for (const WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kQ8_0,
+                                    WeightFormat::kQ4_0, WeightFormat::kF16, WeightFormat::kF32}) {
+    Result<WeightFormat> parsed = ParseWeightFormat(WeightFormatName(format));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, format);
+  }
+  EXPECT_EQ(ParseWeightFormat("q8_0").error().code(), StatusCode::kInvalidArgument);
+  // The demo model (F32) through the F16 kernels: the same next token, other bits.
+  std::vector<std::vector<float>> logits;
+  for (const WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kF16}) {
+    EngineOptions options = Options();
+    options.weight_format = format;
+    Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+    ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+    Result<std::unique_ptr<Session>> session = (*engine)->OpenSession();
+    ASSERT_TRUE(session.ok());
+    Result<std::span<const float>> out = (*session)->Evaluate(PromptTokens(**engine));
+    ASSERT_TRUE(out.ok());
+    logits.emplace_back(out->begin(), out->end());
+  }
+  EXPECT_EQ(Argmax(logits[0]), Argmax(logits[1]));
+  EXPECT_NE(logits[0], logits[1]);
+  // Its 172-wide rows are no whole number of Q8_0 blocks: refused, saying so.
+  EngineOptions q8 = Options();
+  q8.weight_format = WeightFormat::kQ8_0;
+  Result<std::unique_ptr<Engine>> refused = Engine::Create(q8);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(refused.error().message().find("q8_0x8"), std::string::npos)
+      << refused.error().ToString();
+}
+
 TEST(MachinePeakApiTest, MeasuresTheEnginesKernelsOnItsThreads) {
   std::unique_ptr<Engine> engine = MakeEngine();
   ASSERT_NE(engine, nullptr);

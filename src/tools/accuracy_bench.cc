@@ -7,22 +7,14 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "engine/graph_backend.h"
-#include "engine/loaded_model.h"
-#include "engine/reference_backend.h"
-#include "engine/sample_text.h"
-#include "engine/sampler.h"  // Argmax
-#include "tokenizer/tokenizer.h"
 #include "tools/reuse_bench.h"  // SoftmaxKl
 
 namespace reprise::tools {
 namespace {
 
-using engine::Argmax;
-using engine::GraphBackend;
-using engine::InferenceBackend;
-using engine::LoadedModel;
-using engine::ReferenceBackend;
+int32_t Argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
 
 double Entropy(std::span<const float> logits) {
   const double max = *std::max_element(logits.begin(), logits.end());
@@ -38,9 +30,8 @@ double Entropy(std::span<const float> logits) {
 }
 
 // The greedy continuation of `n` tokens from `logits` (the distribution after the text);
-// every token but the last is appended to `backend`.
-Result<std::vector<int32_t>> Continue(InferenceBackend& backend, std::span<const float> logits,
-                                      int n) {
+// every token but the last is appended to `session`'s sequence.
+Result<std::vector<int32_t>> Continue(Session& session, std::span<const float> logits, int n) {
   std::vector<int32_t> out;
   std::vector<float> last(logits.begin(), logits.end());
   for (int i = 0; i < n; ++i) {
@@ -48,7 +39,7 @@ Result<std::vector<int32_t>> Continue(InferenceBackend& backend, std::span<const
     out.push_back(next);
     if (i + 1 == n) break;
     const int32_t one[] = {next};
-    REPRISE_ASSIGN_OR_RETURN(std::span<const float> l, backend.Append(one));
+    REPRISE_ASSIGN_OR_RETURN(std::span<const float> l, session.Evaluate(one));
     last.assign(l.begin(), l.end());
   }
   return out;
@@ -60,71 +51,69 @@ Result<AccuracyBenchResult> RunAccuracyBench(const AccuracyBenchOptions& options
   if (options.max_tokens < 2 || options.step < 1 || options.continuation_tokens < 1) {
     return InvalidArgumentError("max tokens must be >= 2, step and continuation >= 1");
   }
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model,
-                           LoadedModel::Load(options.model_path));
-  std::unique_ptr<LoadedModel> other;
-  if (!options.reference_path.empty() && options.reference_path != options.model_path) {
-    REPRISE_ASSIGN_OR_RETURN(other, LoadedModel::Load(options.reference_path));
-    if (other->config().vocab_size != model->config().vocab_size) {
+  REPRISE_ASSIGN_OR_RETURN(const ModelInfo model, ReadModelInfo(options.model_path));
+  const bool other =
+      !options.reference_path.empty() && options.reference_path != options.model_path;
+  const std::string& reference_path = other ? options.reference_path : options.model_path;
+  ModelInfo reference_model = model;
+  if (other) {
+    REPRISE_ASSIGN_OR_RETURN(reference_model, ReadModelInfo(reference_path));
+    if (reference_model.vocab_size != model.vocab_size) {
       return InvalidArgumentError("the reference model has another vocabulary size (" +
-                                  std::to_string(other->config().vocab_size) + " vs " +
-                                  std::to_string(model->config().vocab_size) + ")");
+                                  std::to_string(reference_model.vocab_size) + " vs " +
+                                  std::to_string(model.vocab_size) + ")");
     }
   }
-  const LoadedModel& reference_model = other ? *other : *model;
-
-  tokenizer::EncodeOptions encode;
-  encode.add_special = true;
-  std::vector<int32_t> tokens = model->tokenizer().Encode(
-      options.text.empty() ? engine::SampleText() : std::string_view(options.text), encode);
-  const int context =
-      std::min(model->config().context_length, reference_model.config().context_length);
+  // The engine whose graphs are measured: its context holds the text and the continuation.
+  const int context = std::min(model.context_length, reference_model.context_length);
   const int limit = std::min(options.max_tokens, context - options.continuation_tokens);
+  EngineOptions graph_options;
+  graph_options.model_path = options.model_path;
+  graph_options.reuse = ReuseMethod::kNone;
+  graph_options.context_tokens = std::max(1, limit) + options.continuation_tokens;
+  graph_options.prefill_capacity = std::min(options.step, 128);
+  graph_options.num_threads = options.num_threads;
+  graph_options.weight_format = options.weight_format;
+  graph_options.int8_scheme = options.int8_scheme;
+  graph_options.outlier_fraction = options.outlier_fraction;
+  graph_options.calibration_dir = options.calibration_dir;
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> graph_engine, Engine::Create(graph_options));
+  std::vector<int32_t> tokens;
+  for (const TokenPiece& piece :
+       graph_engine->Tokenize(options.text.empty() ? SampleText() : std::string_view(options.text),
+                              /*add_special=*/true, /*parse_special=*/false)) {
+    tokens.push_back(piece.id);
+  }
   if (static_cast<int>(tokens.size()) > limit)
     tokens.resize(static_cast<size_t>(std::max(0, limit)));
   if (tokens.size() < 2) return InvalidArgumentError("the text has fewer than two tokens");
 
-  const int capacity = static_cast<int>(tokens.size()) + options.continuation_tokens;
-  engine::GraphBackendOptions graph_options;
-  graph_options.context_tokens = capacity;
-  graph_options.prefill_capacity = std::min(options.step, 128);
-  graph_options.num_threads = options.num_threads;
-  graph_options.pack = options.pack;
-  if (!options.pack_format.empty()) {
-    bool known = false;
-    for (kernels::PackedFormat format :
-         {kernels::PackedFormat::kQ8_0x8, kernels::PackedFormat::kQ4_0x8,
-          kernels::PackedFormat::kF16x8, kernels::PackedFormat::kF32x8}) {
-      if (options.pack_format == kernels::PackedFormatName(format)) {
-        graph_options.pack.force_format = format;
-        known = true;
-      }
-    }
-    if (!known) return InvalidArgumentError("unknown packed format '" + options.pack_format + "'");
-  }
-  graph_options.calibration_dir = options.calibration_dir;
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<GraphBackend> graphs,
-                           GraphBackend::Create(*model, graph_options));
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ReferenceBackend> reference,
-                           ReferenceBackend::Create(reference_model, capacity));
+  EngineOptions reference_options;
+  reference_options.model_path = reference_path;
+  reference_options.use_reference = true;
+  reference_options.reuse = ReuseMethod::kNone;
+  reference_options.context_tokens = graph_options.context_tokens;
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> reference_engine,
+                           Engine::Create(reference_options));
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Session> graphs, graph_engine->OpenSession());
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Session> reference, reference_engine->OpenSession());
 
   AccuracyBenchResult result;
   result.model = options.model_path;
-  result.reference = other ? options.reference_path : options.model_path;
-  result.backend = graphs->name();
-  result.int8_scheme = model::Int8SchemeName(options.pack.static_int8.scheme);
-  if (options.pack.static_int8.scheme == model::Int8Scheme::kPerTensorShadow) {
-    result.outlier_fraction = options.pack.static_int8.outlier_fraction;
-  }
+  result.reference = reference_path;
+  result.backend = graph_engine->backend_name();
+  result.int8_scheme = Int8SchemeName(options.int8_scheme);
+  if (options.int8_scheme == Int8Scheme::kShadow)
+    result.outlier_fraction = options.outlier_fraction;
   result.tokens = static_cast<int>(tokens.size());
   double kl_sum = 0, top1_sum = 0, entropy_sum = 0;
   std::vector<float> last_graph, last_reference;
   for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(options.step)) {
     const size_t end = std::min(tokens.size(), begin + static_cast<size_t>(options.step));
     const std::span<const int32_t> piece(tokens.data() + begin, end - begin);
-    REPRISE_ASSIGN_OR_RETURN(std::span<const float> g, graphs->Append(piece));
+    REPRISE_ASSIGN_OR_RETURN(std::span<const float> g, graphs->Evaluate(piece));
     last_graph.assign(g.begin(), g.end());
-    REPRISE_ASSIGN_OR_RETURN(std::span<const float> r, reference->Append(piece));
+    REPRISE_ASSIGN_OR_RETURN(std::span<const float> r, reference->Evaluate(piece));
     last_reference.assign(r.begin(), r.end());
     const double kl = SoftmaxKl(last_reference, last_graph);
     kl_sum += kl;

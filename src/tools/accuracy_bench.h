@@ -2,18 +2,20 @@
 // kernels) are from the plain float forward pass of a model file — the cost of repacking
 // (K-quants are requantized to Q8_0 at load, packed_matrix.h) and of the kernels' arithmetic.
 //
-// Both run the same tokens of a text (the built-in sample, engine/sample_text.h, by default)
+// Both run the same tokens of a text (the built-in sample, reprise::SampleText, by default)
 // `step` tokens at a time; after each step the next-token distributions are compared: KL in
 // nats (the float pass as truth), top-1 agreement. Then each continues the text greedily for
 // `continuation_tokens`, and the shared prefix of the two continuations is counted.
 // The float pass may run another file of the same architecture (`reference_path`: say the
 // F32 original of a quantized file), which then measures the quantization as a whole.
+// Built on the public API: two Engines (one with EngineOptions::use_reference) and their
+// sessions' token-level Evaluate.
 #pragma once
 
 #include <string>
 
 #include "base/status.h"
-#include "model/packed_weights.h"
+#include "reprise/engine.h"
 
 namespace reprise::tools {
 
@@ -26,16 +28,17 @@ struct AccuracyBenchOptions {
   int continuation_tokens = 32;
   int num_threads = 0;  // of the compiled graphs; 0 = every usable core
   // How the engine packs the weights: a forced format (e.g. Q8_0 for an F32 file, to measure
-  // the per-block int8 path) and the static INT8 scheme (model/static_int8.h), whose
-  // activation calibration is read from (or measured into) `calibration_dir`.
-  model::PackOptions pack;
-  std::string pack_format;  // a kernels::PackedFormatName to force, or empty
+  // the per-block int8 path) and the int8 scheme (EngineOptions), whose static schemes' activation
+  // calibration is read from (or measured into) `calibration_dir`.
+  WeightFormat weight_format = WeightFormat::kAsStored;
+  Int8Scheme int8_scheme = Int8Scheme::kPerBlock;
+  double outlier_fraction = 0.01;
   std::string calibration_dir;
 };
 
 struct AccuracyBenchResult {
   std::string model, reference, backend;
-  std::string int8_scheme;      // model::Int8SchemeName
+  std::string int8_scheme;      // Int8SchemeName
   double outlier_fraction = 0;  // of the shadow scheme
   int tokens = 0;               // of the text, run by both
   int positions = 0;            // scored

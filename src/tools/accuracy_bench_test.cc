@@ -102,11 +102,11 @@ TEST(AccuracyBenchTest, ShadowOutliersRecoverMostOfWhatPerTensorInt8Loses) {
       "then they went home to eat dinner with mom and dad. Lily was very happy.";
   const Result<AccuracyBenchResult> plain = RunAccuracyBench(options);
   ASSERT_TRUE(plain.ok()) << plain.error().ToString();
-  options.pack.static_int8.scheme = model::Int8Scheme::kPerTensor;
+  options.int8_scheme = Int8Scheme::kPerTensor;
   const Result<AccuracyBenchResult> per_tensor = RunAccuracyBench(options);
   ASSERT_TRUE(per_tensor.ok()) << per_tensor.error().ToString();
-  options.pack.static_int8.scheme = model::Int8Scheme::kPerTensorShadow;
-  options.pack.static_int8.outlier_fraction = 0.01;
+  options.int8_scheme = Int8Scheme::kShadow;
+  options.outlier_fraction = 0.01;
   const Result<AccuracyBenchResult> shadow = RunAccuracyBench(options);
   ASSERT_TRUE(shadow.ok()) << shadow.error().ToString();
   EXPECT_EQ(per_tensor->int8_scheme, "per-tensor");
