@@ -115,6 +115,30 @@ Status PackGroup(const gguf::GgufFile& file, const std::vector<std::string>& nam
   return Status::Ok();
 }
 
+// The options to pack the layer matrices `names` with. Static INT8 quantizes each of them per
+// row from its values (RepackStaticInt8): a source that packing would requantize (a K-quant to
+// Q8_0) is then packed as F32 instead, exactly, so that it is quantized once rather than twice.
+// Matrices the scheme will not repack (columns that do not fit kI8x8) keep their format.
+PackOptions LayerPackOptions(const gguf::GgufFile& file, const std::vector<std::string>& names,
+                             const PackOptions& options) {
+  if (options.static_int8.scheme == Int8Scheme::kPerBlock || options.force_format) return options;
+  bool requantized = false;
+  for (const std::string& name : names) {
+    const gguf::TensorInfo* t = Find(file, name);
+    if (t == nullptr) return options;  // PackGroup says what is missing
+    if (t->dims[0] % kernels::PackedColumnMultiple(kernels::PackedFormat::kI8x8) != 0) {
+      return options;
+    }
+    requantized =
+        requantized || (kernels::ChoosePackedFormat(t->dtype) == kernels::PackedFormat::kQ8_0x8 &&
+                        t->dtype != DType::kQ8_0);
+  }
+  if (!requantized) return options;
+  PackOptions exact = options;
+  exact.force_format = kernels::PackedFormat::kF32x8;
+  return exact;
+}
+
 int64_t Bytes(const std::unique_ptr<OwnedPackedMatrix>& m) {
   if (!m) return 0;
   return static_cast<int64_t>(m->size_bytes) + (m->shadow ? Bytes(m->shadow) : 0);
@@ -255,16 +279,20 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
     LayerWeights& lw = w->layers_[static_cast<size_t>(l)];
     REPRISE_ASSIGN_OR_RETURN(lw.attn_norm, ReadVector(file, Layer(l, "attn_norm.weight")));
     REPRISE_ASSIGN_OR_RETURN(lw.ffn_norm, ReadVector(file, Layer(l, "ffn_norm.weight")));
-    REPRISE_RETURN_IF_ERROR(PackGroup(
-        file, {Layer(l, "attn_q.weight"), Layer(l, "attn_k.weight"), Layer(l, "attn_v.weight")},
-        options, pool, lw.qkv, {&lw.q, &lw.k, &lw.v}));
+    const std::vector<std::string> qkv = {Layer(l, "attn_q.weight"), Layer(l, "attn_k.weight"),
+                                          Layer(l, "attn_v.weight")};
+    const std::vector<std::string> output = {Layer(l, "attn_output.weight")};
+    const std::vector<std::string> gate_up = {Layer(l, "ffn_gate.weight"),
+                                              Layer(l, "ffn_up.weight")};
+    const std::vector<std::string> down = {Layer(l, "ffn_down.weight")};
+    REPRISE_RETURN_IF_ERROR(PackGroup(file, qkv, LayerPackOptions(file, qkv, options), pool, lw.qkv,
+                                      {&lw.q, &lw.k, &lw.v}));
+    REPRISE_RETURN_IF_ERROR(PackGroup(file, output, LayerPackOptions(file, output, options), pool,
+                                      lw.output, {&lw.output}));
+    REPRISE_RETURN_IF_ERROR(PackGroup(file, gate_up, LayerPackOptions(file, gate_up, options), pool,
+                                      lw.gate_up, {&lw.gate, &lw.up}));
     REPRISE_RETURN_IF_ERROR(
-        PackGroup(file, {Layer(l, "attn_output.weight")}, options, pool, lw.output, {&lw.output}));
-    REPRISE_RETURN_IF_ERROR(PackGroup(file,
-                                      {Layer(l, "ffn_gate.weight"), Layer(l, "ffn_up.weight")},
-                                      options, pool, lw.gate_up, {&lw.gate, &lw.up}));
-    REPRISE_RETURN_IF_ERROR(
-        PackGroup(file, {Layer(l, "ffn_down.weight")}, options, pool, lw.down, {&lw.down}));
+        PackGroup(file, down, LayerPackOptions(file, down, options), pool, lw.down, {&lw.down}));
     if (config.has_qkv_bias) {
       REPRISE_ASSIGN_OR_RETURN(lw.q_bias, ReadVector(file, Layer(l, "attn_q.bias")));
       REPRISE_ASSIGN_OR_RETURN(lw.k_bias, ReadVector(file, Layer(l, "attn_k.bias")));

@@ -2,6 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "base/thread_pool.h"
+#include "gguf/gguf_file.h"
+#include "kernels/packed_matrix.h"
+#include "model/packed_weights.h"
+#include "model/test_model_builder.h"
+
 namespace reprise::model {
 namespace {
 
@@ -65,6 +75,64 @@ TEST(StaticInt8PlanTest, SchemeNamesRoundTrip) {
     EXPECT_EQ(*parsed, s);
   }
   EXPECT_FALSE(ParseInt8Scheme("int4").ok());
+}
+
+// A K-quant source is quantized to int8 once, from its own values: each stored int8 weight is
+// within half a step (its row's amax / 127 / 2) of the file's value. Requantizing to Q8_0
+// first, as packing a K-quant alone does, adds that format's error on top and breaks the bound.
+TEST(StaticInt8PackTest, KQuantSourcesAreQuantizedOnceFromTheirOwnValues) {
+  for (const DType dtype : {DType::kQ4_K, DType::kQ6_K}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    TestModelSpec spec;
+    spec.num_layers = 1;
+    spec.embedding_dim = 256;
+    spec.ffn_dim = 256;
+    spec.num_heads = 4;
+    spec.num_kv_heads = 2;
+    spec.vocab_size = 32;
+    spec.matrix_dtype = dtype;
+    const TestModel model = MakeTestModel(spec);
+    const std::vector<uint8_t> bytes = TestModelBytes(model);
+    Result<gguf::GgufFile> file = gguf::GgufFile::Parse(bytes);
+    ASSERT_TRUE(file.ok()) << file.error().ToString();
+    Result<ModelConfig> config = ModelConfig::FromGguf(*file);
+    ASSERT_TRUE(config.ok()) << config.error().ToString();
+    auto pool = ThreadPool::Create({.num_threads = 2});
+    ASSERT_TRUE(pool.ok());
+    auto calibration = std::make_shared<ActivationCalibration>();
+    calibration->tokens = 1;
+    for (const int channels : {256, 256, 256, 256}) {  // attn_in, attn_out, ffn_in, ffn_hidden
+      calibration->channel_absmax.emplace_back(static_cast<size_t>(channels), 1.0f);
+    }
+    PackOptions options;
+    options.static_int8.scheme = Int8Scheme::kPerTensor;
+    options.activation_calibration = calibration;
+    Result<std::unique_ptr<PackedWeights>> packed =
+        PackedWeights::Create(*file, *config, **pool, options);
+    ASSERT_TRUE(packed.ok()) << packed.error().ToString();
+    const LayerWeights& layer = (*packed)->layer(0);
+    const std::pair<const OwnedPackedMatrix*, const char*> matrices[] = {
+        {layer.down.get(), "blk.0.ffn_down.weight"},
+        {layer.output.get(), "blk.0.attn_output.weight"}};
+    for (const auto& [matrix, name] : matrices) {
+      SCOPED_TRACE(name);
+      ASSERT_NE(matrix, nullptr);
+      ASSERT_EQ(matrix->view.format, kernels::PackedFormat::kI8x8);
+      const TestTensor& source = model.Get(name);
+      const int64_t cols = matrix->view.cols;
+      std::vector<float> row(static_cast<size_t>(cols));
+      int outside = 0;
+      for (int64_t r = 0; r < matrix->view.rows; ++r) {
+        kernels::UnpackRow(matrix->view, r, row.data());
+        const float* exact = source.values.data() + r * cols;
+        float amax = 0;
+        for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(exact[c]));
+        const float half_step = amax / 127.0f / 2.0f * 1.0001f + 1e-12f;
+        for (int64_t c = 0; c < cols; ++c) outside += std::fabs(row[c] - exact[c]) > half_step;
+      }
+      EXPECT_EQ(outside, 0);
+    }
+  }
 }
 
 }  // namespace
