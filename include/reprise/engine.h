@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reprise/status.h"
@@ -91,6 +92,41 @@ enum class KvCodec : uint8_t {
 };
 const char* KvCodecName(KvCodec codec);               // "f16", "int8"
 Result<KvCodec> ParseKvCodec(std::string_view name);  // Errors: InvalidArgument
+
+// Where segments are cut into chunks: every chunk_tokens tokens, or at content boundaries
+// (paragraphs, sentences) near that length so that text pasted elsewhere cuts the same way.
+enum class ChunkingMode : uint8_t { kFixed, kContent };
+const char* ChunkingModeName(ChunkingMode mode);                // "fixed", "content"
+Result<ChunkingMode> ParseChunkingMode(std::string_view name);  // Errors: InvalidArgument
+
+// How blend's graph calls are chosen (DESIGN.md §5): the chunk-merge DP, or the ablation's
+// baselines (fill each call in order; each reused or new run its own calls).
+enum class ScheduleStrategy : uint8_t { kDp, kGreedy, kNaive };
+const char* ScheduleStrategyName(ScheduleStrategy strategy);            // "dp", "greedy", "naive"
+Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name);  // Errors: InvalidArgument
+
+// Expert settings of reuse, for experiments and ablations (`reprise bench reuse`); the
+// defaults are the tuned ones (docs/benchmarks.md).
+struct ReuseTuning {
+  int chunk_tokens = 512;  // the longest chunk a segment is cut into
+  ChunkingMode chunking = ChunkingMode::kContent;
+  int check_layer = 1;                // where blend measures the deviation
+  bool deviation_includes_v = false;  // V's deviation added to K's
+  // Keep the check layer's fresh KV for every reused token, not only the recomputed ones.
+  bool refresh_check_layer = false;
+  int force_first_tokens = 0;       // of every reused run, always recomputed (attention sinks)
+  int query_probe_tokens = 32;      // query-aware selection: the prompt's last new tokens probed
+  int stable_context_tokens = 128;  // stable_recompute_min_deviation's "nearest context"
+  int min_match_tokens = 32;        // shortest run of cached tokens reused at a new position
+  int max_candidates = 32;          // cached chunks a prompt is matched against, at most
+  // Read and place reused KV beside the graph calls (false: all of it before the first).
+  bool overlap_kv_preparation = true;
+  // With the overlap, run a call's layers as soon as their KV is placed (false: wait for all).
+  bool shard_pipeline = true;
+  ScheduleStrategy scheduler = ScheduleStrategy::kDp;
+  bool store_cost_aware_eviction = true;  // false: LRU
+  bool store_prefetch = true;             // the store's idle-time prefetch
+};
 
 // EngineOptions::stable_recompute_min_deviation's default (docs/benchmarks.md, "Adaptive
 // recompute").
@@ -176,6 +212,7 @@ struct EngineOptions {
   int store_admit_after = 1;
   // Where `reprise calibrate` keeps its results; empty = do not look.
   std::string calibration_dir;
+  ReuseTuning tuning;
 };
 
 struct ChatTurn {
@@ -225,6 +262,19 @@ struct GenerateRequest {
   // Return the logits after the prompt (GenerateResult::first_token_logits): the distribution
   // of the first generated token, e.g. to compare reuse methods or to score choices.
   bool return_first_token_logits = false;
+  // Keep generating past an end-of-generation token (EOS / EOT) until max_new_tokens or the
+  // context's end: fixed-length continuations, as benchmarks compare them.
+  bool ignore_eos = false;
+  // Fill GenerateResult::diagnostics (a few string copies; nothing slower).
+  bool diagnose = false;
+  // With `diagnose`: a recall oracle's view of this prompt (one byte per prompt token, as
+  // PromptTokenizer gives them; 1 = a window of `recall_window` tokens around the token was
+  // seen in an earlier prompt, and in `expected_within_chunk`: inside one chunk of it, may be
+  // empty). The result then says why each such token was computed anew
+  // (ReuseDiagnostics::recall_losses). Empty = not asked.
+  std::vector<uint8_t> expected_reusable;
+  std::vector<uint8_t> expected_within_chunk;
+  int recall_window = 32;
   // Set to true from any thread to stop the request: before the next prefill graph call or
   // the next token. A request stopped before its first token fails with Cancelled; one
   // stopped later returns what it generated, with stop_reason "cancelled". Null = never.
@@ -252,6 +302,51 @@ struct ReuseReport {
   int guard_fallbacks = 0;  // recompute calls the quality guard prefilled in full
 };
 
+// The reusable tokens of a prompt that were computed anew, by the first cause that explains
+// each: the prompt's last token (always run); the matcher passed over a cached window; the
+// chunk holding it ranked past max_candidates; a cached window only across two prompt chunks;
+// only together with reused neighbours (a seam); every earlier window spanned two chunks of
+// its prompt; no cached chunk holds it (evicted or never stored).
+struct RecallLosses {
+  int64_t last_token = 0;
+  int64_t matcher = 0;
+  int64_t candidates_capped = 0;
+  int64_t prompt_chunk_split = 0;
+  int64_t seam = 0;
+  int64_t cached_chunk_split = 0;
+  int64_t not_cached = 0;
+
+  int64_t total() const {
+    return last_token + matcher + candidates_capped + prompt_chunk_split + seam +
+           cached_chunk_split + not_cached;
+  }
+  RecallLosses& operator+=(const RecallLosses& o) {
+    last_token += o.last_token;
+    matcher += o.matcher;
+    candidates_capped += o.candidates_capped;
+    prompt_chunk_split += o.prompt_chunk_split;
+    seam += o.seam;
+    cached_chunk_split += o.cached_chunk_split;
+    not_cached += o.not_cached;
+    return *this;
+  }
+};
+
+// What a request's reuse did, in detail (GenerateRequest::diagnose).
+struct ReuseDiagnostics {
+  std::string plan;                   // the plan in one line: runs of prefix, reused and new tokens
+  std::string schedule;               // blend's graph calls, when it scheduled any
+  int graph_calls = 0;                // prefill, recompute and probe calls
+  double max_residual_deviation = 0;  // blend: the largest over its recompute calls
+  // Beside the graphs: placing reused KV, and waiting for the store's reads.
+  double kv_place_ms = 0;
+  double kv_load_wait_ms = 0;
+  double store_ms = 0;                      // keeping the prompt's chunks, after the first token
+  std::vector<std::pair<int, int>> chunks;  // the prompt's chunks, [begin, end) in tokens
+  bool has_recall_losses = false;           // GenerateRequest::expected_reusable was given
+  RecallLosses recall_losses;
+};
+
 struct GenerateResult {
   std::string text;
   std::vector<int32_t> prompt_tokens;
@@ -266,6 +361,7 @@ struct GenerateResult {
   // With GenerateRequest::return_first_token_logits: [vocabulary] logits after the prompt
   // (empty otherwise, and with EngineOptions::use_reference).
   std::vector<float> first_token_logits;
+  ReuseDiagnostics diagnostics;  // with GenerateRequest::diagnose
 };
 
 struct TokenPiece {
@@ -356,6 +452,30 @@ struct EngineStats {
   // Memory of the compiled model's packed weights, beside the mapped model file (0 for the
   // reference backend).
   int64_t weights_bytes = 0;
+  // The store's own (0 without one): evictions from memory and from flash, chunks written and
+  // the write-back thread's time, writes on request threads (0 by design), chunks prefetched,
+  // chunk files dropped as corrupt; admission control's counters; why it stopped persisting.
+  int64_t pool_evictions = 0;
+  int64_t flash_evictions = 0;
+  int64_t chunks_written = 0;
+  double write_ms_total = 0;
+  double write_ms_on_caller = 0;
+  int64_t prefetched = 0;
+  int64_t corrupt_dropped = 0;
+  int64_t admitted_on_recurrence = 0;
+  int64_t dropped_unadmitted = 0;
+  int64_t chunks_awaiting_admission = 0;
+  bool persisting = true;
+  std::string persistence_error;
+};
+
+// One namespace's cache (Engine::StatsOf).
+struct NamespaceStats {
+  int64_t chunks = 0;
+  int64_t bytes = 0;      // in memory
+  int64_t evictions = 0;  // from memory
+  int64_t hits_memory = 0;
+  int64_t hits_flash = 0;
 };
 
 // Where one Session::Evaluate call's graph time went (its `profile`): every op of the compiled
@@ -467,12 +587,25 @@ class Engine {
   // One line about the KV store (chunks, bytes, hits), or "" without one.
   std::string DescribeStore() const;
   int context_tokens() const { return context_tokens_; }
+  // The graphs' capacities (Lp, Ls) as given, calibrated or by default, and whether a
+  // calibration of this model and thread count supplied them.
+  int prefill_capacity() const;
+  int recompute_capacity() const;
+  bool is_calibrated() const { return is_calibrated_; }
+  // Blend's quality guard threshold as resolved (0 = off; EngineOptions::quality_guard).
+  double quality_guard() const;
   // Bytes of KV cache one token of a session's sequence holds (K and V of every layer, f16).
   int64_t kv_bytes_per_token() const;
   // Entries of the model's vocabulary (the length of GenerateResult::first_token_logits).
   int vocab_size() const;
   // Waits until the store has persisted every chunk so far (no-op without a store).
   Status Flush();
+  // Flush, then drop the store's KV files from the OS page cache, so that the next reads come
+  // from storage (cold-start measurements). No-op without a store. Errors: IoError.
+  Status DropStoreFromPageCache();
+  // The counters of `name_space`'s cache (opened when it was not yet). Errors: InvalidArgument
+  // (a bad name, an engine made with ReuseMethod::kNone).
+  Result<NamespaceStats> StatsOf(const std::string& name_space);
   // Thread-safe.
   EngineStats Stats() const;
 
@@ -488,6 +621,7 @@ class Engine {
 
   EngineOptions options_;
   int context_tokens_ = 0;
+  bool is_calibrated_ = false;
   std::string description_;
   std::string backend_name_;
   std::unique_ptr<engine::LoadedModel> model_;

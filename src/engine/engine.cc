@@ -25,7 +25,9 @@
 #include "kernels/machine_peak.h"
 #include "kernels/packed_matrix.h"
 #include "kv/memory_chunk_cache.h"
+#include "reuse/reuse_recall_losses.h"
 #include "store/namespace_name.h"
+#include "store/store_dir.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -105,6 +107,35 @@ static std::optional<kernels::PackedFormat> ForcedFormat(WeightFormat format) {
 }
 
 std::string_view SampleText() { return engine::SampleText(); }
+
+const char* ChunkingModeName(ChunkingMode mode) {
+  return engine::ChunkingModeName(static_cast<engine::ChunkingMode>(mode));
+}
+
+Result<ChunkingMode> ParseChunkingMode(std::string_view name) {
+  REPRISE_ASSIGN_OR_RETURN(engine::ChunkingMode mode, engine::ParseChunkingMode(name));
+  return static_cast<ChunkingMode>(mode);
+}
+
+const char* ScheduleStrategyName(ScheduleStrategy strategy) {
+  return reuse::ScheduleStrategyName(static_cast<reuse::ScheduleStrategy>(strategy));
+}
+
+Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name) {
+  REPRISE_ASSIGN_OR_RETURN(reuse::ScheduleStrategy strategy, reuse::ParseScheduleStrategy(name));
+  return static_cast<ScheduleStrategy>(strategy);
+}
+
+static_assert(static_cast<int>(ChunkingMode::kFixed) ==
+                  static_cast<int>(engine::ChunkingMode::kFixed) &&
+              static_cast<int>(ChunkingMode::kContent) ==
+                  static_cast<int>(engine::ChunkingMode::kContent));
+static_assert(static_cast<int>(ScheduleStrategy::kDp) ==
+                  static_cast<int>(reuse::ScheduleStrategy::kDp) &&
+              static_cast<int>(ScheduleStrategy::kGreedy) ==
+                  static_cast<int>(reuse::ScheduleStrategy::kGreedy) &&
+              static_cast<int>(ScheduleStrategy::kNaive) ==
+                  static_cast<int>(reuse::ScheduleStrategy::kNaive));
 
 const char* KvCodecName(KvCodec codec) { return codec == KvCodec::kInt8 ? "int8" : "f16"; }
 
@@ -250,7 +281,22 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.static_shapes = options.static_shapes;
     reuse.out_of_order_groups = options.out_of_order_groups;
     reuse.out_of_order_window = options.out_of_order_window;
-    engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
+    const ReuseTuning& tuning = options.tuning;
+    reuse.chunk_tokens = tuning.chunk_tokens;
+    reuse.chunking = static_cast<engine::ChunkingMode>(tuning.chunking);
+    reuse.check_layer = tuning.check_layer;
+    reuse.deviation_includes_v = tuning.deviation_includes_v;
+    reuse.refresh_check_layer = tuning.refresh_check_layer;
+    reuse.force_first_tokens = tuning.force_first_tokens;
+    reuse.query_probe_tokens = tuning.query_probe_tokens;
+    reuse.stable_context_tokens = tuning.stable_context_tokens;
+    reuse.min_match_tokens = tuning.min_match_tokens;
+    reuse.max_candidates = tuning.max_candidates;
+    reuse.overlap_kv_preparation = tuning.overlap_kv_preparation;
+    reuse.shard_pipeline = tuning.shard_pipeline;
+    reuse.scheduler = static_cast<reuse::ScheduleStrategy>(tuning.scheduler);
+    engine->is_calibrated_ =
+        engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
     if (reuse.method == engine::ReuseMethod::kBlend) {
@@ -285,6 +331,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
         settings.disk_mb = options.store_disk_mb;
         settings.codec = KvCodecName(options.store_codec);
         settings.admit_after = options.store_admit_after;
+        settings.cost_aware = options.tuning.store_cost_aware_eviction;
+        settings.prefetch = options.tuning.store_prefetch;
         settings.recompute_ratio = options.recompute_ratio;
         settings.compute_ms_per_token = engine::ComputeMsPerToken(reuse);
         REPRISE_ASSIGN_OR_RETURN(engine->store_, engine::OpenChunkStore(*engine->model_, settings));
@@ -371,6 +419,27 @@ Result<std::unique_ptr<Session>> Engine::OpenSession(const SessionOptions& optio
 
 Status Engine::Flush() { return store_ ? store_->Flush() : Status::Ok(); }
 
+Status Engine::DropStoreFromPageCache() {
+  if (!store_) return Status::Ok();
+  REPRISE_RETURN_IF_ERROR(store_->Flush());
+  return store::DropKvFilePages(options_.store_dir).status();
+}
+
+Result<NamespaceStats> Engine::StatsOf(const std::string& name_space) {
+  if (options_.reuse == ReuseMethod::kNone) {
+    return InvalidArgumentError("an engine made without reuse (none) has no caches");
+  }
+  REPRISE_ASSIGN_OR_RETURN(kv::ChunkCache * cache, CacheOf(name_space));
+  const kv::ChunkCacheStats s = cache->stats();
+  NamespaceStats stats;
+  stats.chunks = s.num_chunks;
+  stats.bytes = s.bytes;
+  stats.evictions = s.evictions;
+  stats.hits_memory = s.hits_pool;
+  stats.hits_flash = s.hits_flash;
+  return stats;
+}
+
 std::vector<TokenPiece> Engine::Tokenize(std::string_view text, bool add_special,
                                          bool parse_special) const {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
@@ -427,6 +496,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   options.sampling =
       engine::SamplerOptions{request.temperature, request.top_k, request.top_p, request.seed};
   options.cancel = request.cancel;
+  options.stop_at_end_of_generation = !request.ignore_eos;
   // A completion continues the prompt's text, so the first token keeps its leading space; a
   // chat reply is a message of its own (sent back as such in the next turn), so it does not.
   options.strip_leading_space = engine::IsChatRequest(request);
@@ -496,6 +566,31 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     if (request.return_first_token_logits) {
       result.first_token_logits.assign(reuse.logits().begin(), reuse.logits().end());
     }
+    if (request.diagnose) {
+      ReuseDiagnostics& d = result.diagnostics;
+      d.plan = report->plan;
+      d.schedule = report->schedule;
+      d.graph_calls = report->graph_calls;
+      d.max_residual_deviation = report->max_residual_deviation;
+      d.kv_place_ms = report->kv_place_ms;
+      d.kv_load_wait_ms = report->kv_load_wait_ms;
+      for (const reuse::PromptChunk& c : reuse.prompt_chunks())
+        d.chunks.emplace_back(c.begin, c.end);
+      if (!request.expected_reusable.empty() && cache != nullptr) {
+        // Against the cache as the prompt was planned against: before its chunks go in.
+        REPRISE_ASSIGN_OR_RETURN(
+            const reuse::RecallLosses losses,
+            reuse::ClassifyRecallLosses(
+                {result.prompt_tokens, reuse.planned_kinds(), reuse.prompt_chunks(),
+                 request.expected_reusable, request.recall_window, reuse.options().max_candidates,
+                 request.expected_within_chunk},
+                *cache));
+        d.has_recall_losses = true;
+        d.recall_losses = {losses.last_token,         losses.matcher, losses.candidates_capped,
+                           losses.prompt_chunk_split, losses.seam,    losses.cached_chunk_split,
+                           losses.not_cached};
+      }
+    }
     {
       // While it generates, the session's decode steps are batched with the others'.
       const engine::DecodeBatcher::Participant decoding(shared_->decode_batcher.get());
@@ -505,7 +600,10 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     // After the reply: storing chunks is never on the time-to-first-token path (a store
     // only queues them for its write-back thread), then idle work (prefetch).
     const bool keep = cache != nullptr && request.keep_kv;
-    if (keep) REPRISE_RETURN_IF_ERROR(reuse.StoreChunks());
+    if (keep) {
+      REPRISE_ASSIGN_OR_RETURN(const double store_ms, reuse.StoreChunks());
+      result.diagnostics.store_ms = request.diagnose ? store_ms : 0.0;
+    }
     if (keep && engine::IsChatRequest(request) && stats.stop_reason != "cancelled") {
       // The reply as the next turn will hold it: its KV is kept too, so that the next turn
       // reuses the whole conversation. A failure here loses only that reuse.
@@ -530,6 +628,15 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
 int Engine::vocab_size() const { return model_->config().vocab_size; }
 
 std::string Engine::Describe() const { return description_; }
+
+int Engine::prefill_capacity() const { return shared_->reuse.prefill_capacity; }
+int Engine::recompute_capacity() const { return shared_->reuse.recompute_capacity; }
+
+double Engine::quality_guard() const {
+  if (options_.reuse == ReuseMethod::kBlend) return shared_->reuse.guard_deviation;
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  return shared_->blend_session_guard.value_or(0.0);
+}
 
 int64_t Engine::kv_bytes_per_token() const {
   const model::ModelConfig& c = model_->config();
@@ -572,6 +679,18 @@ EngineStats Engine::Stats() const {
     stats.hits_memory = s.hits_pool;
     stats.hits_flash = s.hits_flash;
     stats.evictions = s.pool_evictions + s.flash_evictions;
+    stats.pool_evictions = s.pool_evictions;
+    stats.flash_evictions = s.flash_evictions;
+    stats.chunks_written = s.chunks_written;
+    stats.write_ms_total = s.write_ms_total;
+    stats.write_ms_on_caller = s.write_ms_on_caller;
+    stats.prefetched = s.prefetched;
+    stats.corrupt_dropped = s.corrupt_dropped;
+    stats.admitted_on_recurrence = s.admitted_on_recurrence;
+    stats.dropped_unadmitted = s.dropped_unadmitted;
+    stats.chunks_awaiting_admission = s.chunks_awaiting_admission;
+    stats.persisting = s.persistence_enabled;
+    stats.persistence_error = s.persistence_error;
     return stats;
   }
   for (const auto& [name, cache] : shared_->caches) {

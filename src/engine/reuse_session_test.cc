@@ -10,8 +10,10 @@
 #include "base/float16.h"
 #include "convert/model_maker.h"
 #include "engine/kv_transfer.h"
+#include "engine/store_settings.h"
 #include "kv/memory_chunk_cache.h"
 #include "kv/on_flash_cache_test_util.h"
+#include "reprise/engine.h"
 #include "reuse/chunk_merge_scheduler.h"
 #include "store/chunk_store.h"
 #include "store/kv_file.h"
@@ -871,6 +873,35 @@ TEST(UncalibratedGraphCostsTest, ATinyRatioDoesNotSplitAPromptIntoManyCalls) {
   Result<reuse::ChunkSchedule> old_schedule = old->Schedule(runs);
   ASSERT_TRUE(old_schedule.ok());
   EXPECT_GT(old_schedule->calls.size(), 2 * schedule->calls.size());
+}
+
+}  // namespace
+}  // namespace reprise::engine
+
+namespace reprise::engine {
+namespace {
+
+// The public expert settings (reprise::ReuseTuning) start where the engine's own defaults are,
+// so an engine made with default options reuses as ReuseOptions{} says.
+TEST(ReuseTuningTest, PublicDefaultsAreTheEnginesDefaults) {
+  const reprise::ReuseTuning tuning;
+  const ReuseOptions reuse;
+  EXPECT_EQ(tuning.chunk_tokens, reuse.chunk_tokens);
+  EXPECT_EQ(static_cast<int>(tuning.chunking), static_cast<int>(reuse.chunking));
+  EXPECT_EQ(tuning.check_layer, reuse.check_layer);
+  EXPECT_EQ(tuning.deviation_includes_v, reuse.deviation_includes_v);
+  EXPECT_EQ(tuning.refresh_check_layer, reuse.refresh_check_layer);
+  EXPECT_EQ(tuning.force_first_tokens, reuse.force_first_tokens);
+  EXPECT_EQ(tuning.query_probe_tokens, reuse.query_probe_tokens);
+  EXPECT_EQ(tuning.stable_context_tokens, reuse.stable_context_tokens);
+  EXPECT_EQ(tuning.min_match_tokens, reuse.min_match_tokens);
+  EXPECT_EQ(tuning.max_candidates, reuse.max_candidates);
+  EXPECT_EQ(tuning.overlap_kv_preparation, reuse.overlap_kv_preparation);
+  EXPECT_EQ(tuning.shard_pipeline, reuse.shard_pipeline);
+  EXPECT_EQ(static_cast<int>(tuning.scheduler), static_cast<int>(reuse.scheduler));
+  const StoreSettings store;
+  EXPECT_EQ(tuning.store_cost_aware_eviction, store.cost_aware);
+  EXPECT_EQ(tuning.store_prefetch, store.prefetch);
 }
 
 }  // namespace

@@ -331,3 +331,54 @@ TEST(InspectModelFileTest, AFileThatCannotRunStillGetsItsInfoWithTheReasons) {
 
 }  // namespace
 }  // namespace reprise
+
+namespace reprise {
+namespace {
+
+TEST(ReuseDiagnosticsTest, ARequestSaysHowItsPromptWasReusedAndWhyTokensWereNot) {
+  EngineOptions options;
+  options.model_path = kModel;
+  options.context_tokens = 512;
+  options.num_threads = 2;
+  options.reuse = ReuseMethod::kBlend;
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  std::string story;
+  for (int i = 0; i < 12; ++i) story += "Lily saw a big tree in the park and she was happy. ";
+  GenerateRequest first;
+  first.segments = {{"document", story}, {"question", "What did Lily see?"}};
+  first.max_new_tokens = 1;
+  first.diagnose = true;
+  Result<GenerateResult> a = (*engine)->Generate(first);
+  ASSERT_TRUE(a.ok()) << a.error().ToString();
+  EXPECT_FALSE(a->diagnostics.plan.empty());
+  EXPECT_GE(a->diagnostics.graph_calls, 1);
+  ASSERT_FALSE(a->diagnostics.chunks.empty());
+  EXPECT_EQ(a->diagnostics.chunks.back().second, static_cast<int>(a->prompt_tokens.size()));
+  EXPECT_FALSE(a->diagnostics.has_recall_losses);
+  Result<NamespaceStats> stats = (*engine)->StatsOf("default");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->chunks, static_cast<int64_t>(a->diagnostics.chunks.size()));
+
+  // The same document after a new opening: an oracle calls every token of it reusable; those
+  // computed anew are accounted for, cause by cause.
+  GenerateRequest second = first;
+  second.segments.insert(second.segments.begin(), {"system", "Answer briefly."});
+  Result<std::unique_ptr<PromptTokenizer>> tokenizer = PromptTokenizer::Open(kModel);
+  ASSERT_TRUE(tokenizer.ok());
+  const std::vector<int32_t> prompt = (*tokenizer)->PromptTokens(second);
+  second.expected_reusable.assign(prompt.size(), 1);
+  Result<GenerateResult> b = (*engine)->Generate(second);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  ASSERT_EQ(b->prompt_tokens, prompt);
+  ASSERT_TRUE(b->diagnostics.has_recall_losses);
+  EXPECT_GT(b->reuse.tokens_reused + b->reuse.tokens_recomputed, 0);
+  EXPECT_EQ(b->diagnostics.recall_losses.total(), b->reuse.tokens_new);
+  EXPECT_EQ(b->diagnostics.recall_losses.last_token, 1);
+  // A mask of another length is refused.
+  second.expected_reusable.pop_back();
+  EXPECT_EQ((*engine)->Generate(second).error().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reprise
