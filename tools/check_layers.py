@@ -4,9 +4,9 @@
 The rows of STYLE.md §2's table as written, plus three folders of the command line's own that
 the engine library (what an app embeds) never includes: `convert/` (importers and make-model:
 GGUF writing on top of the tokenizer and model layers), `workload/` (the benchmark workloads
-built from real texts) and `tools/` (the reuse and speed benchmarks, the calibration driver,
-the inspector's report: measurement built on the engine); and `api/`, the C API over the
-engine's public C++ API. `model` also reads `kernels/` (the packed weight formats it loads
+built from real texts) and `tools/` (the reuse, speed and accuracy benchmarks, the inspector's
+report, bench serve's recall oracle: measurement built on the public API, include/reprise/,
+and nothing of the engine's sources); and `api/`, the C API over the engine's public C++ API. `model` also reads `kernels/` (the packed weight formats it loads
 into), which STYLE.md reaches through `graph`. Includes are rooted at src/, so
 `#include "gguf/gguf_file.h"` names the gguf layer.
 """
@@ -27,8 +27,9 @@ ALLOWED = {
     "convert": {"base", "gguf", "kernels", "tokenizer", "model"},
     "workload": {"base"},
     "engine": {"base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store", "reuse"},
-    "tools": {"engine", "base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store",
-              "reuse", "workload"},
+    # The public API (include/reprise/, not a folder of src/) and, of the layers, only base,
+    # the workloads and reuse's recall oracle (a pure function of token ids).
+    "tools": {"base", "workload", "reuse"},
     "api": {"engine", "base"},
     "server": {"engine", "base"},
     "cli": {"engine", "server", "base", "tools", "convert", "workload"},

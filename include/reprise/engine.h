@@ -332,6 +332,9 @@ struct RecallLosses {
   }
 };
 
+// "seam 12, not cached 40, ..." (the causes with tokens, largest first), or "none".
+std::string DescribeRecallLosses(const RecallLosses& losses);
+
 // What a request's reuse did, in detail (GenerateRequest::diagnose).
 struct ReuseDiagnostics {
   std::string plan;                   // the plan in one line: runs of prefix, reused and new tokens

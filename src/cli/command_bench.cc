@@ -238,13 +238,14 @@ class BenchCommand : public Command {
                   "Drop retrieved chunks until prompts fit (0 = the model's context)")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
-    s->add_option("--ratio", reuse_options_.reuse.recompute_ratio, "Recompute ratio r")
+    s->add_option("--ratio", reuse_options_.engine.recompute_ratio, "Recompute ratio r")
         ->default_val(0.25)
         ->check(FiniteIn(0.0001, 1.0));
-    s->add_option("--check-layer", reuse_options_.reuse.check_layer, "Deviation check layer")
+    s->add_option("--check-layer", reuse_options_.engine.tuning.check_layer,
+                  "Deviation check layer")
         ->default_val(1)
         ->check(IntegerIn(0, 4096));
-    s->add_option("--force-first", reuse_options_.reuse.force_first_tokens,
+    s->add_option("--force-first", reuse_options_.engine.tuning.force_first_tokens,
                   "Also recompute the first N tokens of each reused chunk")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
@@ -252,26 +253,26 @@ class BenchCommand : public Command {
                   "Where segments are cut into chunks: content (at paragraph and sentence ends "
                   "chosen by the text, so a passage is the same chunks wherever it is pasted) "
                   "or fixed (every --chunk-tokens from the segment's start)")
-        ->default_val(engine::ChunkingModeName(engine::ReuseOptions{}.chunking))
+        ->default_val(ChunkingModeName(ReuseTuning{}.chunking))
         ->check(CLI::IsMember({"content", "fixed"}));
-    s->add_option("--adaptive", reuse_options_.reuse.recompute_min_deviation,
+    s->add_option("--adaptive", reuse_options_.engine.recompute_min_deviation,
                   "Adaptive recompute: of the r share, recompute only tokens whose relative "
                   "K deviation at the check layer is at least this (0 = off)")
         ->default_val(0.0)
         ->check(FiniteIn(0.0, 1.0));
-    s->add_option("--adaptive-stable", reuse_options_.reuse.stable_min_deviation,
+    s->add_option("--adaptive-stable", reuse_options_.engine.stable_recompute_min_deviation,
                   "Adaptive recompute for reused tokens of stable context only (their nearest "
                   "tokens are the ones they followed when cached, e.g. a chat history that "
                   "moved): recompute them only when their relative K deviation is at least "
                   "this (0 = off)")
-        ->default_val(engine::ReuseOptions{}.stable_min_deviation)
+        ->default_val(kDefaultStableRecomputeMinDeviation)
         ->check(FiniteIn(0.0, 1.0));
-    s->add_option("--stable-context", reuse_options_.reuse.stable_context_tokens,
+    s->add_option("--stable-context", reuse_options_.engine.tuning.stable_context_tokens,
                   "Tokens of unchanged near context that make a reused token one of stable "
                   "context (--adaptive-stable)")
-        ->default_val(engine::ReuseOptions{}.stable_context_tokens)
+        ->default_val(ReuseTuning{}.stable_context_tokens)
         ->check(IntegerIn(1, 1 << 20));
-    s->add_option("--guard", reuse_options_.reuse.guard_deviation,
+    s->add_option("--guard", reuse_options_.engine.quality_guard,
                   "Quality guard: prefill a recompute call in full when the reused tokens it "
                   "leaves deviate more than this (relative, at the check layer); 0 = off, "
                   "auto = the model's calibrated threshold (measured once when missing)")
@@ -281,34 +282,34 @@ class BenchCommand : public Command {
                   "What blend's recompute ranks reused tokens by: deviation (of K at the check "
                   "layer), attention (that the prompt's last new tokens pay to them there, "
                   "measured by a probe) or attention-deviation (their product)")
-        ->default_val(engine::SelectionName(engine::ReuseOptions{}.selection))
+        ->default_val(TokenSelectionName(EngineOptions{}.token_selection))
         ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
-    s->add_option("--probe-tokens", reuse_options_.reuse.query_probe_tokens,
+    s->add_option("--probe-tokens", reuse_options_.engine.tuning.query_probe_tokens,
                   "Query-aware selection: how many of the prompt's last new tokens the probe "
                   "runs")
-        ->default_val(engine::ReuseOptions{}.query_probe_tokens)
+        ->default_val(ReuseTuning{}.query_probe_tokens)
         ->check(IntegerIn(1, graph::kMaxProbeRows));
-    s->add_flag("--deviation-v", reuse_options_.reuse.deviation_includes_v,
+    s->add_flag("--deviation-v", reuse_options_.engine.tuning.deviation_includes_v,
                 "Add V's deviation to K's when selecting tokens");
-    s->add_flag("--refresh-check-layer", reuse_options_.reuse.refresh_check_layer,
+    s->add_flag("--refresh-check-layer", reuse_options_.engine.tuning.refresh_check_layer,
                 "Keep the check layer's fresh KV for every token, not only the selected ones");
-    auto* lp = s->add_option("--prefill-capacity", reuse_options_.reuse.prefill_capacity,
+    auto* lp = s->add_option("--prefill-capacity", reuse_options_.engine.prefill_capacity,
                              "Lp (default: calibrated, else 128)")
                    ->default_val(128)
                    ->check(IntegerIn(1, 1 << 16));
-    auto* ls = s->add_option("--recompute-capacity", reuse_options_.reuse.recompute_capacity,
+    auto* ls = s->add_option("--recompute-capacity", reuse_options_.engine.recompute_capacity,
                              "Ls (default: calibrated, else 256)")
                    ->default_val(256)
                    ->check(IntegerIn(1, 1 << 16));
     lp_option_ = lp;
     ls_option_ = ls;
-    s->add_option("--context", reuse_options_.reuse.context_tokens, "KV context size")
+    s->add_option("--context", reuse_options_.engine.context_tokens, "KV context size")
         ->default_val(4096)
         ->check(IntegerIn(1, 1 << 20));
-    s->add_option("-t,--threads", reuse_options_.reuse.num_threads, "Threads (0 = all cores)")
+    s->add_option("-t,--threads", reuse_options_.engine.num_threads, "Threads (0 = all cores)")
         ->default_val(0)
         ->check(IntegerIn(0, kMaxThreads));
-    s->add_option("--cache-mb,--pool-mb", reuse_options_.cache_budget_mb,
+    s->add_option("--cache-mb,--pool-mb", reuse_options_.engine.cache_mb,
                   "Chunk cache budget per method, MiB (with --store: the memory pool's)")
         ->default_val(2048)
         ->check(BudgetMib());
@@ -319,18 +320,19 @@ class BenchCommand : public Command {
                 "--warm-corpus (all but sub-chunk matches in unretrieved segments) at a fraction "
                 "of its time and memory");
     s->add_option("--data", reuse_options_.data_dir, "The shared data folder (holds workloads/)");
-    s->add_option("--store", reuse_options_.store_dir,
+    s->add_option("--store", reuse_options_.engine.store_dir,
                   "Use a persistent KV store in this folder (one namespace per method); a second "
                   "run finds the chunks of the first");
-    s->add_option("--disk-mb", reuse_options_.store_disk_mb, "Flash budget of the store, MiB")
+    s->add_option("--disk-mb", reuse_options_.engine.store_disk_mb,
+                  "Flash budget of the store, MiB")
         ->default_val(8192)
         ->check(BudgetMib());
-    s->add_option("--admit-after", reuse_options_.store_admit_after,
+    s->add_option("--admit-after", reuse_options_.engine.store_admit_after,
                   "Write a chunk to flash once its text was seen in N prompts (system, document, "
                   "skill and tool segments at once); 1 = every chunk")
-        ->default_val(reuse_options_.store_admit_after)
+        ->default_val(reuse_options_.engine.store_admit_after)
         ->check(CLI::Range(1, 1000));
-    s->add_option("--codec", reuse_options_.store_codec, "Stored KV codec: f16 or int8")
+    s->add_option("--codec", store_codec_, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));
     s->add_option("--eviction", eviction_, "Store eviction: cost (locality x cost) or lru")
@@ -339,7 +341,7 @@ class BenchCommand : public Command {
     s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
     int8_.Register(*s);
     out_of_order_.Register(*s);
-    s->add_flag("--static-shapes", reuse_options_.reuse.static_shapes,
+    s->add_flag("--static-shapes", reuse_options_.engine.static_shapes,
                 "Every graph call computes its full capacity, padding included, as an NPU must");
     s->add_option("--scheduler", scheduler_,
                   "How blend's graph calls are chosen: dp (the chunk-merge DP), greedy (fill "
@@ -368,7 +370,7 @@ class BenchCommand : public Command {
   std::string ReuseCommandLine() const {
     std::string methods;
     for (const std::string& m : method_names_) methods += (methods.empty() ? "" : ",") + m;
-    const engine::ReuseOptions& r = reuse_options_.reuse;
+    const EngineOptions& r = reuse_options_.engine;
     std::string command = "reprise bench reuse -m " + reuse_options_.model_path + " --workload " +
                           reuse_options_.workload + " --methods " + methods + " --queries " +
                           std::to_string(reuse_options_.num_queries) + " --top-chunks " +
@@ -377,24 +379,26 @@ class BenchCommand : public Command {
                           std::to_string(r.recompute_ratio).substr(0, 5);
     if (reuse_options_.warm_corpus) command += " --warm-corpus";
     if (reuse_options_.warm_retrieved_only) command += " --warm-retrieved-only";
-    if (!reuse_options_.store_dir.empty()) command += " --store " + reuse_options_.store_dir;
+    if (!reuse_options_.engine.store_dir.empty())
+      command += " --store " + reuse_options_.engine.store_dir;
     if (eviction_ != "cost") command += " --eviction " + eviction_;
-    if (reuse_options_.reuse.chunking != engine::ReuseOptions{}.chunking) {
+    if (reuse_options_.engine.tuning.chunking != ReuseTuning{}.chunking) {
       command +=
-          std::string(" --chunking ") + engine::ChunkingModeName(reuse_options_.reuse.chunking);
+          std::string(" --chunking ") + ChunkingModeName(reuse_options_.engine.tuning.chunking);
     }
     if (no_prefetch_) command += " --no-prefetch";
     if (reuse_options_.cold_flash) command += " --cold-flash";
     if (no_overlap_) command += " --no-overlap";
     if (no_shard_pipeline_) command += " --no-shard-pipeline";
-    if (reuse_options_.reuse.static_shapes) command += " --static-shapes";
+    if (reuse_options_.engine.static_shapes) command += " --static-shapes";
     if (scheduler_ != "dp") command += " --scheduler " + scheduler_;
     if (no_quality_) command += " --no-quality";
-    if (r.guard_deviation > 0) command += " --guard " + std::to_string(r.guard_deviation);
-    if (reuse_options_.reuse.recompute_min_deviation > 0) {
-      command += " --adaptive " + std::to_string(reuse_options_.reuse.recompute_min_deviation);
+    if (r.quality_guard > 0) command += " --guard " + std::to_string(r.quality_guard);
+    if (reuse_options_.engine.recompute_min_deviation > 0) {
+      command += " --adaptive " + std::to_string(reuse_options_.engine.recompute_min_deviation);
     }
-    command += " --adaptive-stable " + std::to_string(reuse_options_.reuse.stable_min_deviation);
+    command += " --adaptive-stable " +
+               std::to_string(reuse_options_.engine.stable_recompute_min_deviation);
     return command;
   }
 
@@ -412,29 +416,34 @@ class BenchCommand : public Command {
       }
       reuse_options_.data_dir = *found;
     }
-    reuse_options_.store_cost_aware = eviction_ == "cost";
-    reuse_options_.reuse.chunking = *engine::ParseChunkingMode(chunking_);  // checked above
-    reuse_options_.reuse.selection = *engine::ParseSelection(selection_);   // checked above
-    reuse_options_.store_prefetch = !no_prefetch_;
-    reuse_options_.reuse.overlap_kv_preparation = !no_overlap_;
-    reuse_options_.reuse.shard_pipeline = !no_shard_pipeline_;
-    reuse_options_.reuse.scheduler = *engine::ParseScheduleStrategy(scheduler_);  // checked above
-    if (reuse_options_.cold_flash && reuse_options_.store_dir.empty()) {
+    EngineOptions& engine = reuse_options_.engine;
+    engine.tuning.store_cost_aware_eviction = eviction_ == "cost";
+    engine.tuning.chunking = *ParseChunkingMode(chunking_);     // checked above
+    engine.token_selection = *ParseTokenSelection(selection_);  // checked above
+    engine.tuning.store_prefetch = !no_prefetch_;
+    engine.tuning.overlap_kv_preparation = !no_overlap_;
+    engine.tuning.shard_pipeline = !no_shard_pipeline_;
+    engine.tuning.scheduler = *ParseScheduleStrategy(scheduler_);  // checked above
+    engine.store_codec = *ParseKvCodec(store_codec_);              // checked above
+    if (reuse_options_.cold_flash && engine.store_dir.empty()) {
       return PrintError("bench reuse", InvalidArgumentError("--cold-flash needs --store"));
     }
     reuse_options_.measure_quality = !no_quality_;
     // Without a cache folder there are no saved calibrations: "" = do not look.
     Result<std::string> cache_dir = FindCacheDir();
-    reuse_options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
-    reuse_options_.reuse.calibration_dir = reuse_options_.calibration_dir;
-    reuse_options_.reuse.pack.static_int8 =
-        engine::StaticInt8For(int8_.scheme(), int8_.outlier_fraction);
-    reuse_options_.reuse.out_of_order_groups = out_of_order_.groups;
-    reuse_options_.reuse.out_of_order_window = out_of_order_.window;
-    reuse_options_.keep_capacities = lp_option_->count() > 0 || ls_option_->count() > 0;
+    engine.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
+    engine.int8_scheme = int8_.scheme();
+    engine.outlier_fraction = int8_.outlier_fraction;
+    engine.out_of_order_groups = out_of_order_.groups;
+    engine.out_of_order_window = out_of_order_.window;
+    // Capacities given on the command line are kept; otherwise calibrated or the defaults.
+    if (lp_option_->count() == 0 && ls_option_->count() == 0) {
+      engine.prefill_capacity = 0;
+      engine.recompute_capacity = 0;
+    }
     reuse_options_.methods.clear();
     for (const std::string& name : method_names_) {
-      Result<engine::ReuseMethod> method = engine::ParseReuseMethod(name);
+      Result<ReuseMethod> method = ParseReuseMethod(name);
       if (!method.ok()) return PrintError("bench reuse", method.error());
       reuse_options_.methods.push_back(*method);
     }
@@ -449,8 +458,8 @@ class BenchCommand : public Command {
     if (!result.ok()) return PrintError("bench reuse", result.error());
     std::printf("%s\n", json_ ? result->ToJson().c_str() : result->ToText().c_str());
     if (!report_path_.empty()) {
-      const int threads = reuse_options_.reuse.num_threads > 0
-                              ? reuse_options_.reuse.num_threads
+      const int threads = reuse_options_.engine.num_threads > 0
+                              ? reuse_options_.engine.num_threads
                               : static_cast<int>(std::thread::hardware_concurrency());
       const std::string html = ReuseBenchReportHtml(
           std::span(&*result, 1), CurrentReportContext(ReuseCommandLine(), threads));
@@ -523,8 +532,8 @@ class BenchCommand : public Command {
     serve_options_.documents = *documents;
     std::unique_ptr<tools::RequestRecallOracle> recall;
     if (!serve_tokenizer_.empty()) {
-      Result<std::unique_ptr<tools::RequestRecallOracle>> opened = tools::RequestRecallOracle::Open(
-          serve_tokenizer_, engine::ReuseOptions{}.min_match_tokens);
+      Result<std::unique_ptr<tools::RequestRecallOracle>> opened =
+          tools::RequestRecallOracle::Open(serve_tokenizer_, ReuseTuning{}.min_match_tokens);
       if (!opened.ok()) return PrintError("bench serve", opened.error());
       recall = std::move(opened).value();
       serve_options_.count_reusable = [&recall](const nlohmann::json& body) -> Result<int64_t> {
@@ -561,6 +570,7 @@ class BenchCommand : public Command {
   std::string serve_tokenizer_;
   bool serve_json_ = false;
   std::string eviction_ = "cost";
+  std::string store_codec_ = "f16";
   std::string chunking_;
   std::string selection_;
   std::string scheduler_;

@@ -419,6 +419,18 @@ Result<std::unique_ptr<Session>> Engine::OpenSession(const SessionOptions& optio
 
 Status Engine::Flush() { return store_ ? store_->Flush() : Status::Ok(); }
 
+std::string DescribeRecallLosses(const RecallLosses& l) {
+  reuse::RecallLosses losses;
+  losses.last_token = l.last_token;
+  losses.matcher = l.matcher;
+  losses.candidates_capped = l.candidates_capped;
+  losses.prompt_chunk_split = l.prompt_chunk_split;
+  losses.seam = l.seam;
+  losses.cached_chunk_split = l.cached_chunk_split;
+  losses.not_cached = l.not_cached;
+  return losses.Summary();
+}
+
 Status Engine::DropStoreFromPageCache() {
   if (!store_) return Status::Ok();
   REPRISE_RETURN_IF_ERROR(store_->Flush());

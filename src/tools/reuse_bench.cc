@@ -4,32 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
-#include "engine/calibration.h"
-#include "engine/guard_calibration.h"
-#include "engine/sampler.h"
-#include "engine/store_settings.h"
-#include "kv/memory_chunk_cache.h"
-#include "reuse/reuse_recall_losses.h"
 #include "reuse/reuse_recall_oracle.h"
-#include "store/store_dir.h"
 #include "workload/named_workload.h"
 
 namespace reprise::tools {
 namespace {
-
-using engine::Argmax;
-using engine::BudgetMibToBytes;
-using engine::LoadedModel;
-using engine::OpenChunkStore;
-using engine::PrefillReport;
-using engine::PromptSegment;
-using engine::ReuseMethod;
-using engine::ReuseMethodName;
-using engine::ReuseOptions;
-using engine::ReuseSession;
-using engine::StoreSettings;
 
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -40,23 +22,18 @@ double Percentile(std::vector<double> values, double p) {
   return values[lo] + (values[hi] - values[lo]) * (index - static_cast<double>(lo));
 }
 
-// Greedy continuation of `count` tokens from the session's current logits.
-Result<std::vector<int32_t>> Continue(ReuseSession& session, int count) {
-  std::vector<int32_t> out;
-  std::span<const float> logits = session.logits();
-  for (int i = 0; i < count; ++i) {
-    const int32_t token = Argmax(logits);
-    out.push_back(token);
-    if (i + 1 == count) break;
-    REPRISE_ASSIGN_OR_RETURN(logits, session.Decode(token));
-  }
-  return out;
+int32_t Argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+std::string NamespaceOf(ReuseMethod method) {
+  return std::string("bench-") + ReuseMethodName(method);
 }
 
 struct MethodRun {
   ReuseMethod method;
-  std::unique_ptr<kv::ChunkCache> cache;
-  std::unique_ptr<ReuseSession> session;
+  std::unique_ptr<Session> session;
+  bool has_cache = false;
   MethodStats stats;
   double kl_sum = 0, top1_sum = 0, continuation_sum = 0;
   double match_sum = 0, prep_sum = 0, place_sum = 0, load_wait_sum = 0, compute_sum = 0,
@@ -97,12 +74,29 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     return InvalidArgumentError(
         "queries, top chunks and chunk tokens must be >= 1; prompt and catalogue limits >= 0");
   }
-  REPRISE_ASSIGN_OR_RETURN(const int64_t cache_budget_bytes,
-                           BudgetMibToBytes(options.cache_budget_mb, "cache budget"));
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> model,
-                           LoadedModel::Load(options.model_path));
-  const tokenizer::Tokenizer& tok = model->tokenizer();
-  const int context = std::min(options.reuse.context_tokens, model->config().context_length);
+  const auto has = [&](ReuseMethod m) {
+    return std::find(options.methods.begin(), options.methods.end(), m) != options.methods.end();
+  };
+  REPRISE_ASSIGN_OR_RETURN(const ModelInfo info, ReadModelInfo(options.model_path));
+  EngineOptions engine_options = options.engine;
+  engine_options.model_path = options.model_path;
+  const int asked_context =
+      engine_options.context_tokens > 0 ? engine_options.context_tokens : info.context_length;
+  engine_options.context_tokens = std::min(asked_context, info.context_length);
+  engine_options.tuning.chunk_tokens =
+      std::min(engine_options.tuning.chunk_tokens, options.chunk_tokens);
+  // The engine's own method makes the caches (and, for blend, resolves the quality guard: the
+  // model's calibrated threshold unless one was given, measured once when missing); each
+  // method runs in a session of its own.
+  engine_options.reuse = has(ReuseMethod::kBlend)    ? ReuseMethod::kBlend
+                         : has(ReuseMethod::kFull)   ? ReuseMethod::kFull
+                         : has(ReuseMethod::kPrefix) ? ReuseMethod::kPrefix
+                                                     : ReuseMethod::kNone;
+  if (!has(ReuseMethod::kBlend)) engine_options.quality_guard = 0.0;  // nothing to guard
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(engine_options));
+  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<PromptTokenizer> tokenizer,
+                           PromptTokenizer::Open(options.model_path));
+  const int context = engine->context_tokens();
 
   workload::WorkloadOptions wl;
   wl.data_dir = options.data_dir;
@@ -111,88 +105,49 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   wl.chunk_tokens = options.chunk_tokens;
   wl.max_prompt_tokens = options.max_prompt_tokens > 0 ? options.max_prompt_tokens
                                                        : context - options.continuation_tokens - 8;
-  wl.count_tokens = [&tok](std::string_view text) {
-    return static_cast<int>(tok.Encode(text, tokenizer::EncodeOptions{false, false}).size());
+  wl.count_tokens = [&engine](std::string_view text) {
+    return static_cast<int>(
+        engine->Tokenize(text, /*add_special=*/false, /*parse_special=*/false).size());
   };
   wl.max_catalog_skills = options.max_catalog_skills;
   REPRISE_ASSIGN_OR_RETURN(workload::Workload work,
                            workload::BuildNamedWorkload(options.workload, wl));
   say("workload " + work.name + ": " + std::to_string(work.requests.size()) + " requests");
 
-  ReuseOptions tuned = options.reuse;
-  std::string calibration_note = "(given)";
-  if (!options.calibration_dir.empty() && !options.keep_capacities) {
-    calibration_note =
-        engine::ApplyCalibration(options.calibration_dir, model->fingerprint(), &tuned)
-            ? "(calibrated)"
-            : "(defaults; run `reprise calibrate` to tune)";
-  }
-  // The quality guard: the model's calibrated threshold unless one was given (measured once
-  // when missing, as an engine does).
-  if (std::find(options.methods.begin(), options.methods.end(), ReuseMethod::kBlend) !=
-      options.methods.end()) {
-    engine::ResolveQualityGuard(*model, options.calibration_dir, /*measure_if_missing=*/true,
-                                &tuned);
-  } else {
-    tuned.guard_deviation = 0.0;  // no blend run: nothing to guard, nothing to measure
-  }
+  const bool given_capacities =
+      options.engine.prefill_capacity > 0 || options.engine.recompute_capacity > 0;
+  const std::string calibration_note =
+      options.engine.calibration_dir.empty() || given_capacities ? "(given)"
+      : engine->is_calibrated()                                  ? "(calibrated)"
+                                : "(defaults; run `reprise calibrate` to tune)";
 
   // The oracle (full prefill) always runs, for quality; it is also the `none` method.
   std::vector<ReuseMethod> methods = options.methods;
-  if (options.measure_quality &&
-      std::find(methods.begin(), methods.end(), ReuseMethod::kNone) == methods.end()) {
+  if (options.measure_quality && !has(ReuseMethod::kNone)) {
     methods.insert(methods.begin(), ReuseMethod::kNone);
   }
-  std::unique_ptr<store::ChunkStore> store;
-  if (!options.store_dir.empty()) {
-    StoreSettings settings;
-    settings.dir = options.store_dir;
-    settings.pool_mb = options.cache_budget_mb;
-    settings.disk_mb = options.store_disk_mb;
-    settings.codec = options.store_codec;
-    settings.cost_aware = options.store_cost_aware;
-    settings.prefetch = options.store_prefetch;
-    settings.admit_after = options.store_admit_after;
-    settings.recompute_ratio = tuned.recompute_ratio;
-    settings.compute_ms_per_token = engine::ComputeMsPerToken(tuned);
-    REPRISE_ASSIGN_OR_RETURN(store, OpenChunkStore(*model, settings));
-  }
+  const bool with_store = !options.engine.store_dir.empty();
   std::vector<MethodRun> runs;
-  std::shared_ptr<const model::PackedWeights> weights;
-  std::shared_ptr<ThreadPool> pool;
   for (ReuseMethod method : methods) {
     MethodRun run;
     run.method = method;
     run.stats.method = ReuseMethodName(method);
-    ReuseOptions reuse = tuned;
-    reuse.method = method;
-    reuse.context_tokens = context;
-    reuse.chunk_tokens = std::min(reuse.chunk_tokens, options.chunk_tokens);
-    reuse.shared_weights = weights;
-    reuse.shared_pool = pool;
-    if (method != ReuseMethod::kNone) {
-      if (store) {
-        run.cache = store->OpenNamespace(std::string("bench-") + ReuseMethodName(method));
-      } else {
-        run.cache = std::make_unique<kv::MemoryChunkCache>(cache_budget_bytes);
-      }
-    }
-    REPRISE_ASSIGN_OR_RETURN(run.session, ReuseSession::Create(*model, reuse, run.cache.get()));
-    weights = run.session->backend().shared_weights();
-    pool = run.session->backend().shared_pool();
+    run.has_cache = method != ReuseMethod::kNone;
+    REPRISE_ASSIGN_OR_RETURN(run.session, engine->OpenSession({NamespaceOf(method), method}));
     runs.push_back(std::move(run));
   }
 
-  reuse::ReuseRecallOracle recall_oracle(tuned.min_match_tokens);
+  const int window = options.engine.tuning.min_match_tokens;
+  reuse::ReuseRecallOracle recall_oracle(window);
   // The same, given each prompt chunk by chunk: which reusable windows a cached chunk could
   // hold at all (for the breakdown of recall losses).
-  reuse::ReuseRecallOracle chunk_window_oracle(tuned.min_match_tokens);
-  const auto remember = [&](const ReuseSession& session) {
-    const std::vector<int32_t>& tokens = session.prompt_tokens();
+  reuse::ReuseRecallOracle chunk_window_oracle(window);
+  const auto remember = [&](const GenerateResult& ran) {
+    const std::vector<int32_t>& tokens = ran.prompt_tokens;
     recall_oracle.Add(tokens);
-    for (const reuse::PromptChunk& c : session.prompt_chunks()) {
+    for (const auto& [begin, end] : ran.diagnostics.chunks) {
       chunk_window_oracle.Add(std::span<const int32_t>(tokens).subspan(
-          static_cast<size_t>(c.begin), static_cast<size_t>(c.end - c.begin)));
+          static_cast<size_t>(begin), static_cast<size_t>(end - begin)));
     }
   };
   if (options.warm_corpus || options.warm_retrieved_only) {
@@ -211,39 +166,41 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       }
     }
     say("warming the caches with " + std::to_string(warm.size()) + " collection segments");
-    // Each segment is computed once, alone (as an offline indexer would), and the same entries
-    // go into every method's cache.
-    MethodRun* first = nullptr;
-    for (MethodRun& run : runs) {
-      if (run.cache && !first) first = &run;
+    // Each segment is computed once per cache, alone and exactly (as an offline indexer would:
+    // a prefix session), so every method's cache holds the same entries.
+    std::vector<std::unique_ptr<Session>> warmers;
+    for (const MethodRun& run : runs) {
+      if (!run.has_cache) continue;
+      REPRISE_ASSIGN_OR_RETURN(
+          std::unique_ptr<Session> warmer,
+          engine->OpenSession({NamespaceOf(run.method), ReuseMethod::kPrefix}));
+      warmers.push_back(std::move(warmer));
     }
     int64_t num_warmed = 0;
     for (const workload::Segment& segment : warm) {
-      if (!first) break;
+      if (warmers.empty()) break;
       ReportProgress(options.progress, "warming", num_warmed++, static_cast<int64_t>(warm.size()),
                      "segments");
-      const PromptSegment one[] = {{segment.role, segment.text}};
-      REPRISE_RETURN_IF_ERROR(first->session->Prefill(one));
-      REPRISE_RETURN_IF_ERROR(first->session->StoreChunks());
-      remember(*first->session);
-      for (kv::ChunkId id : first->session->chunk_ids()) {
-        std::shared_ptr<const kv::ChunkEntry> entry = first->cache->Find(id);
-        if (!entry) continue;
-        for (MethodRun& run : runs) {
-          if (run.cache && &run != first) REPRISE_RETURN_IF_ERROR(run.cache->Insert(entry));
-        }
+      GenerateRequest one;
+      one.segments = {{segment.role, segment.text}};
+      one.max_new_tokens = 1;
+      one.diagnose = true;
+      for (size_t w = 0; w < warmers.size(); ++w) {
+        REPRISE_ASSIGN_OR_RETURN(const GenerateResult warmed, warmers[w]->Generate(one));
+        if (w == 0) remember(warmed);
       }
     }
-    if (first) {
+    if (!warmers.empty()) {
       ReportProgress(options.progress, "warming", num_warmed, num_warmed, "segments");
-      const kv::ChunkCacheStats warmed = first->cache->stats();
+      REPRISE_ASSIGN_OR_RETURN(const NamespaceStats warmed,
+                               engine->StatsOf(warmers.front()->name_space()));
       char line[256];
       std::snprintf(line, sizeof(line),
                     "warm caches hold %lld chunks, %.1f MiB of a %.1f MiB budget",
-                    static_cast<long long>(warmed.num_chunks), warmed.bytes / 1048576.0,
-                    warmed.budget_bytes / 1048576.0);
+                    static_cast<long long>(warmed.chunks), warmed.bytes / 1048576.0,
+                    static_cast<double>(options.engine.cache_mb));
       say(line);
-      if (warmed.evictions > 0 && !store) {
+      if (warmed.evictions > 0 && !with_store) {
         say("warning: the cache budget evicted " + std::to_string(warmed.evictions) +
             " chunks while warming; the corpus does not fit (raise --cache-mb)");
       }
@@ -251,14 +208,14 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   }
 
   ReuseBenchResult result;
-  result.calibration = "Lp " + std::to_string(tuned.prefill_capacity) + ", Ls " +
-                       std::to_string(tuned.recompute_capacity) + ", r " +
-                       std::to_string(tuned.recompute_ratio).substr(0, 5) + " " + calibration_note;
-  if (tuned.static_shapes) result.calibration += ", static shapes";
-  if (std::find(options.methods.begin(), options.methods.end(), engine::ReuseMethod::kBlend) !=
-      options.methods.end()) {
+  result.calibration = "Lp " + std::to_string(engine->prefill_capacity()) + ", Ls " +
+                       std::to_string(engine->recompute_capacity()) + ", r " +
+                       std::to_string(options.engine.recompute_ratio).substr(0, 5) + " " +
+                       calibration_note;
+  if (options.engine.static_shapes) result.calibration += ", static shapes";
+  if (has(ReuseMethod::kBlend)) {
     result.calibration +=
-        std::string(", scheduler ") + engine::ScheduleStrategyName(tuned.scheduler);
+        std::string(", scheduler ") + ScheduleStrategyName(options.engine.tuning.scheduler);
   }
   result.workload = work.name + (options.warm_corpus           ? " (warm corpus)"
                                  : options.warm_retrieved_only ? " (retrieved documents pre-cached)"
@@ -267,18 +224,30 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
   result.workload_stats = workload::FormatWorkloadStats(work.stats);
   double prompt_tokens = 0;
   result.recall_window = recall_oracle.window();
-  std::vector<int32_t> query_tokens;   // this query's prompt, as the first method tokenized it
-  std::vector<uint8_t> reusable_mask;  // and which of its tokens the oracle calls reusable
-  std::vector<uint8_t> within_chunk_mask;
-  const ReuseSession* first_session = nullptr;  // the session that ran it first
   const int64_t num_query_runs = static_cast<int64_t>(work.requests.size() * runs.size());
   int64_t query_runs_done = 0;
   for (size_t q = 0; q < work.requests.size(); ++q) {
-    std::vector<PromptSegment> segments;
-    for (const workload::Segment& s : work.requests[q].segments)
-      segments.push_back({s.role, s.text});
+    GenerateRequest request;
+    for (const workload::Segment& s : work.requests[q].segments) {
+      request.segments.push_back({s.role, s.text});
+    }
+    request.max_new_tokens = options.measure_quality ? options.continuation_tokens : 1;
+    request.temperature = 0.0f;
+    request.ignore_eos = true;
+    request.return_first_token_logits = true;
+    request.diagnose = true;
+    // This query's prompt, and which of its tokens the oracle calls reusable.
+    const std::vector<int32_t> query_tokens = tokenizer->PromptTokens(request);
+    const std::vector<uint8_t> reusable_mask = recall_oracle.ReusableMask(query_tokens);
+    const std::vector<uint8_t> within_chunk_mask = chunk_window_oracle.ReusableMask(query_tokens);
+    const int reusable =
+        static_cast<int>(std::count(reusable_mask.begin(), reusable_mask.end(), uint8_t{1}));
+    result.tokens_reusable += reusable;
+    result.tokens_reusable_per_query.push_back(reusable);
+    prompt_tokens += static_cast<double>(query_tokens.size());
     std::vector<float> oracle_logits;
     std::vector<int32_t> oracle_continuation;
+    std::optional<GenerateResult> first_result;  // the query's first run, for the oracle
     // The oracle runs first whatever the order asked for (`--methods blend,none`), so that every
     // other method is compared with it; results keep the asked order.
     std::vector<MethodRun*> order;
@@ -292,53 +261,39 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
                                  ReuseMethodName(run.method);
       ReportProgress(options.progress, "queries", query_runs_done++, num_query_runs, "runs",
                      detail);
-      if (store && options.cold_flash) {
-        REPRISE_RETURN_IF_ERROR(store->Flush());
-        Result<int> dropped = store::DropKvFilePages(options.store_dir);
-        if (!dropped.ok()) return dropped.error();
+      if (with_store && options.cold_flash) {
+        REPRISE_RETURN_IF_ERROR(engine->DropStoreFromPageCache());
       }
-      const double caller_writes_before = store ? store->Stats().write_ms_on_caller : 0.0;
-      REPRISE_ASSIGN_OR_RETURN(PrefillReport report, run.session->Prefill(segments));
-      if (store) {
-        run.stats.store_write_ms_on_ttft_path +=
-            store->Stats().write_ms_on_caller - caller_writes_before;
-      }
-      const std::vector<float> logits(run.session->logits().begin(), run.session->logits().end());
-      // Every method sees the same prompt: count it once, from the first.
-      if (run_ptr == order.front()) {
-        prompt_tokens += report.prompt_tokens;
-        query_tokens = run.session->prompt_tokens();
-        reusable_mask = recall_oracle.ReusableMask(query_tokens);
-        within_chunk_mask = chunk_window_oracle.ReusableMask(query_tokens);
-        first_session = run.session.get();
-        const int reusable =
-            static_cast<int>(std::count(reusable_mask.begin(), reusable_mask.end(), uint8_t{1}));
-        result.tokens_reusable += reusable;
-        result.tokens_reusable_per_query.push_back(reusable);
-      }
+      const double caller_writes_before = with_store ? engine->Stats().write_ms_on_caller : 0.0;
       // Where this method's recall was lost: against the cache as it was planned against,
       // before this prompt's chunks go in (methods that reuse beyond the prefix; `prefix`
       // leaves everything else new by design).
-      if (run.cache && run.method != ReuseMethod::kPrefix) {
-        REPRISE_ASSIGN_OR_RETURN(
-            reuse::RecallLosses losses,
-            reuse::ClassifyRecallLosses(
-                {query_tokens, run.session->planned_kinds(), run.session->prompt_chunks(),
-                 reusable_mask, recall_oracle.window(), run.session->options().max_candidates,
-                 within_chunk_mask},
-                *run.cache));
-        run.stats.recall_losses += losses;
-        if (options.verbose && losses.total() > 0) {
+      GenerateRequest asked = request;
+      if (run.has_cache && run.method != ReuseMethod::kPrefix) {
+        asked.expected_reusable = reusable_mask;
+        asked.expected_within_chunk = within_chunk_mask;
+        asked.recall_window = window;
+      }
+      REPRISE_ASSIGN_OR_RETURN(GenerateResult ran, run.session->Generate(asked));
+      if (ran.prompt_tokens != query_tokens) {
+        return InternalError("the engine ran other prompt tokens than PromptTokenizer gave");
+      }
+      if (with_store) {
+        run.stats.store_write_ms_on_ttft_path +=
+            engine->Stats().write_ms_on_caller - caller_writes_before;
+      }
+      const ReuseReport& report = ran.reuse;
+      const ReuseDiagnostics& d = ran.diagnostics;
+      if (d.has_recall_losses) {
+        run.stats.recall_losses += d.recall_losses;
+        if (options.verbose && d.recall_losses.total() > 0) {
           say("query " + std::to_string(q) + " " + ReuseMethodName(run.method) +
-              " reusable tokens left new: " + losses.Summary());
+              " reusable tokens left new: " + DescribeRecallLosses(d.recall_losses));
         }
       }
-      REPRISE_ASSIGN_OR_RETURN(double store_ms, run.session->StoreChunks());
-      if (run.cache) run.cache->RunIdleWork();
+      const std::vector<float>& logits = ran.first_token_logits;
       std::vector<int32_t> continuation;
-      if (options.measure_quality) {
-        REPRISE_ASSIGN_OR_RETURN(continuation, Continue(*run.session, options.continuation_tokens));
-      }
+      if (options.measure_quality) continuation = ran.generated_tokens;
       if (run.method == ReuseMethod::kNone) {
         oracle_logits = logits;
         oracle_continuation = continuation;
@@ -350,36 +305,35 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
           run.continuations_by_group[id.substr(0, hash)].push_back(continuation);
         }
       }
-      const int reusable = result.tokens_reusable_per_query.back();
       MethodStats& st = run.stats;
       ++st.queries;
-      st.ttft_ms.push_back(report.ttft_ms);
+      st.ttft_ms.push_back(ran.ttft_ms);
       st.tokens_prefix += report.tokens_prefix;
-      st.tokens_nonprefix += report.tokens_nonprefix;
+      st.tokens_nonprefix += report.tokens_reused;
       st.tokens_recomputed += report.tokens_recomputed;
       st.tokens_new += report.tokens_new;
-      if (run.cache) {
-        const int found = report.tokens_prefix + report.tokens_nonprefix + report.tokens_recomputed;
+      if (run.has_cache) {
+        const int found = report.tokens_prefix + report.tokens_reused + report.tokens_recomputed;
         st.tokens_found += found;
-        const size_t window = static_cast<size_t>(st.queries - 1) / kRecallWindowQueries;
-        if (run.window_found.size() <= window) {
-          run.window_found.resize(window + 1, 0);
-          run.window_reusable.resize(window + 1, 0);
+        const size_t w = static_cast<size_t>(st.queries - 1) / kRecallWindowQueries;
+        if (run.window_found.size() <= w) {
+          run.window_found.resize(w + 1, 0);
+          run.window_reusable.resize(w + 1, 0);
         }
-        run.window_found[window] += found;
-        run.window_reusable[window] += reusable;
+        run.window_found[w] += found;
+        run.window_reusable[w] += reusable;
         st.reuse_recall_per_query.push_back(reusable > 0 ? static_cast<double>(found) / reusable
                                                          : -1.0);
       }
       run.match_sum += report.match_ms;
       run.prep_sum += report.kv_prep_ms;
-      run.place_sum += report.kv_place_ms;
-      run.load_wait_sum += report.kv_load_wait_ms;
+      run.place_sum += d.kv_place_ms;
+      run.load_wait_sum += d.kv_load_wait_ms;
       run.compute_sum += report.compute_ms;
-      run.calls_sum += report.graph_calls;
-      run.store_sum += store_ms;
+      run.calls_sum += d.graph_calls;
+      run.store_sum += d.store_ms;
       st.guard_fallbacks += report.guard_fallbacks;
-      run.residual_sum += report.max_residual_deviation;
+      run.residual_sum += d.max_residual_deviation;
       const double kl = options.measure_quality ? SoftmaxKl(oracle_logits, logits) : 0.0;
       if (options.measure_quality) {
         run.kl_sum += kl;
@@ -398,21 +352,22 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       if (options.verbose) {
         char line[384];
         int used = std::snprintf(line, sizeof(line), "query %zu %-6s TTFT %8.1f ms  %s", q,
-                                 ReuseMethodName(run.method), report.ttft_ms, report.plan.c_str());
+                                 ReuseMethodName(run.method), ran.ttft_ms, d.plan.c_str());
         if (run.method == ReuseMethod::kBlend && used > 0 &&
             used < static_cast<int>(sizeof(line))) {
           used += std::snprintf(line + used, sizeof(line) - static_cast<size_t>(used),
-                                " | residual deviation %.3g%s", report.max_residual_deviation,
+                                " | residual deviation %.3g%s", d.max_residual_deviation,
                                 report.guard_fallbacks > 0 ? " (guard fell back)" : "");
         }
         if (options.measure_quality && used > 0 && used < static_cast<int>(sizeof(line))) {
           std::snprintf(line + used, sizeof(line) - static_cast<size_t>(used), " | KL %.5f", kl);
         }
         say(line);
-        if (!report.schedule.empty()) say(report.schedule);
+        if (!d.schedule.empty()) say(d.schedule);
       }
+      if (!first_result) first_result = std::move(ran);
     }
-    if (first_session) remember(*first_session);
+    if (first_result) remember(*first_result);
     ReportProgress(options.progress, "queries", query_runs_done, num_query_runs, "runs");
     char line[160];
     std::snprintf(line, sizeof(line), "query %zu/%zu done (%d prompt tokens)", q + 1,
@@ -431,10 +386,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
     return 0.0;
   }();
   for (MethodRun& run : runs) {
-    if (std::find(options.methods.begin(), options.methods.end(), run.method) ==
-        options.methods.end()) {
-      continue;  // the oracle was added for quality only
-    }
+    if (!has(run.method)) continue;  // the oracle was added for quality only
     MethodStats& st = run.stats;
     const double n = std::max(1, st.queries);
     double sum = 0;
@@ -478,7 +430,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
                      : 0.0;
     st.store_ms_mean = run.store_sum / n;
     st.residual_deviation_mean = run.residual_sum / n;
-    st.reuse_recall = result.tokens_reusable > 0 && run.cache
+    st.reuse_recall = result.tokens_reusable > 0 && run.has_cache
                           ? static_cast<double>(st.tokens_found) / result.tokens_reusable
                           : 0.0;
     for (size_t w = 0; w < run.window_found.size(); ++w) {
@@ -487,41 +439,43 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
                                                     run.window_reusable[w]
                                               : 0.0);
     }
-    if (run.cache) {
-      const kv::ChunkCacheStats cs = run.cache->stats();
-      st.cache_chunks = cs.num_chunks;
+    if (run.has_cache) {
+      REPRISE_ASSIGN_OR_RETURN(const NamespaceStats cs, engine->StatsOf(NamespaceOf(run.method)));
+      st.cache_chunks = cs.chunks;
       st.cache_bytes = cs.bytes;
       st.cache_evictions = cs.evictions;
-      st.hits_pool = cs.hits_pool;
+      st.hits_pool = cs.hits_memory;
       st.hits_flash = cs.hits_flash;
     }
     result.methods.push_back(st);
   }
   result.queries = static_cast<int>(work.requests.size());
-  result.guard_deviation = tuned.guard_deviation;
-  result.selection = engine::SelectionName(options.reuse.selection);
-  result.static_shapes = options.reuse.static_shapes;
-  result.scheduler = engine::ScheduleStrategyName(options.reuse.scheduler);
-  if (store) {
-    REPRISE_RETURN_IF_ERROR(store->Flush());
-    const store::StoreStats ss = store->Stats();
+  result.guard_deviation = has(ReuseMethod::kBlend) ? engine->quality_guard() : 0.0;
+  result.selection = TokenSelectionName(options.engine.token_selection);
+  result.static_shapes = options.engine.static_shapes;
+  result.scheduler = ScheduleStrategyName(options.engine.tuning.scheduler);
+  if (with_store) {
+    REPRISE_RETURN_IF_ERROR(engine->Flush());
+    const EngineStats ss = engine->Stats();
     char line[512];
-    std::snprintf(
-        line, sizeof(line),
-        "store %s: %lld chunks, %.1f MiB on disk, %.1f MiB in memory; %lld written by "
-        "the write-back thread in %.0f ms (off the TTFT path); evictions: %lld memory, "
-        "%lld flash; %lld prefetched; %lld corrupt dropped%s%s",
-        options.store_dir.c_str(), static_cast<long long>(ss.chunks), ss.bytes_on_disk / 1048576.0,
-        ss.bytes_in_pool / 1048576.0, static_cast<long long>(ss.chunks_written), ss.write_ms_total,
-        static_cast<long long>(ss.pool_evictions), static_cast<long long>(ss.flash_evictions),
-        static_cast<long long>(ss.prefetched), static_cast<long long>(ss.corrupt_dropped),
-        ss.persistence_enabled ? "" : "; not persisting: ", ss.persistence_error.c_str());
+    std::snprintf(line, sizeof(line),
+                  "store %s: %lld chunks, %.1f MiB on disk, %.1f MiB in memory; %lld written by "
+                  "the write-back thread in %.0f ms (off the TTFT path); evictions: %lld memory, "
+                  "%lld flash; %lld prefetched; %lld corrupt dropped%s%s",
+                  options.engine.store_dir.c_str(), static_cast<long long>(ss.chunks),
+                  ss.bytes_on_disk / 1048576.0, ss.bytes_in_memory / 1048576.0,
+                  static_cast<long long>(ss.chunks_written), ss.write_ms_total,
+                  static_cast<long long>(ss.pool_evictions),
+                  static_cast<long long>(ss.flash_evictions), static_cast<long long>(ss.prefetched),
+                  static_cast<long long>(ss.corrupt_dropped),
+                  ss.persisting ? "" : "; not persisting: ", ss.persistence_error.c_str());
     result.store = line;
-    if (options.store_admit_after > 1) {
+    if (options.engine.store_admit_after > 1) {
       std::snprintf(line, sizeof(line),
                     "; admission after %d sightings: %lld admitted on recurrence, %lld dropped "
                     "unwritten, %lld waiting in memory",
-                    options.store_admit_after, static_cast<long long>(ss.admitted_on_recurrence),
+                    options.engine.store_admit_after,
+                    static_cast<long long>(ss.admitted_on_recurrence),
                     static_cast<long long>(ss.dropped_unadmitted),
                     static_cast<long long>(ss.chunks_awaiting_admission));
       result.store += line;
@@ -661,7 +615,7 @@ std::string ReuseBenchResult::ToText() const {
       if (m.method == "none" || m.method == "prefix") continue;
       std::snprintf(line, sizeof(line),
                     "  %-6s %s (cache evictions: %lld); matching %.1f ms = %.2f%% of TTFT\n",
-                    m.method.c_str(), m.recall_losses.Summary().c_str(),
+                    m.method.c_str(), DescribeRecallLosses(m.recall_losses).c_str(),
                     static_cast<long long>(m.cache_evictions), m.match_ms_mean,
                     m.ttft_ms_mean > 0 ? 100.0 * m.match_ms_mean / m.ttft_ms_mean : 0.0);
       s += line;

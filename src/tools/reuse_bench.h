@@ -6,6 +6,10 @@
 // methods run query by query, interleaved, so that machine noise hits them alike. Quality
 // is measured against a full prefill of the same prompt: KL divergence of the next-token
 // distribution, top-1 agreement, and agreement of a greedy continuation.
+//
+// Built on the public API: one Engine, a Session per method in its own namespace
+// ("bench-<method>"), the requests' ReuseReport and ReuseDiagnostics (with the recall oracle's
+// masks, where reusable tokens were lost), Engine::StatsOf and the store's counters.
 #pragma once
 
 #include <functional>
@@ -15,8 +19,7 @@
 
 #include "base/progress.h"
 #include "base/status.h"
-#include "engine/reuse_session.h"
-#include "reuse/reuse_recall_losses.h"
+#include "reprise/engine.h"
 
 namespace reprise::tools {
 
@@ -24,17 +27,15 @@ struct ReuseBenchOptions {
   std::string model_path;
   std::string data_dir;  // the shared data folder (holds workloads/)
   std::string workload = "docqa";
-  std::vector<engine::ReuseMethod> methods = {
-      engine::ReuseMethod::kNone, engine::ReuseMethod::kPrefix, engine::ReuseMethod::kFull,
-      engine::ReuseMethod::kBlend};
+  std::vector<ReuseMethod> methods = {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull,
+                                      ReuseMethod::kBlend};
   int num_queries = 20;
   int top_chunks = 6;
   int chunk_tokens = 512;
   int max_prompt_tokens = 0;  // 0 = the model's context less the continuation
   int continuation_tokens = 16;
   int max_catalog_skills = 0;  // skills: cap the shared catalogue (0 = every skill)
-  int64_t cache_budget_mb = 2048;
-  bool warm_corpus = false;  // pre-compute the workload's collection (a cached RAG corpus)
+  bool warm_corpus = false;    // pre-compute the workload's collection (a cached RAG corpus)
   // Pre-compute only the documents the queries will retrieve (a user's own, already cached
   // library; for demos — it knows the future, so it is reported as such).
   bool warm_retrieved_only = false;
@@ -42,22 +43,15 @@ struct ReuseBenchOptions {
   // Compare with a full prefill of every prompt (KL, top-1, continuation). Off, no oracle
   // runs unless `none` is among the methods, and the quality columns are empty.
   bool measure_quality = true;
-  engine::ReuseOptions reuse;  // capacities, ratio, check layer, ... (method is set per run)
-  // A persistent store (one namespace per method, "bench-<method>"): a second run finds the
-  // chunks of the first. Empty = an in-memory cache per method.
-  std::string store_dir;
-  int64_t store_disk_mb = 8192;
-  std::string store_codec = "f16";
-  bool store_cost_aware = true;  // false: LRU eviction (ablation)
-  bool store_prefetch = true;
-  int store_admit_after = 1;  // admission control (StoreSettings::admit_after)
+  // The engine: context (capped at the model's), threads, capacities (0 = calibrated or the
+  // defaults), ratio, guard, selection, shapes, int8, the store (cache_mb is each method's
+  // memory cache, or the store's pool; store_dir: one namespace per method, a second run
+  // finds the chunks of the first), calibration_dir and the tuning. Its model_path and reuse
+  // method are set by the benchmark.
+  EngineOptions engine;
   // Before every query: the store's write-back finished and its KV files dropped from the
-  // OS page cache (store::DropKvFilePages), so KV not in the pool comes from storage.
+  // OS page cache (Engine::DropStoreFromPageCache), so KV not in the pool comes from storage.
   bool cold_flash = false;
-  // Where calibrations are kept; when one exists for this model and machine, its Lp, Ls and
-  // latencies replace those of `reuse` (unless `keep_capacities`).
-  std::string calibration_dir;
-  bool keep_capacities = false;
   // Told of each segment warmed ("warming", segments) and of each method's run of each query
   // ("queries", runs: queries x methods, the full-prefill oracle included).
   ProgressCallback progress;
@@ -108,8 +102,8 @@ struct MethodStats {
   // Recall over consecutive windows of kRecallWindowQueries queries (found / reusable in the
   // window): whether a bounded store keeps its hit rate as the run goes on.
   std::vector<double> reuse_recall_by_window;
-  // The reusable tokens left NEW, by cause (reuse/reuse_recall_losses.h), over the run.
-  reuse::RecallLosses recall_losses;
+  // The reusable tokens left NEW, by cause (RecallLosses), over the run.
+  RecallLosses recall_losses;
 };
 
 struct ReuseBenchResult {
@@ -121,7 +115,7 @@ struct ReuseBenchResult {
   std::string workload_stats;
   std::string store;           // the store's final state, when one was used
   double guard_deviation = 0;  // the quality guard's threshold (0 = off)
-  std::string selection;       // what blend's recompute ranks tokens by (engine::SelectionName)
+  std::string selection;       // what blend's recompute ranks tokens by (TokenSelectionName)
   bool static_shapes = false;  // every graph call computed its full capacity
   std::string scheduler;       // how blend's graph calls were chosen (dp, greedy, naive)
   // The recall oracle (reuse/reuse_recall_oracle.h): a token is reusable when a window of
