@@ -22,12 +22,12 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "reprise/reuse_diagnostics.h"
 #include "reprise/status.h"
 
 namespace reprise {
@@ -302,54 +302,6 @@ struct ReuseReport {
   int guard_fallbacks = 0;  // recompute calls the quality guard prefilled in full
 };
 
-// The reusable tokens of a prompt that were computed anew, by the first cause that explains
-// each: the prompt's last token (always run); the matcher passed over a cached window; the
-// chunk holding it ranked past max_candidates; a cached window only across two prompt chunks;
-// only together with reused neighbours (a seam); every earlier window spanned two chunks of
-// its prompt; no cached chunk holds it (evicted or never stored).
-struct RecallLosses {
-  int64_t last_token = 0;
-  int64_t matcher = 0;
-  int64_t candidates_capped = 0;
-  int64_t prompt_chunk_split = 0;
-  int64_t seam = 0;
-  int64_t cached_chunk_split = 0;
-  int64_t not_cached = 0;
-
-  int64_t total() const {
-    return last_token + matcher + candidates_capped + prompt_chunk_split + seam +
-           cached_chunk_split + not_cached;
-  }
-  RecallLosses& operator+=(const RecallLosses& o) {
-    last_token += o.last_token;
-    matcher += o.matcher;
-    candidates_capped += o.candidates_capped;
-    prompt_chunk_split += o.prompt_chunk_split;
-    seam += o.seam;
-    cached_chunk_split += o.cached_chunk_split;
-    not_cached += o.not_cached;
-    return *this;
-  }
-};
-
-// "seam 12, not cached 40, ..." (the causes with tokens, largest first), or "none".
-std::string DescribeRecallLosses(const RecallLosses& losses);
-
-// What a request's reuse did, in detail (GenerateRequest::diagnose).
-struct ReuseDiagnostics {
-  std::string plan;                   // the plan in one line: runs of prefix, reused and new tokens
-  std::string schedule;               // blend's graph calls, when it scheduled any
-  int graph_calls = 0;                // prefill, recompute and probe calls
-  double max_residual_deviation = 0;  // blend: the largest over its recompute calls
-  // Beside the graphs: placing reused KV, and waiting for the store's reads.
-  double kv_place_ms = 0;
-  double kv_load_wait_ms = 0;
-  double store_ms = 0;                      // keeping the prompt's chunks, after the first token
-  std::vector<std::pair<int, int>> chunks;  // the prompt's chunks, [begin, end) in tokens
-  bool has_recall_losses = false;           // GenerateRequest::expected_reusable was given
-  RecallLosses recall_losses;
-};
-
 struct GenerateResult {
   std::string text;
   std::vector<int32_t> prompt_tokens;
@@ -522,15 +474,18 @@ class Session {
   Result<GenerateResult> Generate(const GenerateRequest& request, const TextCallback& on_text = {});
 
   // Token-level use (as llama.h's llama_decode), for an app's own sampling, scoring or
-  // benchmarks: runs `tokens` at the next positions of this session's sequence (after a
-  // Generate, its prompt and reply; after Truncate(0), from the start: a BOS token is not
-  // added) and returns the logits after the last one ([vocab_size()]; valid until this
-  // session's next call). No reuse: the chunk cache is neither read nor added to. With
+  // benchmarks: runs `num_tokens` tokens at the next positions of this session's sequence
+  // (after a Generate, its prompt and reply; after Truncate(0), from the start: a BOS token is
+  // not added) and returns the logits after the last one: vocab_size() floats, valid until
+  // this session's next call. No reuse: the chunk cache is neither read nor added to. With
   // `profile`, the graphs' ops are timed into it (added to what it holds). Errors:
   // InvalidArgument (no tokens, a token id outside the vocabulary, more tokens than the
   // context has room for), with the sequence unchanged.
-  Result<std::span<const float>> Evaluate(std::span<const int32_t> tokens,
-                                          OpProfile* profile = nullptr);
+  Result<const float*> Evaluate(const int32_t* tokens, size_t num_tokens,
+                                OpProfile* profile = nullptr);
+  Result<const float*> Evaluate(const std::vector<int32_t>& tokens, OpProfile* profile = nullptr) {
+    return Evaluate(tokens.data(), tokens.size(), profile);
+  }
   // Tokens in this session's sequence.
   int num_tokens() const;
   // Drops the sequence's tokens from `num_tokens` on (0 empties it). Errors: InvalidArgument

@@ -450,10 +450,9 @@ reprise_status reprise_session_evaluate(reprise_session* session, const int32_t*
                       std::to_string(session->vocab_size) + " entries",
                   error);
     }
-    reprise::Result<std::span<const float>> out =
-        session->session->Evaluate(std::span<const int32_t>(tokens, num_tokens));
+    reprise::Result<const float*> out = session->session->Evaluate(tokens, num_tokens);
     if (!out.ok()) return Fail(out.error(), error);
-    std::copy(out->begin(), out->end(), logits);
+    std::copy(*out, *out + session->vocab_size, logits);
     return REPRISE_OK;
   });
 }

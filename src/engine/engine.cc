@@ -195,10 +195,11 @@ static engine::InferenceBackend& BackendOf(engine::ReuseSession* reuse,
   return reuse != nullptr ? static_cast<engine::InferenceBackend&>(reuse->backend()) : *reference;
 }
 
-Result<std::span<const float>> Session::Evaluate(std::span<const int32_t> tokens,
-                                                 OpProfile* profile) {
+Result<const float*> Session::Evaluate(const int32_t* token_ids, size_t num_tokens,
+                                       OpProfile* profile) {
   engine::InferenceBackend& backend = BackendOf(reuse_.get(), reference_.get());
-  if (tokens.empty()) return InvalidArgumentError("no tokens to evaluate");
+  if (num_tokens == 0 || token_ids == nullptr) return InvalidArgumentError("no tokens to evaluate");
+  const std::span<const int32_t> tokens(token_ids, num_tokens);
   const int vocab = engine_->vocab_size();
   for (const int32_t t : tokens) {
     if (t < 0 || t >= vocab) {
@@ -211,18 +212,21 @@ Result<std::span<const float>> Session::Evaluate(std::span<const int32_t> tokens
                                 std::to_string(backend.capacity_tokens()) + "-token context (" +
                                 std::to_string(backend.num_tokens()) + " used)");
   }
-  if (profile == nullptr || reuse_ == nullptr) return backend.Append(tokens);
   graph::OpTimes times;
-  reuse_->backend().set_op_times(&times);
+  const bool timed = profile != nullptr && reuse_ != nullptr;
+  if (timed) reuse_->backend().set_op_times(&times);
   Result<std::span<const float>> logits = backend.Append(tokens);
-  reuse_->backend().set_op_times(nullptr);
-  profile->matmul_ms += times.matmul_ms;
-  profile->attention_ms += times.attention_ms;
-  profile->other_ms += times.other_ms;
-  profile->matmul_macs += times.matmul_macs;
-  profile->matmul_int8_ms += times.matmul_int8_ms;
-  profile->matmul_int8_macs += times.matmul_int8_macs;
-  return logits;
+  if (timed) {
+    reuse_->backend().set_op_times(nullptr);
+    profile->matmul_ms += times.matmul_ms;
+    profile->attention_ms += times.attention_ms;
+    profile->other_ms += times.other_ms;
+    profile->matmul_macs += times.matmul_macs;
+    profile->matmul_int8_ms += times.matmul_int8_ms;
+    profile->matmul_int8_macs += times.matmul_int8_macs;
+  }
+  if (!logits.ok()) return logits.error();
+  return logits->data();
 }
 
 int Session::num_tokens() const { return BackendOf(reuse_.get(), reference_.get()).num_tokens(); }
@@ -419,18 +423,6 @@ Result<std::unique_ptr<Session>> Engine::OpenSession(const SessionOptions& optio
 
 Status Engine::Flush() { return store_ ? store_->Flush() : Status::Ok(); }
 
-std::string DescribeRecallLosses(const RecallLosses& l) {
-  reuse::RecallLosses losses;
-  losses.last_token = l.last_token;
-  losses.matcher = l.matcher;
-  losses.candidates_capped = l.candidates_capped;
-  losses.prompt_chunk_split = l.prompt_chunk_split;
-  losses.seam = l.seam;
-  losses.cached_chunk_split = l.cached_chunk_split;
-  losses.not_cached = l.not_cached;
-  return losses.Summary();
-}
-
 Status Engine::DropStoreFromPageCache() {
   if (!store_) return Status::Ok();
   REPRISE_RETURN_IF_ERROR(store_->Flush());
@@ -598,9 +590,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
                  request.expected_within_chunk},
                 *cache));
         d.has_recall_losses = true;
-        d.recall_losses = {losses.last_token,         losses.matcher, losses.candidates_capped,
-                           losses.prompt_chunk_split, losses.seam,    losses.cached_chunk_split,
-                           losses.not_cached};
+        d.recall_losses = losses;
       }
     }
     {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,15 @@ float MaxAbsDifference(std::span<const float> a, std::span<const float> b) {
   return worst;
 }
 
+// Session::Evaluate over a span, the logits as a span of the vocabulary.
+Result<std::span<const float>> Eval(Session& session, std::span<const int32_t> tokens,
+                                    OpProfile* profile = nullptr) {
+  static const int vocab = ReadModelInfo(kModel)->vocab_size;
+  Result<const float*> logits = session.Evaluate(tokens.data(), tokens.size(), profile);
+  if (!logits.ok()) return logits.error();
+  return std::span<const float>(*logits, static_cast<size_t>(vocab));
+}
+
 size_t Argmax(std::span<const float> x) {
   return static_cast<size_t>(std::max_element(x.begin(), x.end()) - x.begin());
 }
@@ -70,7 +80,7 @@ TEST(SessionEvaluateTest, GivesTheLogitsGenerateComputesForTheSamePrompt) {
   Result<std::unique_ptr<Session>> session = engine->OpenSession();
   ASSERT_TRUE(session.ok()) << session.error().ToString();
   EXPECT_EQ((*session)->num_tokens(), 0);
-  Result<std::span<const float>> logits = (*session)->Evaluate(generated->prompt_tokens);
+  Result<std::span<const float>> logits = Eval(**session, generated->prompt_tokens);
   ASSERT_TRUE(logits.ok()) << logits.error().ToString();
   EXPECT_EQ((*session)->num_tokens(), static_cast<int>(generated->prompt_tokens.size()));
   ASSERT_EQ(logits->size(), static_cast<size_t>(engine->vocab_size()));
@@ -86,7 +96,7 @@ TEST(SessionEvaluateTest, ASequenceMayBeEvaluatedInPiecesTruncatedAndContinued) 
   Result<std::unique_ptr<Session>> made = engine->OpenSession();
   ASSERT_TRUE(made.ok());
   Session& session = **made;
-  Result<std::span<const float>> whole = session.Evaluate(prompt);
+  Result<std::span<const float>> whole = Eval(session, prompt);
   ASSERT_TRUE(whole.ok()) << whole.error().ToString();
   const std::vector<float> expected(whole->begin(), whole->end());
   float scale = 0;
@@ -95,9 +105,9 @@ TEST(SessionEvaluateTest, ASequenceMayBeEvaluatedInPiecesTruncatedAndContinued) 
   // Two pieces, from an emptied sequence.
   ASSERT_TRUE(session.Truncate(0).ok());
   const size_t half = prompt.size() / 2;
-  ASSERT_TRUE(session.Evaluate(std::span<const int32_t>(prompt).first(half)).ok());
+  ASSERT_TRUE(Eval(session, std::span<const int32_t>(prompt).first(half)).ok());
   Result<std::span<const float>> pieces =
-      session.Evaluate(std::span<const int32_t>(prompt).subspan(half));
+      Eval(session, std::span<const int32_t>(prompt).subspan(half));
   ASSERT_TRUE(pieces.ok()) << pieces.error().ToString();
   EXPECT_EQ(Argmax(*pieces), Argmax(expected));
   EXPECT_LE(MaxAbsDifference(*pieces, expected), 1e-3f * scale);
@@ -105,7 +115,7 @@ TEST(SessionEvaluateTest, ASequenceMayBeEvaluatedInPiecesTruncatedAndContinued) 
   // Drop the last token and run it again, alone (the decode graph).
   ASSERT_TRUE(session.Truncate(static_cast<int>(prompt.size()) - 1).ok());
   EXPECT_EQ(session.num_tokens(), static_cast<int>(prompt.size()) - 1);
-  Result<std::span<const float>> last = session.Evaluate(std::span<const int32_t>(prompt).last(1));
+  Result<std::span<const float>> last = Eval(session, std::span<const int32_t>(prompt).last(1));
   ASSERT_TRUE(last.ok()) << last.error().ToString();
   EXPECT_EQ(Argmax(*last), Argmax(expected));
   EXPECT_LE(MaxAbsDifference(*last, expected), 1e-3f * scale);
@@ -120,16 +130,16 @@ TEST(SessionEvaluateTest, BadInputIsRefusedAndTheSequenceKept) {
     ASSERT_TRUE(made.ok()) << made.error().ToString();
     Session& session = **made;
     const std::vector<int32_t> prompt = PromptTokens(*engine);
-    ASSERT_TRUE(session.Evaluate(prompt).ok());
+    ASSERT_TRUE(Eval(session, prompt).ok());
     const int held = session.num_tokens();
-    EXPECT_EQ(session.Evaluate({}).error().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(Eval(session, {}).error().code(), StatusCode::kInvalidArgument);
     const int32_t outside[] = {1, engine->vocab_size()};
-    EXPECT_EQ(session.Evaluate(outside).error().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(Eval(session, outside).error().code(), StatusCode::kInvalidArgument);
     const int32_t negative[] = {-1};
-    EXPECT_EQ(session.Evaluate(negative).error().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(Eval(session, negative).error().code(), StatusCode::kInvalidArgument);
     const std::vector<int32_t> too_many(static_cast<size_t>(engine->context_tokens() - held + 1),
                                         prompt[1]);
-    Result<std::span<const float>> overflow = session.Evaluate(too_many);
+    Result<std::span<const float>> overflow = Eval(session, too_many);
     ASSERT_FALSE(overflow.ok());
     EXPECT_EQ(overflow.error().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(overflow.error().message().find("do not fit"), std::string::npos)
@@ -140,7 +150,7 @@ TEST(SessionEvaluateTest, BadInputIsRefusedAndTheSequenceKept) {
     // What fits still runs.
     const std::vector<int32_t> fill(static_cast<size_t>(engine->context_tokens() - held),
                                     prompt[1]);
-    EXPECT_TRUE(session.Evaluate(fill).ok());
+    EXPECT_TRUE(Eval(session, fill).ok());
     EXPECT_EQ(session.num_tokens(), engine->context_tokens());
   }
 }
@@ -157,18 +167,18 @@ TEST(SessionEvaluateTest, TheReferenceBackendGivesEachSessionItsOwnForwardPass) 
   Result<std::unique_ptr<Session>> b = reference->OpenSession();
   Result<std::unique_ptr<Session>> g = graphs->OpenSession();
   ASSERT_TRUE(a.ok() && b.ok() && g.ok());
-  ASSERT_TRUE((*a)->Evaluate(std::span<const int32_t>(prompt).first(3)).ok());
-  Result<std::span<const float>> from_b = (*b)->Evaluate(prompt);
+  ASSERT_TRUE(Eval(**a, std::span<const int32_t>(prompt).first(3)).ok());
+  Result<std::span<const float>> from_b = Eval(**b, prompt);
   ASSERT_TRUE(from_b.ok());
   const std::vector<float> expected(from_b->begin(), from_b->end());
   // a's sequence is its own: continuing it gives what b computed in one go.
   OpProfile profile;
   Result<std::span<const float>> from_a =
-      (*a)->Evaluate(std::span<const int32_t>(prompt).subspan(3), &profile);
+      Eval(**a, std::span<const int32_t>(prompt).subspan(3), &profile);
   ASSERT_TRUE(from_a.ok());
   EXPECT_LE(MaxAbsDifference(*from_a, expected), 1e-4f);
   EXPECT_EQ(profile.matmul_ms + profile.attention_ms + profile.other_ms, 0.0);  // not timed
-  Result<std::span<const float>> from_graphs = (*g)->Evaluate(prompt);
+  Result<std::span<const float>> from_graphs = Eval(**g, prompt);
   ASSERT_TRUE(from_graphs.ok());
   EXPECT_EQ(Argmax(*from_graphs), Argmax(expected));
   EXPECT_EQ(reference->Stats().weights_bytes, 0);
@@ -182,7 +192,7 @@ TEST(SessionEvaluateTest, AProfileTimesEveryKindOfOpAndAddsUp) {
   ASSERT_TRUE(made.ok());
   const std::vector<int32_t> prompt = PromptTokens(*engine);
   OpProfile profile;
-  ASSERT_TRUE((*made)->Evaluate(prompt, &profile).ok());
+  ASSERT_TRUE(Eval(**made, prompt, &profile).ok());
   EXPECT_GT(profile.matmul_ms, 0.0);
   EXPECT_GT(profile.attention_ms, 0.0);
   EXPECT_GT(profile.other_ms, 0.0);
@@ -190,7 +200,7 @@ TEST(SessionEvaluateTest, AProfileTimesEveryKindOfOpAndAddsUp) {
   EXPECT_LE(profile.matmul_int8_macs, profile.matmul_macs);
   EXPECT_LE(profile.matmul_int8_ms, profile.matmul_ms);
   const OpProfile first = profile;
-  ASSERT_TRUE((*made)->Evaluate(std::span<const int32_t>(prompt).first(1), &profile).ok());
+  ASSERT_TRUE(Eval(**made, std::span<const int32_t>(prompt).first(1), &profile).ok());
   EXPECT_GT(profile.matmul_macs, first.matmul_macs);  // added to what it held
   EXPECT_GT(profile.matmul_ms, first.matmul_ms);
   // Bytes of KV per token: K and V of every layer in f16.
@@ -216,7 +226,7 @@ TEST(WeightFormatTest, EveryMatrixMayBePackedInOneFormat) {
     ASSERT_TRUE(engine.ok()) << engine.error().ToString();
     Result<std::unique_ptr<Session>> session = (*engine)->OpenSession();
     ASSERT_TRUE(session.ok());
-    Result<std::span<const float>> out = (*session)->Evaluate(PromptTokens(**engine));
+    Result<std::span<const float>> out = Eval(**session, PromptTokens(**engine));
     ASSERT_TRUE(out.ok());
     logits.emplace_back(out->begin(), out->end());
   }

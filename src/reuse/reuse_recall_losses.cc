@@ -90,37 +90,6 @@ std::vector<std::pair<int, int>> NewRuns(std::span<const TokenKind> kinds, int f
 
 }  // namespace
 
-RecallLosses& RecallLosses::operator+=(const RecallLosses& o) {
-  last_token += o.last_token;
-  matcher += o.matcher;
-  candidates_capped += o.candidates_capped;
-  prompt_chunk_split += o.prompt_chunk_split;
-  seam += o.seam;
-  cached_chunk_split += o.cached_chunk_split;
-  not_cached += o.not_cached;
-  return *this;
-}
-
-std::string RecallLosses::Summary() const {
-  std::vector<std::pair<int64_t, const char*>> causes = {
-      {not_cached, "not cached"},
-      {seam, "seam"},
-      {cached_chunk_split, "split by a cached chunk boundary"},
-      {prompt_chunk_split, "split by a prompt chunk boundary"},
-      {candidates_capped, "candidates capped"},
-      {matcher, "matcher"},
-      {last_token, "last token"}};
-  std::stable_sort(causes.begin(), causes.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::string out;
-  for (const auto& [tokens, name] : causes) {
-    if (tokens == 0) continue;
-    if (!out.empty()) out += ", ";
-    out += std::string(name) + " " + std::to_string(tokens);
-  }
-  return out.empty() ? "none" : out;
-}
-
 Result<RecallLosses> ClassifyRecallLosses(const RecallLossInputs& in, kv::ChunkCache& cache) {
   const size_t n = in.prompt.size();
   if (in.kinds.size() != n || in.reusable.size() != n ||
@@ -165,8 +134,7 @@ Result<RecallLosses> ClassifyRecallLosses(const RecallLossInputs& in, kv::ChunkC
     int begin = c.begin;
     while (begin < c.end && in.kinds[static_cast<size_t>(begin)] == TokenKind::kPrefix) ++begin;
     if (c.end - begin < in.window) continue;
-    const auto given =
-        CandidateWindows(cache, sub(begin, c.end), {}, in.max_candidates, hasher);
+    const auto given = CandidateWindows(cache, sub(begin, c.end), {}, in.max_candidates, hasher);
     const auto all = CandidateWindows(cache, sub(begin, c.end), {}, kAllCandidates, hasher);
     for (const auto& [rb, re] : NewRuns(in.kinds, begin, c.end)) {
       if (!needs_any(rb, re)) continue;
@@ -219,3 +187,38 @@ Result<RecallLosses> ClassifyRecallLosses(const RecallLossInputs& in, kv::ChunkC
 }
 
 }  // namespace reprise::reuse
+
+namespace reprise {
+
+RecallLosses& RecallLosses::operator+=(const RecallLosses& o) {
+  last_token += o.last_token;
+  matcher += o.matcher;
+  candidates_capped += o.candidates_capped;
+  prompt_chunk_split += o.prompt_chunk_split;
+  seam += o.seam;
+  cached_chunk_split += o.cached_chunk_split;
+  not_cached += o.not_cached;
+  return *this;
+}
+
+std::string DescribeRecallLosses(const RecallLosses& losses) {
+  std::vector<std::pair<int64_t, const char*>> causes = {
+      {losses.not_cached, "not cached"},
+      {losses.seam, "seam"},
+      {losses.cached_chunk_split, "split by a cached chunk boundary"},
+      {losses.prompt_chunk_split, "split by a prompt chunk boundary"},
+      {losses.candidates_capped, "candidates capped"},
+      {losses.matcher, "matcher"},
+      {losses.last_token, "last token"}};
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [tokens, name] : causes) {
+    if (tokens == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::string(name) + " " + std::to_string(tokens);
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace reprise

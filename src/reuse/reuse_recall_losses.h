@@ -26,27 +26,13 @@
 
 #include "base/status.h"
 #include "kv/chunk_cache.h"
+#include "reprise/reuse_diagnostics.h"
 #include "reuse/reuse_planner.h"
 
 namespace reprise::reuse {
 
-struct RecallLosses {
-  int64_t last_token = 0;
-  int64_t matcher = 0;
-  int64_t candidates_capped = 0;
-  int64_t prompt_chunk_split = 0;
-  int64_t seam = 0;
-  int64_t cached_chunk_split = 0;
-  int64_t not_cached = 0;
-
-  int64_t total() const {
-    return last_token + matcher + candidates_capped + prompt_chunk_split + seam +
-           cached_chunk_split + not_cached;
-  }
-  RecallLosses& operator+=(const RecallLosses& o);
-  // "seam 12, not cached 40, ..." (the causes with tokens, largest first), or "none".
-  std::string Summary() const;
-};
+// The public struct (reprise/reuse_diagnostics.h): the engine returns it as it is.
+using RecallLosses = ::reprise::RecallLosses;
 
 struct RecallLossInputs {
   std::span<const int32_t> prompt;

@@ -52,7 +52,7 @@ TEST(RecallLossesTest, NothingIsLostWhenEveryReusableTokenWasReused) {
   const RecallLosses l =
       Classify(p, Kinds(p.tokens.size(), 0, 64), Mask(p.tokens.size(), 0, 64), cache);
   EXPECT_EQ(l.total(), 0);
-  EXPECT_EQ(l.Summary(), "none");
+  EXPECT_EQ(DescribeRecallLosses(l), "none");
 }
 
 TEST(RecallLossesTest, AWindowNoCachedChunkHoldsIsNotCached) {
@@ -113,7 +113,7 @@ TEST(RecallLossesTest, TheShortRestNextToAMatchIsASeam) {
       Classify(p, Kinds(p.tokens.size(), 0, 50), Mask(p.tokens.size(), 0, 64), cache);
   EXPECT_EQ(l.seam, 14);
   EXPECT_EQ(l.total(), 14);
-  EXPECT_EQ(l.Summary(), "seam 14");
+  EXPECT_EQ(DescribeRecallLosses(l), "seam 14");
 }
 
 TEST(RecallLossesTest, CausesAddUpOverAPromptAndAcrossPrompts) {
@@ -133,7 +133,7 @@ TEST(RecallLossesTest, CausesAddUpOverAPromptAndAcrossPrompts) {
   sum += Classify(p, Kinds(p.tokens.size()), mask, cache);
   EXPECT_EQ(sum.not_cached, 80);
   EXPECT_EQ(sum.matcher, 64);
-  EXPECT_EQ(sum.Summary(), "not cached 80, matcher 64");
+  EXPECT_EQ(DescribeRecallLosses(sum), "not cached 80, matcher 64");
 }
 
 TEST(RecallLossesTest, AWindowSeenOnlyAcrossTwoCachedChunksIsSplitThere) {

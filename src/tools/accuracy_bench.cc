@@ -32,6 +32,7 @@ double Entropy(std::span<const float> logits) {
 // The greedy continuation of `n` tokens from `logits` (the distribution after the text);
 // every token but the last is appended to `session`'s sequence.
 Result<std::vector<int32_t>> Continue(Session& session, std::span<const float> logits, int n) {
+  const size_t vocab = logits.size();
   std::vector<int32_t> out;
   std::vector<float> last(logits.begin(), logits.end());
   for (int i = 0; i < n; ++i) {
@@ -39,8 +40,8 @@ Result<std::vector<int32_t>> Continue(Session& session, std::span<const float> l
     out.push_back(next);
     if (i + 1 == n) break;
     const int32_t one[] = {next};
-    REPRISE_ASSIGN_OR_RETURN(std::span<const float> l, session.Evaluate(one));
-    last.assign(l.begin(), l.end());
+    REPRISE_ASSIGN_OR_RETURN(const float* l, session.Evaluate(one, 1));
+    last.assign(l, l + vocab);
   }
   return out;
 }
@@ -78,6 +79,7 @@ Result<AccuracyBenchResult> RunAccuracyBench(const AccuracyBenchOptions& options
   graph_options.outlier_fraction = options.outlier_fraction;
   graph_options.calibration_dir = options.calibration_dir;
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> graph_engine, Engine::Create(graph_options));
+  const size_t vocab = static_cast<size_t>(model.vocab_size);
   std::vector<int32_t> tokens;
   for (const TokenPiece& piece :
        graph_engine->Tokenize(options.text.empty() ? SampleText() : std::string_view(options.text),
@@ -111,10 +113,10 @@ Result<AccuracyBenchResult> RunAccuracyBench(const AccuracyBenchOptions& options
   for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(options.step)) {
     const size_t end = std::min(tokens.size(), begin + static_cast<size_t>(options.step));
     const std::span<const int32_t> piece(tokens.data() + begin, end - begin);
-    REPRISE_ASSIGN_OR_RETURN(std::span<const float> g, graphs->Evaluate(piece));
-    last_graph.assign(g.begin(), g.end());
-    REPRISE_ASSIGN_OR_RETURN(std::span<const float> r, reference->Evaluate(piece));
-    last_reference.assign(r.begin(), r.end());
+    REPRISE_ASSIGN_OR_RETURN(const float* g, graphs->Evaluate(piece.data(), piece.size()));
+    last_graph.assign(g, g + vocab);
+    REPRISE_ASSIGN_OR_RETURN(const float* r, reference->Evaluate(piece.data(), piece.size()));
+    last_reference.assign(r, r + vocab);
     const double kl = SoftmaxKl(last_reference, last_graph);
     kl_sum += kl;
     result.kl_max = std::max(result.kl_max, kl);

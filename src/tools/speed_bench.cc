@@ -136,7 +136,7 @@ Result<SpeedBenchResult> RunSpeedBench(const SpeedBenchOptions& options) {
       REPRISE_RETURN_IF_ERROR(session->Truncate(0));
       const auto start = std::chrono::steady_clock::now();
       for (size_t i = 0; i < tokens.size(); ++i) {
-        REPRISE_RETURN_IF_ERROR(session->Evaluate(std::span<const int32_t>(&tokens[i], 1)));
+        REPRISE_RETURN_IF_ERROR(session->Evaluate(&tokens[i], 1));
       }
       const double seconds = Seconds(start);
       if (r > 0) rates.push_back(options.decode_tokens / seconds);
