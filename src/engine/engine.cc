@@ -64,31 +64,6 @@ static_assert(
     static_cast<int>(Int8Scheme::kPerTensor) == static_cast<int>(model::Int8Scheme::kPerTensor) &&
     static_cast<int>(Int8Scheme::kShadow) == static_cast<int>(model::Int8Scheme::kPerTensorShadow));
 
-const char* WeightFormatName(WeightFormat format) {
-  switch (format) {
-    case WeightFormat::kQ8_0:
-      return kernels::PackedFormatName(kernels::PackedFormat::kQ8_0x8);
-    case WeightFormat::kQ4_0:
-      return kernels::PackedFormatName(kernels::PackedFormat::kQ4_0x8);
-    case WeightFormat::kF16:
-      return kernels::PackedFormatName(kernels::PackedFormat::kF16x8);
-    case WeightFormat::kF32:
-      return kernels::PackedFormatName(kernels::PackedFormat::kF32x8);
-    case WeightFormat::kAsStored:
-      break;
-  }
-  return "as-stored";
-}
-
-Result<WeightFormat> ParseWeightFormat(std::string_view name) {
-  for (const WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kQ8_0,
-                                    WeightFormat::kQ4_0, WeightFormat::kF16, WeightFormat::kF32}) {
-    if (name == WeightFormatName(format)) return format;
-  }
-  return InvalidArgumentError("unknown weight format '" + std::string(name) +
-                              "' (as-stored, q8_0x8, q4_0x8, f16x8, f32x8)");
-}
-
 // The packed format every matrix is forced into, if any.
 static std::optional<kernels::PackedFormat> ForcedFormat(WeightFormat format) {
   switch (format) {
@@ -104,6 +79,20 @@ static std::optional<kernels::PackedFormat> ForcedFormat(WeightFormat format) {
       break;
   }
   return std::nullopt;
+}
+
+const char* WeightFormatName(WeightFormat format) {
+  const std::optional<kernels::PackedFormat> forced = ForcedFormat(format);
+  return forced ? kernels::PackedFormatName(*forced) : "as-stored";
+}
+
+Result<WeightFormat> ParseWeightFormat(std::string_view name) {
+  for (const WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kQ8_0,
+                                    WeightFormat::kQ4_0, WeightFormat::kF16, WeightFormat::kF32}) {
+    if (name == WeightFormatName(format)) return format;
+  }
+  return InvalidArgumentError("unknown weight format '" + std::string(name) +
+                              "' (as-stored, q8_0x8, q4_0x8, f16x8, f32x8)");
 }
 
 std::string_view SampleText() { return engine::SampleText(); }

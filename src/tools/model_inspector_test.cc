@@ -10,10 +10,10 @@ namespace {
 // Counts past 2^31 printed as negative numbers when they were ints.
 TEST(ModelReportTest, PrintsLargeCountsUnsigned) {
   ModelReport r;
-  r.tokenizer_kind = "BPE (gpt2, pre default)";
-  r.tokenizer_size = 3'000'000'000ull;
-  r.num_tensors = 5'000'000'000ull;
-  r.tensor_type_counts["f16"] = 4'294'967'296ull;
+  r.info.tokenizer = "BPE (gpt2, pre default)";
+  r.info.tokenizer_tokens = 3'000'000'000ull;
+  r.info.num_tensors = 5'000'000'000ull;
+  r.info.tensor_types["f16"] = 4'294'967'296ull;
   const std::string text = r.ToText();
   EXPECT_NE(text.find("3000000000 tokens"), std::string::npos) << text;
   EXPECT_NE(text.find("5000000000 tensors"), std::string::npos) << text;
@@ -28,8 +28,8 @@ TEST(ModelReportTest, PrintsLargeCountsUnsigned) {
 TEST(ModelReportTest, JsonReplacesInvalidUtf8) {
   ModelReport r;
   r.path = "/models/\xff\xfe.gguf";
-  r.name = "bad \xc3";
-  r.architecture = "\x80";
+  r.info.name = "bad \xc3";
+  r.info.architecture = "\x80";
   nlohmann::json j = nlohmann::json::parse(r.ToJson());
   EXPECT_EQ(j["path"], "/models/\xef\xbf\xbd\xef\xbf\xbd.gguf");
   EXPECT_EQ(j["name"], "bad \xef\xbf\xbd");
