@@ -50,6 +50,10 @@ struct CalibrationReport {
   double guard_margin = 0;
   double guard_threshold = 0;
   std::string guard_path;
+  // The figures above are those of the engine's default token selection
+  // (EngineOptions::token_selection); the guard is measured for every selection, since the
+  // residual depends on which tokens a selection leaves: its name -> threshold.
+  std::map<std::string, double> guard_thresholds;
 };
 
 // Profiles, chooses, measures the guard and saves both results in calibration_dir. Takes a

@@ -92,10 +92,16 @@ class CalibrateCommand : public Command {
                 c->prefill_capacity, c->recompute_capacity, c->capacities_path.c_str());
     std::printf(
         "\nquality guard: residual deviation of honest reuse over %lld recompute calls: p50 %.3g, "
-        "p90 %.3g, p99 %.3g, max %.3g\nthreshold %.3g (%.3g x p%.0f), on by default\nsaved %s\n",
+        "p90 %.3g, p99 %.3g, max %.3g (default token selection)\nthreshold %.3g (%.3g x p%.0f), on "
+        "by default\nsaved %s\n",
         static_cast<long long>(c->guard_samples), c->guard_p50, c->guard_p90, c->guard_p99,
         c->guard_max, c->guard_threshold, c->guard_margin, c->guard_quantile * 100,
         c->guard_path.c_str());
+    std::printf("thresholds by token selection (--selection):");
+    for (const auto& [selection, threshold] : c->guard_thresholds) {
+      std::printf(" %s %.3g", selection.c_str(), threshold);
+    }
+    std::printf("\n");
     return kExitOk;
   }
 

@@ -45,6 +45,13 @@ TEST(CalibrateModelTest, KeepsItsResultsWhereAnEngineFindsThem) {
   EXPECT_GT(report->guard_samples, 0);
   EXPECT_GT(report->guard_threshold, 0.0);
   EXPECT_DOUBLE_EQ(report->guard_threshold, report->guard_margin * report->guard_p99);
+  // Every token selection has its threshold; the report's is the default selection's.
+  ASSERT_EQ(report->guard_thresholds.size(), 3u);
+  EXPECT_EQ(report->guard_thresholds.at(TokenSelectionName(EngineOptions{}.token_selection)),
+            report->guard_threshold);
+  for (const auto& [selection, threshold] : report->guard_thresholds) {
+    EXPECT_GT(threshold, 0.0) << selection;
+  }
 
   // An engine on as many threads runs with the chosen capacity; without the folder, not.
   EngineOptions engine_options;

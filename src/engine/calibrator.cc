@@ -16,7 +16,6 @@
 namespace reprise::engine {
 namespace {
 
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -170,7 +169,9 @@ Result<CalibrationReport> CalibrateModel(const CalibrateOptions& options) {
       engine::CalibrationPath(options.calibration_dir, model->fingerprint(), threads);
   REPRISE_RETURN_IF_ERROR(engine::SaveCalibration(c, report.capacities_path));
 
-  // The quality guard's threshold, measured with the chosen graphs.
+  // The quality guard's threshold, measured with the chosen graphs, for each token selection
+  // (the residual depends on which tokens a selection leaves); the report's figures are those
+  // of the engine's default selection.
   engine::ReuseOptions reuse;
   reuse.num_threads = options.num_threads;
   reuse.recompute_ratio = options.recompute_ratio;
@@ -179,18 +180,28 @@ Result<CalibrationReport> CalibrateModel(const CalibrateOptions& options) {
   reuse.context_tokens = std::min(model->config().context_length, 4096);
   engine::GuardCalibrationOptions guard_options;
   guard_options.margin = options.guard_margin;
-  REPRISE_ASSIGN_OR_RETURN(const engine::GuardCalibration guard,
-                           engine::CalibrateGuard(*model, reuse, guard_options));
-  report.guard_path = engine::GuardCalibrationPath(options.calibration_dir, model->fingerprint());
-  REPRISE_RETURN_IF_ERROR(engine::SaveGuardCalibration(guard, report.guard_path));
-  report.guard_samples = static_cast<int64_t>(guard.residuals.size());
-  report.guard_p50 = guard.p50;
-  report.guard_p90 = guard.p90;
-  report.guard_p99 = guard.p99;
-  report.guard_max = guard.max;
-  report.guard_quantile = guard.quantile;
-  report.guard_margin = guard.margin;
-  report.guard_threshold = guard.threshold;
+  const auto default_selection = static_cast<graph::SelectionKey>(EngineOptions{}.token_selection);
+  for (const graph::SelectionKey selection :
+       {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
+        graph::SelectionKey::kAttentionTimesDeviation}) {
+    reuse.selection = selection;
+    REPRISE_ASSIGN_OR_RETURN(const engine::GuardCalibration guard,
+                             engine::CalibrateGuard(*model, reuse, guard_options));
+    const std::string path =
+        engine::GuardCalibrationPath(options.calibration_dir, model->fingerprint(), selection);
+    REPRISE_RETURN_IF_ERROR(engine::SaveGuardCalibration(guard, path));
+    report.guard_thresholds[engine::SelectionName(selection)] = guard.threshold;
+    if (selection != default_selection) continue;
+    report.guard_path = path;
+    report.guard_samples = static_cast<int64_t>(guard.residuals.size());
+    report.guard_p50 = guard.p50;
+    report.guard_p90 = guard.p90;
+    report.guard_p99 = guard.p99;
+    report.guard_max = guard.max;
+    report.guard_quantile = guard.quantile;
+    report.guard_margin = guard.margin;
+    report.guard_threshold = guard.threshold;
+  }
   return report;
 }
 

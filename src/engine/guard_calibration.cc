@@ -165,10 +165,11 @@ Result<GuardCalibration> GuardCalibration::FromJson(std::string_view text) {
   return c;
 }
 
-std::string GuardCalibrationPath(const std::string& dir, uint64_t fingerprint) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "guard-%016llx.json",
-                static_cast<unsigned long long>(fingerprint));
+std::string GuardCalibrationPath(const std::string& dir, uint64_t fingerprint,
+                                 graph::SelectionKey selection) {
+  char name[96];
+  std::snprintf(name, sizeof(name), "guard-%016llx-%s.json",
+                static_cast<unsigned long long>(fingerprint), SelectionName(selection));
   return dir + "/" + name;
 }
 
@@ -187,7 +188,7 @@ std::optional<GuardCalibration> ResolveQualityGuard(const LoadedModel& model,
   if (reuse->guard_deviation != kGuardCalibrated) return std::nullopt;
   reuse->guard_deviation = 0.0;  // off unless a calibration says otherwise
   if (dir.empty()) return std::nullopt;
-  const std::string path = GuardCalibrationPath(dir, model.fingerprint());
+  const std::string path = GuardCalibrationPath(dir, model.fingerprint(), reuse->selection);
   std::error_code ignored;
   std::filesystem::create_directories(dir, ignored);
   Result<GuardCalibration> calibration = LoadGuardCalibration(path);

@@ -53,16 +53,18 @@ struct GuardCalibration {
 Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOptions& reuse,
                                         const GuardCalibrationOptions& options = {});
 
-// The file a guard calibration is kept in, under `dir`: one per model (the deviation does not
-// depend on the machine).
-std::string GuardCalibrationPath(const std::string& dir, uint64_t fingerprint);
+// The file a guard calibration is kept in, under `dir`: one per model and token selection (the
+// deviation does not depend on the machine, but the residual does depend on which tokens the
+// selection leaves: the query-aware ones leave 1.1-3x more than deviation's).
+std::string GuardCalibrationPath(const std::string& dir, uint64_t fingerprint,
+                                 graph::SelectionKey selection);
 Status SaveGuardCalibration(const GuardCalibration& calibration, const std::string& path);
 Result<GuardCalibration> LoadGuardCalibration(const std::string& path);
 
 // When reuse->guard_deviation is kGuardCalibrated: the threshold kept in `dir` for this
-// model, measured now (the quick pass) and saved there when missing and `measure_if_missing`;
-// 0 (off) without `dir` or when the measurement fails (logged). Other values are left as set.
-// Returns the calibration used, if any.
+// model and reuse->selection, measured now (the quick pass) and saved there when missing and
+// `measure_if_missing`; 0 (off) without `dir` or when the measurement fails (logged). Other values
+// are left as set. Returns the calibration used, if any.
 std::optional<GuardCalibration> ResolveQualityGuard(const LoadedModel& model,
                                                     const std::string& dir, bool measure_if_missing,
                                                     ReuseOptions* reuse);

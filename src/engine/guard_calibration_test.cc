@@ -85,10 +85,28 @@ TEST(GuardCalibrationTest, ResolveMeasuresOnceKeepsItAndLeavesGivenValues) {
   ASSERT_TRUE(measured.has_value());
   EXPECT_GT(first.guard_deviation, 0.0);
   EXPECT_EQ(first.guard_deviation, measured->threshold);
-  EXPECT_TRUE(std::filesystem::exists(GuardCalibrationPath(folder, model->fingerprint())));
+  EXPECT_TRUE(
+      std::filesystem::exists(GuardCalibrationPath(folder, model->fingerprint(), first.selection)));
   ReuseOptions second = Options();
   ASSERT_TRUE(ResolveQualityGuard(*model, folder, false, &second).has_value());  // kept
   EXPECT_EQ(second.guard_deviation, first.guard_deviation);
+
+  // Another token selection leaves other tokens, so it is not given this one's threshold: it
+  // has a calibration (and a file) of its own, measured with that selection.
+  ReuseOptions by_attention = Options();
+  by_attention.selection = graph::SelectionKey::kAttentionTimesDeviation;
+  ASSERT_NE(by_attention.selection, first.selection);
+  ReuseOptions unmeasured = by_attention;
+  EXPECT_FALSE(ResolveQualityGuard(*model, folder, false, &unmeasured).has_value());
+  std::optional<GuardCalibration> own = ResolveQualityGuard(*model, folder, true, &by_attention);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_TRUE(std::filesystem::exists(
+      GuardCalibrationPath(folder, model->fingerprint(), by_attention.selection)));
+  ReuseOptions direct = Options();
+  direct.selection = by_attention.selection;
+  Result<GuardCalibration> measured_directly = CalibrateGuard(*model, direct);
+  ASSERT_TRUE(measured_directly.ok());
+  EXPECT_EQ(own->threshold, measured_directly->threshold);
 }
 
 // The calibrated guard lets honest reuse through and catches KV that is badly wrong.
