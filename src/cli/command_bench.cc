@@ -360,6 +360,11 @@ class BenchCommand : public Command {
                 "storage");
     s->add_flag("--no-quality", no_quality_,
                 "Skip the comparison with full prefill (faster; quality columns empty)");
+    s->add_option("--continuation", reuse_options_.continuation_tokens,
+                  "Quality: greedy tokens generated after each prompt and compared with the full "
+                  "prefill's (continuation agreement = their shared prefix / this)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
     s->add_flag("--verbose", reuse_options_.verbose, "Print each query's plan and schedule");
     s->add_flag("--json", json_, "Print JSON");
     s->add_option("--report", report_path_,
@@ -393,6 +398,9 @@ class BenchCommand : public Command {
     if (reuse_options_.engine.static_shapes) command += " --static-shapes";
     if (scheduler_ != "dp") command += " --scheduler " + scheduler_;
     if (no_quality_) command += " --no-quality";
+    if (reuse_options_.continuation_tokens != tools::ReuseBenchOptions{}.continuation_tokens) {
+      command += " --continuation " + std::to_string(reuse_options_.continuation_tokens);
+    }
     if (r.quality_guard > 0) command += " --guard " + std::to_string(r.quality_guard);
     if (reuse_options_.engine.recompute_min_deviation > 0) {
       command += " --adaptive " + std::to_string(reuse_options_.engine.recompute_min_deviation);
