@@ -60,6 +60,7 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
     REPRISE_ASSIGN_OR_RETURN(
         b->probe_, m.QueryProbeGraph(std::min(options.query_probe_capacity, options.context_tokens),
                                      options.check_layer));
+    b->probe_end_layer_ = options.check_layer + 1;
     REPRISE_ASSIGN_OR_RETURN(b->probe_context_, graph::ExecutionContext::Create(*b->probe_));
     b->probe_context_->set_strict_shapes(options.strict_shapes);
   }
@@ -263,6 +264,9 @@ Result<std::span<const float>> GraphBackend::RunQueryProbe(std::span<const int32
   }
   if (num_visible_slots > capacity_tokens()) return InvalidArgumentError("context overflow");
   REPRISE_RETURN_IF_ERROR(probe_context_->SetInputs(tokens, positions, slots, num_visible_slots));
+  if (shard_gate_ && !shard_gate_(probe_end_layer_)) {
+    return UnavailableError("the KV the query probe attends to could not be placed");
+  }
   executor_->Run(*probe_context_);
   ++num_graph_calls_;
   return probe_context_->attention_scores();

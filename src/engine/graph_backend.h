@@ -119,7 +119,9 @@ class GraphBackend : public InferenceBackend {
   // they pay at the check layer to each slot before the first of theirs (entry s: slot s;
   // valid until the next probe). The cache's layers below the check layer then hold the
   // probe's KV in its slots until the real computation overwrites them; num_tokens() does
-  // not change. Requires: a probe graph was compiled. Errors: InvalidArgument.
+  // not change. With a shard gate set, it first waits for the KV of layers [0, check layer]
+  // only (the layers it reads), not for the rest. Requires: a probe graph was compiled.
+  // Errors: InvalidArgument; Unavailable when the gate says that KV could not be placed.
   Result<std::span<const float>> RunQueryProbe(std::span<const int32_t> tokens,
                                                std::span<const int32_t> positions,
                                                std::span<const int32_t> slots,
@@ -190,6 +192,7 @@ class GraphBackend : public InferenceBackend {
   std::shared_ptr<const graph::CompiledGraph> recompute_;
   std::unique_ptr<graph::ExecutionContext> recompute_context_;
   std::shared_ptr<const graph::CompiledGraph> probe_;
+  int probe_end_layer_ = 0;  // the probe reads the cache's layers [0, this)
   std::unique_ptr<graph::ExecutionContext> probe_context_;
   std::unique_ptr<graph::ExecutionContext> prefill_context_;
   std::unique_ptr<graph::ExecutionContext> decode_context_;

@@ -332,8 +332,13 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, const reuse::ChunkSch
         return call.kind == reuse::CallKind::kRecompute;
       });
   if (query_aware) {
-    // The probe reads every reused slot.
-    REPRISE_RETURN_IF_ERROR(all_ready_until(n));
+    // The probe reads every reused slot, of the layers up to the check layer: with the shard
+    // pipeline it waits for those layers only (the rest is placed while it runs).
+    if (shard_pipeline) {
+      gate_end = n;
+    } else {
+      REPRISE_RETURN_IF_ERROR(all_ready_until(n));
+    }
     REPRISE_RETURN_IF_ERROR(ProbeQueryAttention(plan));
   }
   int recomputed = 0;

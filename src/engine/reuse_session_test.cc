@@ -618,7 +618,8 @@ kv::testing_caches::OnFlashChunkCache SlowFlashCache() {
 
 // The shard pipeline runs a call's shard as soon as the KV of its layers is placed, while
 // slow reads bring in the rest: every shard still sees exactly its KV — the logits are those
-// of placing everything before the first call, bit for bit.
+// of placing everything before the first call, bit for bit. The same for query-aware
+// selection, whose probe waits for the layers up to the check layer only.
 TEST_F(ReuseSessionTest, TheShardPipelineWithSlowReadsChangesNothing) {
   auto model = std::move(LoadedModel::Load(Path("tiny-qwen3"))).value();
   const std::vector<std::vector<PromptSegment>> warmup = {
@@ -626,9 +627,13 @@ TEST_F(ReuseSessionTest, TheShardPipelineWithSlowReadsChangesNothing) {
   const std::vector<PromptSegment> prompt = {{"system", Words(1, 20)},   {"document", Words(8, 50)},
                                              {"question", Words(5, 8)},  {"document", Words(7, 60)},
                                              {"document", Words(9, 40)}, {"question", Words(6, 8)}};
-  for (const ReuseMethod method : {ReuseMethod::kFull, ReuseMethod::kBlend}) {
-    SCOPED_TRACE(ReuseMethodName(method));
+  for (const auto& [method, selection] :
+       {std::pair{ReuseMethod::kFull, graph::SelectionKey::kDeviation},
+        std::pair{ReuseMethod::kBlend, graph::SelectionKey::kDeviation},
+        std::pair{ReuseMethod::kBlend, graph::SelectionKey::kAttentionTimesDeviation}}) {
+    SCOPED_TRACE(std::string(ReuseMethodName(method)) + " " + SelectionName(selection));
     ReuseOptions pipelined = Options(method);
+    pipelined.selection = selection;
     ReuseOptions whole_calls = pipelined;
     whole_calls.shard_pipeline = false;
     ReuseOptions first = pipelined;
