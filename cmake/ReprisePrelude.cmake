@@ -40,6 +40,8 @@ set(REPRISE_AVX512_VNNI_FLAGS ${REPRISE_AVX2_FLAGS} -mavx512f -mavx512bw -mavx51
 
 # ... those that hold ARM NEON kernels with the dot-product instructions (AArch64 only).
 set(REPRISE_NEON_DOTPROD_FLAGS -march=armv8.2-a+dotprod)
+# ... and those that also use the int8 matrix-multiply instructions (smmla, Armv8.6-A I8MM).
+set(REPRISE_NEON_I8MM_FLAGS -march=armv8.2-a+dotprod+i8mm)
 # Which kernel sources a build compiles: the x86 SIMD ones on x86-64, the NEON ones on AArch64
 # (a cross build: cmake/aarch64-linux-gnu.cmake), neither elsewhere (scalar kernels only).
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
@@ -55,9 +57,9 @@ endif()
 # root) is a build-tree requirement only: the installed package (cmake/RepriseInstall.cmake)
 # passes none of it to the programs that embed Reprise.
 function(reprise_library folder)
-  cmake_parse_arguments(ARG "" ""
-    "SOURCES;AVX2_SOURCES;AVX_VNNI_SOURCES;AVX512_VNNI_SOURCES;NEON_DOTPROD_SOURCES;DEPS;PUBLIC_LIBS"
-    ${ARGN})
+  set(lists SOURCES AVX2_SOURCES AVX_VNNI_SOURCES AVX512_VNNI_SOURCES NEON_DOTPROD_SOURCES
+    NEON_I8MM_SOURCES DEPS PUBLIC_LIBS)
+  cmake_parse_arguments(ARG "" "" "${lists}" ${ARGN})
   set(target reprise_${folder})
   if(NOT REPRISE_ARCH STREQUAL "x86_64")
     unset(ARG_AVX2_SOURCES)
@@ -66,12 +68,17 @@ function(reprise_library folder)
   endif()
   if(NOT REPRISE_ARCH STREQUAL "aarch64")
     unset(ARG_NEON_DOTPROD_SOURCES)
+    unset(ARG_NEON_I8MM_SOURCES)
   endif()
   add_library(${target} STATIC ${ARG_SOURCES} ${ARG_AVX2_SOURCES} ${ARG_AVX_VNNI_SOURCES}
-    ${ARG_AVX512_VNNI_SOURCES} ${ARG_NEON_DOTPROD_SOURCES})
+    ${ARG_AVX512_VNNI_SOURCES} ${ARG_NEON_DOTPROD_SOURCES} ${ARG_NEON_I8MM_SOURCES})
   if(ARG_NEON_DOTPROD_SOURCES)
     set_source_files_properties(${ARG_NEON_DOTPROD_SOURCES} PROPERTIES COMPILE_OPTIONS
       "${REPRISE_NEON_DOTPROD_FLAGS}")
+  endif()
+  if(ARG_NEON_I8MM_SOURCES)
+    set_source_files_properties(${ARG_NEON_I8MM_SOURCES} PROPERTIES COMPILE_OPTIONS
+      "${REPRISE_NEON_I8MM_FLAGS}")
   endif()
   target_link_libraries(${target} PUBLIC $<BUILD_INTERFACE:reprise_options> Threads::Threads
     ${ARG_DEPS} ${ARG_PUBLIC_LIBS})

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The ARM (AArch64) check, on an x86-64 Debian 12 machine: installs Debian's cross compiler,
 # qemu-user and the arm64 builds of the libraries (multiarch), cross-builds the kernels and
-# runs their tests under qemu, on an emulated CPU with the dot-product instructions (the
-# NEON set is tested bit for bit against the scalar reference) and on one without them (the
-# scalar fallback is chosen). Then, unless REPRISE_ARM64_QUICK=1, the `reprise` program itself
-# answers a prompt on the demo model under qemu.
+# runs their tests under qemu on three emulated CPUs: qemu's `max`, with the int8
+# matrix-multiply instructions (I8MM: the neon-i8mm set is chosen, and it and the neon-dotprod
+# set are tested bit for bit against the scalar reference; REPRISE_KERNELS=neon-dotprod caps
+# the choice); Neoverse N1, with the dot-product instructions but no I8MM (neon-dotprod is
+# chosen and tested); and Cortex-A53, with neither (the scalar fallback is chosen). Then,
+# unless REPRISE_ARM64_QUICK=1, the `reprise` program itself answers a prompt on the demo model
+# under qemu (`max`: the neon-i8mm set).
 # Emulation says nothing about speed: time on a real ARM machine.
 # Usage: scripts/test-arm64.sh [BUILD_DIR]   (default build-arm64)
 set -euo pipefail
@@ -44,11 +47,17 @@ qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
 # machine's peak (threads spinning until released together, then busy loops) takes minutes and
 # measures the emulator: those run in the native build only.
 kernels_filter='*:-MatMulTest.ThreadPoolSplitsGiveIdenticalResults:MachinePeakTest.*'
-echo "== Kernel tests under qemu, a CPU with DotProd: the NEON set against scalar"
-REPRISE_EXPECT_KERNELS=neon-dotprod "${qemu[@]}" "$build/src/kernels/reprise_kernels_test" \
+echo "== Kernel tests under qemu, max (DotProd and I8MM): both NEON sets against scalar"
+REPRISE_EXPECT_KERNELS=neon-i8mm "${qemu[@]}" -cpu max "$build/src/kernels/reprise_kernels_test" \
   --gtest_brief=1 --gtest_filter="$kernels_filter"
-"${qemu[@]}" "$build/src/base/reprise_base_test" --gtest_brief=1 \
+"${qemu[@]}" -cpu max "$build/src/base/reprise_base_test" --gtest_brief=1 \
   --gtest_filter='CpuFeatures*:Float16*:DType*'
+echo "== Under qemu, max with REPRISE_KERNELS=neon-dotprod: the cap picks the DotProd set"
+REPRISE_KERNELS=neon-dotprod REPRISE_EXPECT_KERNELS=neon-dotprod "${qemu[@]}" -cpu max \
+  "$build/src/kernels/reprise_kernels_test" --gtest_brief=1 --gtest_filter='KernelSet*'
+echo "== Kernel tests under qemu, Neoverse N1 (DotProd, no I8MM): the neon-dotprod set"
+REPRISE_EXPECT_KERNELS=neon-dotprod "${qemu[@]}" -cpu neoverse-n1 \
+  "$build/src/kernels/reprise_kernels_test" --gtest_brief=1 --gtest_filter="$kernels_filter"
 echo "== Kernel tests under qemu, Cortex-A53 (no DotProd): the scalar set"
 REPRISE_EXPECT_KERNELS=scalar "${qemu[@]}" -cpu cortex-a53 \
   "$build/src/kernels/reprise_kernels_test" --gtest_brief=1 \
@@ -61,9 +70,9 @@ fi
 echo "== reprise under qemu: greedy text on the demo model (the native build writes the same)"
 cmake --build "$build" -j"$(nproc)" --target reprise
 # One thread: emulated threads spin slowly.
-story=$("${qemu[@]}" "$build/reprise" run -m data/demo/stories260K.gguf -p "Once upon a time" \
-  -n 24 -t 1 --stats 2>&1)
+story=$("${qemu[@]}" -cpu max "$build/reprise" run -m data/demo/stories260K.gguf \
+  -p "Once upon a time" -n 24 -t 1 --stats 2>&1)
 echo "$story"
 grep -q "Once upon a time, there was a little girl named Lily" <<< "$story"
-grep -q "neon-dotprod" <<< "$story"
+grep -q "neon-i8mm" <<< "$story"
 echo "test-arm64: ok"

@@ -449,8 +449,8 @@ struct OpProfile {
 // The machine's peak for the matmuls' inner loops with the kernels the engine runs, on its
 // threads (Engine::MeasureMachinePeak): the ceiling to hold OpProfile's rates against.
 struct MachinePeak {
-  std::string
-      kernels;  // the kernel set: "avx2", "avx-vnni", "avx512-vnni", "neon-dotprod", "scalar"
+  // The kernel set: "avx2", "avx-vnni", "avx512-vnni", "neon-dotprod", "neon-i8mm", "scalar".
+  std::string kernels;
   int threads = 0;
   std::string int8_instruction;      // the int8 multiply-add the set's matmuls use
   double int8_gmacs_per_second = 0;  // all threads together, / 1e9

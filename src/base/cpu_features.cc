@@ -60,9 +60,15 @@ void DetectSimd(CpuFeatures& features) {
 
 #elif defined(__aarch64__) && defined(__linux__)
 
+// HWCAP2_I8MM (Linux 5.10), spelled out for C libraries whose headers predate it.
+constexpr unsigned long kHwcap2I8mm = 1ul << 13;
+
 void DetectSimd(CpuFeatures& features) {
   const unsigned long hwcap = getauxval(AT_HWCAP);
-  features.has_neon_dotprod = (hwcap & HWCAP_ASIMD) != 0 && (hwcap & HWCAP_ASIMDDP) != 0;
+  const unsigned long hwcap2 = getauxval(AT_HWCAP2);
+  const bool asimd = (hwcap & HWCAP_ASIMD) != 0;
+  features.has_neon_dotprod = asimd && (hwcap & HWCAP_ASIMDDP) != 0;
+  features.has_neon_i8mm = asimd && (hwcap2 & kHwcap2I8mm) != 0;
 }
 
 #else

@@ -23,6 +23,9 @@ struct CpuFeatures {
   // ARM (AArch64): Advanced SIMD with the dot-product instructions (sdot/udot, Armv8.2-A
   // DotProd: every phone core since Cortex-A55/A75, Apple M1), from the kernel's HWCAP bits.
   bool has_neon_dotprod = false;
+  // ... and the int8 matrix-multiply instructions (smmla/ummla, Armv8.6-A I8MM: Cortex-A710/X2
+  // and later cores, Snapdragon 8 Gen 1 and later), from HWCAP2.
+  bool has_neon_i8mm = false;
   int num_usable_cores = 1;  // cores in this process's affinity mask, at least 1
 
   // The set the AVX2 kernels of kernels/ are compiled for (-mavx2 -mfma -mf16c).
@@ -31,6 +34,8 @@ struct CpuFeatures {
   bool has_avx_vnni_set() const { return has_avx2_fma_f16c() && has_avx_vnni; }
   // The set the AVX-512 VNNI kernels are compiled for (the AVX2 set, -mavx512f/bw/dq/vl/vnni).
   bool has_avx512_vnni_set() const { return has_avx2_fma_f16c() && has_avx512_vnni; }
+  // The set the NEON I8MM kernels are compiled for (-march=armv8.2-a+dotprod+i8mm).
+  bool has_neon_i8mm_set() const { return has_neon_dotprod && has_neon_i8mm; }
 };
 
 // Runs the detection now (a few cpuid instructions and one system call).

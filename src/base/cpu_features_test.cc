@@ -13,6 +13,10 @@ TEST(CpuFeaturesTest, FlagsAreConsistent) {
   }
   EXPECT_EQ(features.has_avx2_fma_f16c(),
             features.has_avx2 && features.has_fma && features.has_f16c);
+  EXPECT_EQ(features.has_neon_i8mm_set(), features.has_neon_dotprod && features.has_neon_i8mm);
+#if !defined(__aarch64__)
+  EXPECT_FALSE(features.has_neon_dotprod || features.has_neon_i8mm);
+#endif
 }
 
 TEST(CpuFeaturesTest, CountsTheAffinityMask) {
@@ -31,6 +35,8 @@ TEST(CpuFeaturesTest, CachedCopyMatchesDetection) {
   EXPECT_EQ(cached.has_fma, fresh.has_fma);
   EXPECT_EQ(cached.has_f16c, fresh.has_f16c);
   EXPECT_EQ(cached.has_avx512_vnni, fresh.has_avx512_vnni);
+  EXPECT_EQ(cached.has_neon_dotprod, fresh.has_neon_dotprod);
+  EXPECT_EQ(cached.has_neon_i8mm, fresh.has_neon_i8mm);
   EXPECT_EQ(&cached, &GetCpuFeatures());
 }
 

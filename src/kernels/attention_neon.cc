@@ -1,6 +1,6 @@
 // The ARM NEON attention: attention_tiles.h on 128-bit vectors. Compiled with the NEON
 // DotProd flags of its kernel set (it needs only Armv8-A's Advanced SIMD and its f16
-// conversions); only NeonDotKernels() hands it out.
+// conversions); only NeonDotKernels() and NeonI8mmKernels() (the same attention) hand it out.
 
 #include <arm_neon.h>
 

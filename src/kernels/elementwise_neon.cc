@@ -1,7 +1,7 @@
 // ARM NEON row kernels (elementwise.h, activation_quant.h). Compiled with the NEON DotProd
 // flags of its kernel set (it needs only Armv8-A's Advanced SIMD and its f16 conversions);
-// only NeonDotKernels() hands it out. Tails shorter than a vector go through the scalar
-// kernels, so every length is accepted.
+// only NeonDotKernels() and NeonI8mmKernels() (the same row kernels) hand it out. Tails
+// shorter than a vector go through the scalar kernels, so every length is accepted.
 
 #include <arm_neon.h>
 

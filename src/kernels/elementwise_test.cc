@@ -54,6 +54,14 @@ TEST(KernelSetTest, BestIsTheWidestSetSupported) {
   } else if (Avx2Kernels() != nullptr) {
     EXPECT_EQ(&BestKernels(), Avx2Kernels());
     EXPECT_STREQ(BestKernels().name, "avx2");
+  } else if (NeonI8mmKernels() != nullptr) {
+    EXPECT_EQ(&BestKernels(), NeonI8mmKernels());
+    EXPECT_STREQ(BestKernels().name, "neon-i8mm");
+    // The matmul differs from the DotProd set; the rest is that set's.
+    ASSERT_NE(NeonDotKernels(), nullptr);
+    EXPECT_NE(BestKernels().matmul, NeonDotKernels()->matmul);
+    EXPECT_EQ(BestKernels().attention, NeonDotKernels()->attention);
+    EXPECT_EQ(BestKernels().rms_norm, NeonDotKernels()->rms_norm);
   } else if (NeonDotKernels() != nullptr) {
     EXPECT_EQ(&BestKernels(), NeonDotKernels());
     EXPECT_STREQ(BestKernels().name, "neon-dotprod");

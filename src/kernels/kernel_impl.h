@@ -78,7 +78,8 @@ void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end
                int64_t head_begin, int64_t head_end);
 }  // namespace avx512
 
-// AArch64, compiled with -march=armv8.2-a+dotprod; only NeonDotKernels() hands it out.
+// AArch64, compiled with -march=armv8.2-a+dotprod; only NeonDotKernels() and NeonI8mmKernels()
+// hand them out.
 namespace neon {
 void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
             int64_t m_end, int64_t n_begin, int64_t n_end);
@@ -98,5 +99,14 @@ void Attention(const AttentionArgs& args, int64_t query_begin, int64_t query_end
 PeakLoop Int8PeakLoop();
 PeakLoop Float32PeakLoop();
 }  // namespace neon
+
+// AArch64, compiled with -march=armv8.2-a+dotprod+i8mm; only NeonI8mmKernels() hands it out.
+// The other kernels of that set are the neon ones (and so is its matmul for one-row calls and
+// for the float and kI8x8 formats).
+namespace neon_i8mm {
+void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out, int64_t m_begin,
+            int64_t m_end, int64_t n_begin, int64_t n_end);
+PeakLoop Int8PeakLoop();
+}  // namespace neon_i8mm
 
 }  // namespace reprise::kernels

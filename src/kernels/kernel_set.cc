@@ -94,12 +94,21 @@ KernelSet MakeNeonDotSet() {
   return set;
 }
 
+KernelSet MakeNeonI8mmSet() {
+  KernelSet set = MakeNeonDotSet();
+  set.name = "neon-i8mm";
+  set.matmul = neon_i8mm::MatMul;
+  set.int8_peak = neon_i8mm::Int8PeakLoop();
+  return set;
+}
+
 #endif  // __aarch64__
 
 const KernelSet& DetectBestKernels() {
   const KernelSet* best = Avx512VnniKernels();
   if (best == nullptr) best = AvxVnniKernels();
   if (best == nullptr) best = Avx2Kernels();
+  if (best == nullptr) best = NeonI8mmKernels();
   if (best == nullptr) best = NeonDotKernels();
   if (best == nullptr) best = &ScalarKernels();
   const char* cap = std::getenv("REPRISE_KERNELS");
@@ -108,10 +117,11 @@ const KernelSet& DetectBestKernels() {
   if (name == "scalar") return ScalarKernels();
   if (name == "avx2" && Avx2Kernels() != nullptr) return *Avx2Kernels();
   if (name == "avx-vnni" && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
+  if (name == "neon-dotprod" && NeonDotKernels() != nullptr) return *NeonDotKernels();
   if (name != best->name) {
     REPRISE_LOG(kWarning) << "REPRISE_KERNELS=" << name
                           << " names no kernel set this CPU runs (scalar, avx2, avx-vnni, "
-                             "neon-dotprod); using "
+                             "neon-dotprod, neon-i8mm); using "
                           << best->name;
   }
   return *best;
@@ -142,6 +152,7 @@ const KernelSet* Avx512VnniKernels() {
 }
 
 const KernelSet* NeonDotKernels() { return nullptr; }
+const KernelSet* NeonI8mmKernels() { return nullptr; }
 
 #elif defined(__aarch64__)
 
@@ -154,12 +165,18 @@ const KernelSet* NeonDotKernels() {
   return GetCpuFeatures().has_neon_dotprod ? &set : nullptr;
 }
 
+const KernelSet* NeonI8mmKernels() {
+  static const KernelSet set = MakeNeonI8mmSet();
+  return GetCpuFeatures().has_neon_i8mm_set() ? &set : nullptr;
+}
+
 #else
 
 const KernelSet* Avx2Kernels() { return nullptr; }
 const KernelSet* AvxVnniKernels() { return nullptr; }
 const KernelSet* Avx512VnniKernels() { return nullptr; }
 const KernelSet* NeonDotKernels() { return nullptr; }
+const KernelSet* NeonI8mmKernels() { return nullptr; }
 
 #endif
 

@@ -1,11 +1,11 @@
 // KernelSet: the table of compute kernels the graph runtime calls, chosen once at run time.
 //
 // Every kernel exists as a portable scalar reference and, where it pays, SIMD versions
-// (AVX2 + FMA + F16C, AVX-VNNI, AVX-512 VNNI, NEON DotProd) compiled in their own translation
-// units with their own flags and reached only through this table after CPU detection
-// (base/cpu_features.h). All tables have the same entries with the same contracts (see
-// matmul.h, elementwise.h, attention.h), so tests run every SIMD kernel against its scalar
-// twin, and a caller can force the scalar set.
+// (AVX2 + FMA + F16C, AVX-VNNI, AVX-512 VNNI, NEON DotProd, NEON I8MM) compiled in their own
+// translation units with their own flags and reached only through this table after CPU
+// detection (base/cpu_features.h). All tables have the same entries with the same contracts
+// (see matmul.h, elementwise.h, attention.h), so tests run every SIMD kernel against its
+// scalar twin, and a caller can force the scalar set.
 //
 // Kernels never allocate, do I/O or start threads; callers pass buffers and split work into
 // ranges (ThreadPool::ParallelFor).
@@ -20,7 +20,8 @@ namespace reprise::kernels {
 
 // Immutable after construction; the returned references live for the whole process.
 struct KernelSet {
-  const char* name = nullptr;  // "scalar", "avx2", "avx-vnni", "avx512-vnni", "neon-dotprod"
+  // "scalar", "avx2", "avx-vnni", "avx512-vnni", "neon-dotprod", "neon-i8mm"
+  const char* name = nullptr;
 
   MatMulFn matmul = nullptr;
   QuantizeRowFn quantize_row = nullptr;
@@ -59,10 +60,16 @@ const KernelSet* Avx512VnniKernels();
 // on 128-bit vectors. Null when the CPU lacks DotProd, or on other architectures.
 const KernelSet* NeonDotKernels();
 
+// The NEON DotProd kernels with the block-format matmuls of two or more activation rows
+// (prefill) in smmla (Armv8.6-A I8MM: Cortex-A710/X2 and later); one-row calls (decode) and
+// every other kernel are NeonDotKernels()'. Null when the CPU lacks DotProd or I8MM, or on
+// other architectures.
+const KernelSet* NeonI8mmKernels();
+
 // The fastest set this CPU runs: Avx512VnniKernels(), else AvxVnniKernels(), else
-// Avx2Kernels(), else NeonDotKernels(), else ScalarKernels(). The environment variable
-// REPRISE_KERNELS=avx-vnni, =avx2 or =scalar picks a narrower set (to compare the sets on one
-// machine); it is read once.
+// Avx2Kernels(), else NeonI8mmKernels(), else NeonDotKernels(), else ScalarKernels(). The
+// environment variable REPRISE_KERNELS=avx-vnni, =avx2, =neon-dotprod or =scalar picks a
+// narrower set (to compare the sets on one machine); it is read once.
 const KernelSet& BestKernels();
 
 }  // namespace reprise::kernels

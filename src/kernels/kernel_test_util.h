@@ -54,6 +54,7 @@ inline std::vector<const KernelSet*> SimdSets() {
   if (const KernelSet* vnni = AvxVnniKernels()) sets.push_back(vnni);
   if (const KernelSet* vnni512 = Avx512VnniKernels()) sets.push_back(vnni512);
   if (const KernelSet* neon = NeonDotKernels()) sets.push_back(neon);
+  if (const KernelSet* i8mm = NeonI8mmKernels()) sets.push_back(i8mm);
   return sets;
 }
 

@@ -10,7 +10,8 @@ namespace {
 
 std::vector<const KernelSet*> RunnableSets() {
   std::vector<const KernelSet*> sets = {&ScalarKernels()};
-  for (const KernelSet* set : {Avx2Kernels(), AvxVnniKernels(), Avx512VnniKernels()}) {
+  for (const KernelSet* set : {Avx2Kernels(), AvxVnniKernels(), Avx512VnniKernels(),
+                               NeonDotKernels(), NeonI8mmKernels()}) {
     if (set != nullptr) sets.push_back(set);
   }
   return sets;

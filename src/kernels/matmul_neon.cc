@@ -1,7 +1,8 @@
 // ARM NEON matmul over the packed layouts (packed_matrix.h), for phones and ARM laptops: the
 // block formats with the dot-product instruction (sdot, Armv8.2-A DotProd), the float formats
 // with fused multiply-add. Compiled with -march=armv8.2-a+dotprod; only NeonDotKernels()
-// hands it out, after the CPU reported DotProd.
+// hands it out, after the CPU reported DotProd (and neon-i8mm's matmul, matmul_neon_i8mm.cc,
+// calls it for one-row calls, an odd row left over and the formats it does not handle).
 //
 // A packed group holds 8 weight rows interleaved 4 bytes at a time — [chunk c][row 0..7][4
 // values] — so one 16-byte load is 4 rows' values of one 4-column chunk, and `sdot` by lane
@@ -16,50 +17,18 @@
 
 #include <arm_neon.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
 #include "kernels/activation_quant.h"
 #include "kernels/kernel_impl.h"
+#include "kernels/matmul_neon_groups.h"  // LoadScales, Store, the block sizes
 #include "kernels/quant_blocks.h"
 
 namespace reprise::kernels::neon {
 namespace {
 
 constexpr int kTile = 4;  // tokens per weight load
-constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;
-constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;
-
-// The 8 half-float scales at `p` as two float vectors (rows 0-3, 4-7).
-inline void LoadScales(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {
-  const uint16x8_t bits = vld1q_u16(reinterpret_cast<const uint16_t*>(p));
-  lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(bits)));
-  hi = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(bits)));
-}
-
-// Writes (or adds) the 8 outputs of group `g` that fall in [n_begin, n_end).
-inline void Store(const float32x4_t lo, const float32x4_t hi, float* out_row, int64_t g,
-                  int64_t n_begin, int64_t n_end, bool accumulate) {
-  const int64_t base = g * kPackRows;
-  if (base >= n_begin && base + kPackRows <= n_end) {
-    float* o = out_row + base;
-    if (accumulate) {
-      vst1q_f32(o, vaddq_f32(vld1q_f32(o), lo));
-      vst1q_f32(o + 4, vaddq_f32(vld1q_f32(o + 4), hi));
-    } else {
-      vst1q_f32(o, lo);
-      vst1q_f32(o + 4, hi);
-    }
-    return;
-  }
-  float values[kPackRows];
-  vst1q_f32(values, lo);
-  vst1q_f32(values + 4, hi);
-  for (int64_t r = std::max<int64_t>(0, n_begin - base); r < kPackRows && base + r < n_end; ++r) {
-    out_row[base + r] = accumulate ? out_row[base + r] + values[r] : values[r];
-  }
-}
 
 // One group of 8 rows against T tokens of quantized activations.
 template <int T, bool kQ4>

@@ -257,8 +257,12 @@ TEST(MatMulTest, AccumulateAddsToTheOutput) {
   std::vector<const KernelSet*> sets = SimdSets();
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
-    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
-      const Case c{format, format == PackedFormat::kF16x8 ? DType::kF16 : DType::kQ8_0, 6, 21, 64};
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kF16x8,
+                                PackedFormat::kI8x8}) {
+      const DType src = format == PackedFormat::kF16x8    ? DType::kF16
+                        : format == PackedFormat::kQ4_0x8 ? DType::kQ4_0
+                                                          : DType::kQ8_0;
+      const Case c{format, src, 6, 21, 64};
       const Problem p = MakeProblem(c, *set, 9);
       const std::vector<float> plain = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
       const std::vector<float> base = RandomFloats(10, c.m * c.n);
@@ -266,6 +270,41 @@ TEST(MatMulTest, AccumulateAddsToTheOutput) {
       set->matmul(p.weights.view, p.Input(), MatMulOutput{out.data(), c.n, true}, 0, c.m, 0, c.n);
       for (size_t i = 0; i < out.size(); ++i) {
         ASSERT_EQ(out[i], base[i] + plain[i]) << set->name << " at " << i;
+      }
+    }
+  }
+}
+
+// The block formats on every count of tokens from 1 to 9 (the SIMD kernels tile tokens by 4,
+// then 2 — neon-i8mm's smmla works on pairs — and finish with one), from even and odd first
+// rows, on N ranges that start and end inside groups, written and accumulated: the same bits
+// as the scalar kernel, and nothing outside the block changes.
+TEST(MatMulTest, BlockFormatsMatchScalarOnEveryTokenCount) {
+  const std::vector<std::pair<int64_t, int64_t>> n_ranges = {
+      {0, 45}, {3, 29}, {8, 16}, {13, 14}, {40, 45}};
+  for (const KernelSet* set : SimdSets()) {
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8}) {
+      const DType src = format == PackedFormat::kQ8_0x8 ? DType::kQ8_0 : DType::kQ4_0;
+      const Case c{format, src, 12, 45, 128};
+      const Problem p = MakeProblem(c, ScalarKernels(), 31);
+      const std::vector<float> base = RandomFloats(32, c.m * c.n);
+      for (int64_t m_begin : {0, 1, 3}) {
+        for (int64_t m_end = m_begin + 1; m_end <= std::min(c.m, m_begin + 9); ++m_end) {
+          for (const auto& [n_begin, n_end] : n_ranges) {
+            for (bool accumulate : {false, true}) {
+              std::vector<float> want = base;
+              std::vector<float> got = base;
+              ScalarKernels().matmul(p.weights.view, p.Input(),
+                                     MatMulOutput{want.data(), c.n, accumulate}, m_begin, m_end,
+                                     n_begin, n_end);
+              set->matmul(p.weights.view, p.Input(), MatMulOutput{got.data(), c.n, accumulate},
+                          m_begin, m_end, n_begin, n_end);
+              ASSERT_EQ(got, want)
+                  << set->name << " " << Describe(c) << " rows [" << m_begin << ", " << m_end
+                  << ") columns [" << n_begin << ", " << n_end << ") accumulate " << accumulate;
+            }
+          }
+        }
       }
     }
   }
