@@ -54,9 +54,9 @@ typedef enum reprise_kv_codec { REPRISE_CODEC_F16 = 0, REPRISE_CODEC_INT8 = 1 } 
 
 /* Which reused tokens blend recomputes. */
 typedef enum reprise_token_selection {
-  REPRISE_SELECT_DEVIATION = 0,          /* whose KV deviates most at the check layer (default) */
+  REPRISE_SELECT_DEVIATION = 0,          /* whose KV deviates most at the check layer */
   REPRISE_SELECT_ATTENTION = 1,          /* those the prompt's last new tokens attend to most */
-  REPRISE_SELECT_ATTENTION_DEVIATION = 2 /* the largest product of the two */
+  REPRISE_SELECT_ATTENTION_DEVIATION = 2 /* the largest product of the two (default) */
 } reprise_token_selection;
 
 /* The int8 arithmetic of the layers' matmuls (llm.npu's NPU-style static INT8). */
@@ -88,7 +88,8 @@ typedef struct reprise_engine_options {
   int store_admit_after; /* write a chunk to flash once its text was seen in this many
                             prompts (system, document, skill and tool segments at once);
                             default 1 = every chunk */
-  reprise_token_selection token_selection; /* blend; default REPRISE_SELECT_DEVIATION */
+  reprise_token_selection token_selection; /* blend; default
+                                              REPRISE_SELECT_ATTENTION_DEVIATION */
   int static_shapes; /* nonzero: every graph call computes its full capacity, padding included,
                         as an NPU must (same results); default 0 */
   reprise_int8_scheme int8_scheme; /* default REPRISE_INT8_PER_BLOCK; the static schemes

@@ -107,7 +107,7 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
   EXPECT_EQ(reprise_engine_create(&options_, &engine_, &error), REPRISE_INVALID_ARGUMENT);
   EXPECT_NE(std::string(error).find("unknown token selection 42"), std::string::npos) << error;
   reprise_string_free(error);
-  options_.token_selection = REPRISE_SELECT_DEVIATION;
+  options_.token_selection = REPRISE_SELECT_ATTENTION_DEVIATION;  // the default again
   EXPECT_EQ(options_.int8_scheme, REPRISE_INT8_PER_BLOCK);
   EXPECT_EQ(options_.outlier_fraction, 0.01);
   EXPECT_EQ(options_.out_of_order_groups, 0);
@@ -392,8 +392,8 @@ TEST_F(CApiTest, StoreAdministrationWithoutAModel) {
 
   options_.store_dir = store.c_str();
   options_.reuse = REPRISE_REUSE_BLEND;
-  EXPECT_EQ(options_.token_selection, REPRISE_SELECT_DEVIATION);
-  options_.token_selection = REPRISE_SELECT_ATTENTION_DEVIATION;
+  EXPECT_EQ(options_.token_selection, REPRISE_SELECT_ATTENTION_DEVIATION);  // the default
+  options_.token_selection = REPRISE_SELECT_DEVIATION;
   EXPECT_EQ(options_.static_shapes, 0);
   options_.static_shapes = 1;
   // And the NPU-style techniques: static INT8 with shadow outliers, out-of-order prefill.

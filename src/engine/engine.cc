@@ -271,6 +271,16 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.recompute_min_deviation = options.recompute_min_deviation;
     reuse.stable_min_deviation = options.stable_recompute_min_deviation;
     reuse.selection = static_cast<graph::SelectionKey>(options.token_selection);
+    const model::ModelConfig& config = engine->model_->config();
+    if (reuse.selection != graph::SelectionKey::kDeviation &&
+        config.num_heads / config.num_kv_heads > graph::kMaxProbeGroup) {
+      // The query probe's attention kernel holds at most kMaxProbeGroup query heads per kv head.
+      REPRISE_LOG(kWarning) << "token selection " << TokenSelectionName(options.token_selection)
+                            << ": this model's " << config.num_heads / config.num_kv_heads
+                            << " query heads per kv head exceed the query probe's "
+                            << graph::kMaxProbeGroup << "; selecting by deviation";
+      reuse.selection = graph::SelectionKey::kDeviation;
+    }
     reuse.static_shapes = options.static_shapes;
     reuse.out_of_order_groups = options.out_of_order_groups;
     reuse.out_of_order_window = options.out_of_order_window;

@@ -471,8 +471,11 @@ TEST_F(CliTest, BenchReuseSelectsTokensByTheQuestionsAttention) {
                             " --workload docqa-shuffled --queries 4 --methods blend --guard 0 "
                             "--adaptive-stable 0 --json --data " +
                             data;
-  Outcome by_deviation = Reprise(bench);
+  Outcome by_deviation = Reprise(bench + " --selection deviation");
   ASSERT_EQ(by_deviation.exit_code, 0) << by_deviation.err;
+  Outcome by_default = Reprise(bench);
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_EQ(nlohmann::json::parse(by_default.out)["selection"], "attention-deviation");
   Outcome by_attention = Reprise(bench + " --selection attention-deviation --probe-tokens 16");
   ASSERT_EQ(by_attention.exit_code, 0) << by_attention.err;
   const nlohmann::json a = nlohmann::json::parse(by_deviation.out);
