@@ -134,6 +134,35 @@ TEST_F(GraphBackendTest, ScalarKernelsAndStrictShapesGiveTheSameLogits) {
   CompareWithReference({"tiny strict", Path("tiny", DType::kF16), 2e-3}, options, {3, 16, 21});
 }
 
+// How a call's queries are cut into attention blocks depends on the thread count (the blocks
+// are sized so that the threads share them evenly); a query's result never does: the logits
+// of every prompt length, in one call or several, are bit-identical on 1, 2 and 3 threads.
+TEST_F(GraphBackendTest, ThreadCountsGiveBitIdenticalLogits) {
+  for (const char* shape : {"tiny", "tiny-qwen3"}) {
+    std::unique_ptr<LoadedModel> model =
+        std::move(LoadedModel::Load(Path(shape, DType::kQ8_0))).value();
+    std::vector<std::vector<float>> by_threads;
+    for (int threads : {1, 2, 3}) {
+      GraphBackendOptions options;
+      options.context_tokens = 512;
+      options.prefill_capacity = 96;
+      options.num_threads = threads;
+      auto backend = GraphBackend::Create(*model, options);
+      ASSERT_TRUE(backend.ok()) << backend.error().ToString();
+      std::vector<float> all;
+      for (int length : {9, 40, 96, 250}) {
+        (*backend)->Truncate(0);
+        auto logits = (*backend)->Append(Prompt(length, model->config().vocab_size, length));
+        ASSERT_TRUE(logits.ok()) << logits.error().ToString();
+        all.insert(all.end(), logits->begin(), logits->end());
+      }
+      by_threads.push_back(std::move(all));
+    }
+    EXPECT_EQ(by_threads[0], by_threads[1]) << shape;
+    EXPECT_EQ(by_threads[0], by_threads[2]) << shape;
+  }
+}
+
 TEST_F(GraphBackendTest, ForcedQ8PackingOfFloatWeights) {
   GraphBackendOptions options;
   options.context_tokens = 32;

@@ -17,6 +17,24 @@ namespace {
 // share each K/V tile among the rows of a block of up to 64; at least 16 queries per item.
 constexpr int64_t kAttentionRowsPerItem = 64;
 constexpr int64_t kAttentionMinQueriesPerItem = 16;
+// A block split further to even out the threads' work keeps at least this many queries.
+constexpr int64_t kAttentionMinSplitQueries = 8;
+
+// How a prefill's `rows` queries are cut into attention blocks (each a work item per kv head):
+// as few blocks as hold at most `max_queries` each, all of the same size give or take one (a
+// last block of a few queries would convert the whole K/V tile stream for almost no rows), and
+// — when blocks of at least kAttentionMinSplitQueries allow it — a number of items that the
+// threads share evenly (at the end of a long context every block costs about the same, so 21
+// items on 2 threads leave one idle for a twenty-first of the time).
+int64_t AttentionBlocks(int64_t rows, int64_t max_queries, int64_t kv_heads, int num_threads) {
+  const int64_t fewest = std::max<int64_t>(1, (rows + max_queries - 1) / max_queries);
+  for (int64_t blocks = fewest; blocks < fewest + num_threads; ++blocks) {
+    if ((blocks * kv_heads) % num_threads == 0) {
+      return rows / blocks >= kAttentionMinSplitQueries || blocks == fewest ? blocks : fewest;
+    }
+  }
+  return fewest;
+}
 
 template <typename T>
 T* As(uint8_t* p) {
@@ -374,9 +392,10 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
       });
       return;
     }
-    const int64_t queries_per_item =
-        std::max(kAttentionMinQueriesPerItem, kAttentionRowsPerItem / group);
-    const int64_t blocks = (rows + queries_per_item - 1) / queries_per_item;
+    const int64_t blocks =
+        AttentionBlocks(rows, std::max(kAttentionMinQueriesPerItem, kAttentionRowsPerItem / group),
+                        op->num_kv_heads, pool.num_threads());
+    const int64_t queries_per_item = (rows + blocks - 1) / blocks;
     // Work items (query block, kv head); a kv head's query heads stay together so that its
     // K/V rows are read once per block. A causal block's cost grows with its position, and
     // the pool gives each thread a contiguous range of items: blocks go in the order first,
@@ -389,6 +408,7 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
         const int64_t kv_head = i % op->num_kv_heads;
         const int64_t q0 = block * queries_per_item;
         const int64_t q1 = std::min<int64_t>(rows, q0 + queries_per_item);
+        if (q0 >= q1) continue;  // the rounding can leave the last block empty
         k.attention(args, q0, q1, kv_head * group, (kv_head + 1) * group);
       }
     });
