@@ -181,9 +181,7 @@ Result<CalibrationReport> CalibrateModel(const CalibrateOptions& options) {
   engine::GuardCalibrationOptions guard_options;
   guard_options.margin = options.guard_margin;
   const auto default_selection = static_cast<graph::SelectionKey>(EngineOptions{}.token_selection);
-  for (const graph::SelectionKey selection :
-       {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
-        graph::SelectionKey::kAttentionTimesDeviation}) {
+  for (const graph::SelectionKey selection : engine::kSelectionKeys) {
     reuse.selection = selection;
     REPRISE_ASSIGN_OR_RETURN(const engine::GuardCalibration guard,
                              engine::CalibrateGuard(*model, reuse, guard_options));

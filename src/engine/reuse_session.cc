@@ -57,8 +57,7 @@ const char* SelectionName(graph::SelectionKey key) {
 }
 
 Result<graph::SelectionKey> ParseSelection(std::string_view name) {
-  for (graph::SelectionKey key : {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
-                                  graph::SelectionKey::kAttentionTimesDeviation}) {
+  for (graph::SelectionKey key : kSelectionKeys) {
     if (name == SelectionName(key)) return key;
   }
   return InvalidArgumentError("unknown selection '" + std::string(name) +

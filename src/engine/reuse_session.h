@@ -32,7 +32,10 @@ enum class ReuseMethod : uint8_t { kNone, kPrefix, kFull, kBlend };
 const char* ReuseMethodName(ReuseMethod method);
 Result<ReuseMethod> ParseReuseMethod(std::string_view name);
 
-// "deviation", "attention", "attention-deviation".
+// Every token selection, and its name: "deviation", "attention", "attention-deviation".
+inline constexpr graph::SelectionKey kSelectionKeys[] = {
+    graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
+    graph::SelectionKey::kAttentionTimesDeviation};
 const char* SelectionName(graph::SelectionKey key);
 Result<graph::SelectionKey> ParseSelection(std::string_view name);
 
