@@ -9,10 +9,12 @@
 // accumulators; a group left over at the end of a range goes to the AVX2 kernel.
 //
 // vpdpbusd multiplies unsigned by signed bytes:
-//  - Q8_0 (signed weights, signed activations): the activation is made unsigned by adding
-//    128 (a xor 0x80), so per block sum((a + 128) * w) = sum(a * w) + 128 * sum(w). The
-//    correction 128 * sum(w) of each row is itself one vpdpbusd of 0x80 bytes with the
-//    weights, per group pair and block, shared by the tile's tokens.
+//  - Q8_0 (signed weights, signed activations): the weights are made unsigned as they are
+//    loaded, by adding 128 (w xor 0x80), so per block sum((w + 128) * a) = sum(w * a) +
+//    128 * sum(a), and sum(a) is the activation row's block sum (activation_quant.h): one
+//    subtraction per token and block. (Biasing the activations instead needs 128 * sum(w),
+//    a vpdpbusd per weight load on top of the products: 25% more of them, and an xor per
+//    token and chunk rather than per weight load.)
 //  - Q4_0: the nibbles (value + 8) are the unsigned operand and the activations the signed
 //    one; the +8 is removed with the activation block sum, as in the AVX2 kernel.
 // Both give the exact int32 block dot product; it becomes float and is added with one FMA
@@ -74,6 +76,7 @@ REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& 
   const int64_t num_blocks = op.k / kQK;
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   const int64_t scales_offset = op.k;
+  const int64_t sums_offset = op.k + num_blocks * 4;
   for (int64_t b = 0; b < num_blocks; ++b) {
     const uint8_t* block[2 * P];
 #pragma GCC unroll 8
@@ -81,28 +84,26 @@ REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& 
       block[g] = op.groups + g * op.group_bytes + b * kQ8GroupBlockBytes;
     }
     __m512i isum[T][P];
-    __m512i bias_sum[P];  // 128 * sum(w) per row
 #pragma GCC unroll 4
-    for (int p = 0; p < P; ++p) {
-      bias_sum[p] = _mm512_setzero_si512();
+    for (int t = 0; t < T; ++t) {
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) isum[t][p] = _mm512_setzero_si512();
+      for (int p = 0; p < P; ++p) isum[t][p] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
-      __m512i w[P];
+      __m512i w[P];  // w + 128, unsigned
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        w[p] =
-            LoadPair(block[2 * p] + kScaleBytes + c * 32, block[2 * p + 1] + kScaleBytes + c * 32);
-        bias_sum[p] = _mm512_dpbusd_epi32(bias_sum[p], bias, w[p]);
+        w[p] = _mm512_xor_si512(
+            LoadPair(block[2 * p] + kScaleBytes + c * 32, block[2 * p + 1] + kScaleBytes + c * 32),
+            bias);
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const uint8_t* a = op.rows + t * op.row_stride + b * kQK;
-        const __m512i av = _mm512_xor_si512(_mm512_set1_epi32(LoadInt(a + 4 * c)), bias);
+        const __m512i av = _mm512_set1_epi32(LoadInt(a + 4 * c));
 #pragma GCC unroll 4
-        for (int p = 0; p < P; ++p) isum[t][p] = _mm512_dpbusd_epi32(isum[t][p], av, w[p]);
+        for (int p = 0; p < P; ++p) isum[t][p] = _mm512_dpbusd_epi32(isum[t][p], w[p], av);
       }
     }
     __m512 dw[P];
@@ -110,11 +111,12 @@ REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& 
     for (int p = 0; p < P; ++p) dw[p] = LoadPairScales(block[2 * p], block[2 * p + 1]);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const __m512 da =
-          _mm512_set1_ps(LoadFloat(op.rows + t * op.row_stride + scales_offset + 4 * b));
+      const uint8_t* row = op.rows + t * op.row_stride;
+      const __m512 da = _mm512_set1_ps(LoadFloat(row + scales_offset + 4 * b));
+      const __m512i offset = _mm512_set1_epi32(128 * LoadInt(row + sums_offset + 4 * b));
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        const __m512i exact = _mm512_sub_epi32(isum[t][p], bias_sum[p]);
+        const __m512i exact = _mm512_sub_epi32(isum[t][p], offset);
         acc[t][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw[p], da), acc[t][p]);
       }
     }
