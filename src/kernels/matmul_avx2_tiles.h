@@ -23,7 +23,7 @@
 //    activation block sum: sum((nib - 8) * a) = sum(nib * a) - 8 * sum(a).
 // With VNNI, _mm256_dpbusd_avx_epi32 does the unsigned-by-signed products of 4 bytes and
 // their sum into int32 in one instruction: for Q4_0 with the same operands; for Q8_0 the
-// activations become unsigned by a +128 bias, removed with the weights' block sums (see
+// weights become unsigned by a +128 bias, removed with the activations' block sums (see
 // TileQ8). The int32 block sums are the same exact integers either way.
 // Per block, the exact int32 sum becomes float and is added with one FMA scaled by
 // d_weight * d_activation: the same operations, in the same order, as the scalar reference.
@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/activation_quant.h"
@@ -67,6 +68,14 @@ inline __m256i DpBusd(__m256i acc, __m256i a, __m256i b) {
 #endif
 }
 
+// An empty asm that claims to change `v` in its register: GCC then can neither reassociate
+// the additions around it into a tree nor hoist the products ahead of it, which it otherwise
+// does and then spills the products and the tile's accumulators to the stack.
+template <typename V>
+REPRISE_ALWAYS_INLINE void KeepInRegister(V& v) {
+  asm("" : "+x"(v));
+}
+
 inline __m256i Broadcast4Bytes(const int8_t* p) {
   int32_t value;
   std::memcpy(&value, p, sizeof(value));
@@ -93,7 +102,33 @@ struct TileOperands {
   int64_t row_stride;   // bytes between activation rows
   int64_t k;
   float static_scale = 0.0f;  // kI8x8: the activations' per-tensor scale
+  // Q4_0 tiles of 2+ tokens: the tile's group with its nibbles already split (UnpackQ4Group).
+  const uint8_t* nibbles = nullptr;
 };
+
+// Bytes of one Q4_0 group's split nibbles per 32-column block: 4 byte pairs x (low, high).
+constexpr int64_t kQ4NibbleBlockBytes = 4 * 2 * 32;
+
+// Splits the nibbles of one Q4_0 group (K columns) into bytes, block by block: for byte pair
+// p, 32 bytes of low nibbles then 32 of high ones, at (b * 4 + p) * 64. The driver does it once
+// per group and M chunk, so that a tile of several tokens reads ready bytes instead of
+// splitting the same nibbles again for every 4 tokens (3 of the ~26 vector ops per token and
+// byte pair in the AVX2 kernel).
+inline void UnpackQ4Group(const uint8_t* group, int64_t k, uint8_t* dst) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const int64_t num_blocks = k / kQK;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const uint8_t* block = group + b * kQ4GroupBlockBytes + kScaleBytes;
+    uint8_t* out = dst + b * kQ4NibbleBlockBytes;
+    for (int p = 0; p < 4; ++p) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + p * 32));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * 64),
+                          _mm256_and_si256(raw, low_mask));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * 64 + 32),
+                          _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask));
+    }
+  }
+}
 
 // Writes 8 outputs of group `group` for one token, clipped to [n_begin, n_end).
 inline void StoreGroup(__m256 value, const MatMulOutput& out, int64_t m, int64_t group,
@@ -134,6 +169,7 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
   const int64_t num_blocks = op.k / kQK;
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t scales_offset = op.k;
+  const int64_t sums_offset = op.k + num_blocks * 4;
   for (int64_t b = 0; b < num_blocks; ++b) {
     const uint8_t* block[G];
     __m256 dw[G];
@@ -150,23 +186,9 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
       }
       dw[g] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block[g])));
     }
-    // VNNI: the activations are made unsigned by adding 128 (a xor 0x80), so the block sum
-    // is sum((a + 128) * w) - 128 * sum(w); 128 * sum(w) of each row is one vpdpbusd of 0x80
-    // bytes with the weights per chunk, shared by the tile's tokens.
+    // VNNI: the weights are made unsigned by adding 128 (w xor 0x80), so the block sum is
+    // sum((w + 128) * a) - 128 * sum(a), with sum(a) the activation row's block sum.
     const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-    __m256i bias_sum[G];
-    if constexpr (kVnni) {
-#pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) {
-        bias_sum[g] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) {
-          bias_sum[g] = DpBusd(bias_sum[g], bias,
-                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                                   block[g] + kScaleBytes + c * 32)));
-        }
-      }
-    }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const uint8_t* row = op.rows + t * op.row_stride;
@@ -178,12 +200,13 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
       for (int c = 0; c < 8; ++c) {
         const __m256i av = Broadcast4Bytes(a + 4 * c);
         if constexpr (kVnni) {
-          const __m256i biased_a = _mm256_xor_si256(av, bias);
 #pragma GCC unroll 4
           for (int g = 0; g < G; ++g) {
-            const __m256i wv = _mm256_loadu_si256(
-                reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + c * 32));
-            isum[g] = DpBusd(isum[g], biased_a, wv);
+            const __m256i biased_w = _mm256_xor_si256(
+                _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + c * 32)),
+                bias);
+            isum[g] = DpBusd(isum[g], biased_w, av);
           }
         } else {
           const __m256i abs_a = _mm256_abs_epi8(av);
@@ -197,8 +220,9 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
         }
       }
       if constexpr (kVnni) {
+        const __m256i offset = _mm256_set1_epi32(128 * LoadInt(row + sums_offset + 4 * b));
 #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) isum[g] = _mm256_sub_epi32(isum[g], bias_sum[g]);
+        for (int g = 0; g < G; ++g) isum[g] = _mm256_sub_epi32(isum[g], offset);
       }
       const __m256 da = _mm256_set1_ps(LoadFloat(row + scales_offset + 4 * b));
 #pragma GCC unroll 4
@@ -254,10 +278,17 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
       __m256i hi[G];
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
-        const __m256i raw =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + p * 32));
-        lo[g] = _mm256_and_si256(raw, low_mask);
-        hi[g] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+        if constexpr (T > 1) {
+          static_assert(G == 1, "split nibbles are of one group");
+          const uint8_t* split = op.nibbles + b * kQ4NibbleBlockBytes + p * 64;
+          lo[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split));
+          hi[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split + 32));
+        } else {
+          const __m256i raw =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + p * 32));
+          lo[g] = _mm256_and_si256(raw, low_mask);
+          hi[g] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+        }
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
@@ -272,6 +303,7 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
           } else {
             sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(lo[g], a_lo));
             sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(hi[g], a_hi));
+            KeepInRegister(sum16[t][g]);
           }
         }
       }
@@ -518,6 +550,13 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
   const int64_t chunk =
       std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                             kMaxTileTokens * kMaxTileTokens);
+  // Q4_0 with 2+ tokens: this thread's buffer of one group's split nibbles.
+  static thread_local std::vector<uint8_t> nibbles;
+  if constexpr (kKind == Kind::kQ4 || kKind == Kind::kQ4Vnni) {
+    if (m_end - m_begin > 1) {
+      nibbles.resize(static_cast<size_t>(w.cols / kQK * kQ4NibbleBlockBytes));
+    }
+  }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);
     if (m1 - m0 == 1) {
@@ -534,6 +573,11 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
     for (; group < group_end; group += G) {
       const int64_t num_groups = std::min<int64_t>(G, group_end - group);
       op.groups = w.data + group * op.group_bytes;
+      if constexpr (kKind == Kind::kQ4 || kKind == Kind::kQ4Vnni) {
+        static_assert(G == 1, "the Q4_0 tiles are one group wide");
+        UnpackQ4Group(op.groups, w.cols, nibbles.data());
+        op.nibbles = nibbles.data();
+      }
       for (int64_t m = m0; m < m1; m += kMaxTileTokens) {
         op.rows = rows + m * row_stride;
         const int64_t tokens = std::min<int64_t>(kMaxTileTokens, m1 - m);
