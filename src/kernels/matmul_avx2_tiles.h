@@ -102,8 +102,9 @@ struct TileOperands {
   int64_t row_stride;   // bytes between activation rows
   int64_t k;
   float static_scale = 0.0f;  // kI8x8: the activations' per-tensor scale
-  // Q4_0 tiles of 2+ tokens: the tile's group with its nibbles already split (UnpackQ4Group).
-  const uint8_t* nibbles = nullptr;
+  // Weights the driver prepared for the tile once per group and M chunk: the Q4_0 nibbles
+  // split (UnpackQ4Group) for AVX2 tiles of 2+ tokens; the AVX-512 kernel's group pairs.
+  const uint8_t* prepared = nullptr;
 };
 
 // Bytes of one Q4_0 group's split nibbles per 32-column block: 4 byte pairs x (low, high).
@@ -280,7 +281,7 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
       for (int g = 0; g < G; ++g) {
         if constexpr (T > 1) {
           static_assert(G == 1, "split nibbles are of one group");
-          const uint8_t* split = op.nibbles + b * kQ4NibbleBlockBytes + p * 64;
+          const uint8_t* split = op.prepared + b * kQ4NibbleBlockBytes + p * 64;
           lo[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split));
           hi[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split + 32));
         } else {
@@ -576,7 +577,7 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
       if constexpr (kKind == Kind::kQ4 || kKind == Kind::kQ4Vnni) {
         static_assert(G == 1, "the Q4_0 tiles are one group wide");
         UnpackQ4Group(op.groups, w.cols, nibbles.data());
-        op.nibbles = nibbles.data();
+        op.prepared = nibbles.data();
       }
       for (int64_t m = m0; m < m1; m += kMaxTileTokens) {
         op.rows = rows + m * row_stride;
