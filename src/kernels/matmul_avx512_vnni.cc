@@ -324,7 +324,19 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
                         prepared.data() + p * pair_bytes);
         }
       }
+      // The next groups' weights come from memory: spread prefetches of them (into L2) over
+      // this group step's token tiles, so that the next step does not wait for the stream.
+      const uint8_t* next = op.groups + kTileGroups * op.group_bytes;
+      const int64_t next_bytes =
+          std::max<int64_t>(0, std::min<int64_t>(kTileGroups, group_end - group - kTileGroups)) *
+          op.group_bytes;
+      const int64_t tiles = (m1 - m0 + kMaxPairTileTokens - 1) / kMaxPairTileTokens;
+      const int64_t lines_per_tile = (next_bytes / 64 + tiles - 1) / tiles;
+      int64_t next_line = 0;
       for (int64_t m = m0; m < m1; m += kMaxPairTileTokens) {
+        for (int64_t i = 0; i < lines_per_tile && next_line * 64 < next_bytes; ++i, ++next_line) {
+          _mm_prefetch(reinterpret_cast<const char*>(next + next_line * 64), _MM_HINT_T1);
+        }
         op.rows = rows + m * row_stride;
         const int64_t tokens = std::min<int64_t>(kMaxPairTileTokens, m1 - m);
         if (whole) {
