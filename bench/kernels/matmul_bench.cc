@@ -43,6 +43,8 @@ DType SourceType(PackedFormat format) {
       return DType::kQ8_0;
     case PackedFormat::kQ4_0x8:
       return DType::kQ4_0;
+    case PackedFormat::kQ4_1x8:  // as packed from Q4_K files (Q4_1 packs to the same layout)
+      return DType::kQ4_1;
     case PackedFormat::kF16x8:
       return DType::kF16;
     case PackedFormat::kF32x8:
@@ -166,7 +168,7 @@ void BM_MatMul(benchmark::State& state) {
 void Shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
-  for (int format = 0; format < 5; ++format) {
+  for (int format = 0; format < 6; ++format) {
     for (const auto& [n, k] : shapes) {
       for (int64_t m : {1, 32, 128, 512}) {
         if (n == 49152 && m > 128) continue;  // the output matrix runs for sampled tokens
@@ -175,7 +177,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
     }
   }
   // One thread, for scaling.
-  for (int format = 0; format < 5; ++format) {
+  for (int format = 0; format < 6; ++format) {
     b->Args({format, 512, 576, 576, 1});
     b->Args({format, 1, 1536, 576, 1});
     b->Args({format, 1, 49152, 576, 1});

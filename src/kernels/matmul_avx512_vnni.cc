@@ -1,6 +1,6 @@
 // AVX-512 VNNI matmul kernels for the block formats (Q8_0x8, Q4_0x8) and the NPU-style
 // per-row int8 format (kI8x8) over the packed layouts of packed_matrix.h; the float formats go
-// to the AVX2 kernels.
+// to the AVX2 kernels, Q4_1x8 to the ymm tiles with vpdpbusd in its EVEX form.
 //
 // One zmm register holds the outputs of two neighbouring groups (lanes 0-7: the 8 rows of
 // group g, lanes 8-15: those of group g + 1), so a 4-byte activation chunk is a plain 32-bit
@@ -379,6 +379,11 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
   }
   if (!UsesQuantizedActivations(w.format) || m_end - m_begin == 1) {
     avx2::MatMul(w, x, out, m_begin, m_end, n_begin, n_end);
+    return;
+  }
+  // Q4_1x8 (the 4-bit K-quant weights) in the ymm tiles with vpdpbusd: no zmm kernel yet.
+  if (w.format == PackedFormat::kQ4_1x8) {
+    MatMulAvx2<true>(w, x, out, m_begin, m_end, n_begin, n_end);
     return;
   }
   // Whole pairs here; an odd last group (its outputs from its first row on) to AVX2.

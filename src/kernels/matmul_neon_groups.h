@@ -21,6 +21,22 @@ namespace {
 // Bytes of one 32-column block of a group: 8 half-float scales, then the values.
 constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
 constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
+// Q4_1x8: 8 float scales, 8 float offsets, then the nibbles laid out as Q4_0x8's.
+constexpr int64_t kQ41HeaderBytes = kPackRows * 8;
+constexpr int64_t kQ41GroupBlockBytes = kQ41HeaderBytes + kPackRows * kQK / 2;  // 192
+
+// Bytes of one block, and before its values, of the Q8_0 (neither flag), Q4_0 (kQ4) and
+// Q4_1x8 (kQ4 and kAffine) groups.
+constexpr int64_t BlockBytes(bool q4, bool affine) {
+  return affine ? kQ41GroupBlockBytes : q4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes;
+}
+constexpr int64_t HeaderBytes(bool affine) { return affine ? kQ41HeaderBytes : 2 * kPackRows; }
+
+// Q4_1x8's 8 float scales (or, at p + 32, offsets) as two float vectors (rows 0-3, 4-7).
+inline void LoadFloats(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {
+  lo = vld1q_f32(reinterpret_cast<const float*>(p));
+  hi = vld1q_f32(reinterpret_cast<const float*>(p) + 4);
+}
 
 // The 8 half-float scales at `p` as two float vectors (rows 0-3, 4-7).
 inline void LoadScales(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {

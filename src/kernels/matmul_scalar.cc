@@ -18,6 +18,7 @@ namespace {
 
 constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;
 constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;
+constexpr int64_t kQ41GroupBlockBytes = kPackRows * 8 + kPackRows * kQK / 2;
 
 float HalfAt(const uint8_t* p, int64_t index) {
   uint16_t bits;
@@ -59,6 +60,36 @@ float DotQ4(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
     }
     isum -= 8 * a.sum(b);  // the nibbles are value + 8
     acc = std::fma(static_cast<float>(isum), HalfAt(block, r) * a.scale(b), acc);
+  }
+  return acc;
+}
+
+float FloatAt(const uint8_t* p, int64_t index) {
+  float value;
+  std::memcpy(&value, p + 4 * index, sizeof(value));
+  return value;
+}
+
+// kQ4_1x8: sum(a * (d * q + m)) = d * sum(a * q) + m * sum(a), per block: the exact int32
+// dot of nibbles and activations scaled by d_w * d_a, then the offset times d_a * sum(a).
+float DotQ41(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < w.cols / kQK; ++b) {
+    const uint8_t* block = group + b * kQ41GroupBlockBytes;
+    const uint8_t* q = block + 8 * kPackRows;
+    const int8_t* qa = a.q + b * kQK;
+    int32_t isum = 0;
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t byte = q[(p * kPackRows + r) * 4 + i];
+        isum += (byte & 0xf) * qa[4 * p + i] + (byte >> 4) * qa[16 + 4 * p + i];
+      }
+    }
+    const float da = a.scale(b);
+    acc = std::fma(static_cast<float>(isum), FloatAt(block, r) * da, acc);
+    acc = std::fma(FloatAt(block, kPackRows + r), da * static_cast<float>(a.sum(b)), acc);
   }
   return acc;
 }
@@ -113,6 +144,9 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
           break;
         case PackedFormat::kQ4_0x8:
           value = DotQ4(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+          break;
+        case PackedFormat::kQ4_1x8:
+          value = DotQ41(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
         case PackedFormat::kF16x8:
           value = DotF16(w, n, x.f32 + m * x.f32_stride);

@@ -13,6 +13,10 @@
 //            [pair 0..3][row 0..7][4 bytes]; byte i of pair p holds column 4p+i of the block
 //            in its low nibble and column 16+4p+i in its high nibble (so the bytes are Q4_0's
 //            own, regrouped). The value is d * (nibble - 8). 144 bytes per 256 weights.
+//   kQ4_1x8  4-bit affine (Q4_1's form, value = d * nibble + m): per group, per block: 8 float
+//            scales d, 8 float offsets m, then the 128 nibble bytes laid out as kQ4_0x8's.
+//            Floats, so that Q4_K's sub-block scale and offset (d * scale, -dmin * min: an
+//            11-bit by 6-bit product) are held exactly. 192 bytes per 256 weights.
 //   kF16x8   per group: [column 0..K-1][row 0..7] half floats.
 //   kF32x8   per group: [column 0..K-1][row 0..7] floats.
 //   kI8x8    NPU-style per-channel int8 (llm.npu's integer matmul, DESIGN.md §9): per group,
@@ -24,11 +28,13 @@
 //            group. Never chosen by default: packed on request (model/static_int8.h).
 //
 // Source types map to formats by ChoosePackedFormat: Q8_0 and Q4_0 are regrouped bit for bit;
-// F16 and F32 stay; BF16 widens to F32 (exact); every other quantized type (Q4_1, Q5_0,
-// Q5_1, Q2_K..Q6_K) is dequantized and requantized to Q8_0 with round-to-nearest, which adds
-// at most half a Q8_0 step (amax of the 32 values / 254) per weight on top of the source's
-// own quantization error. Any dequantizable source can be packed into any format on request
-// (an F16 model into Q8_0, for instance).
+// Q4_1 and Q4_K become kQ4_1x8 with the same values (the 4-bit weights of Q4_K_M files run at
+// 4-bit speed); F16 and F32 stay; BF16 widens to F32 (exact); every other quantized type
+// (Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K) is dequantized and requantized to Q8_0 with
+// round-to-nearest, which adds at most half a Q8_0 step (amax of the 32 values / 254) per
+// weight on top of the source's own quantization error. Any dequantizable source can be
+// packed into any format on request (an F16 model into Q8_0, for instance; into kQ4_1x8 with
+// each block's minimum as m and (max - min) / 15 as d).
 #pragma once
 
 #include <cstddef>
@@ -49,6 +55,7 @@ enum class PackedFormat : uint8_t {
   kF16x8,
   kF32x8,
   kI8x8,
+  kQ4_1x8,
 };
 
 const char* PackedFormatName(PackedFormat format);
@@ -57,7 +64,8 @@ const char* PackedFormatName(PackedFormat format);
 // (activation_quant.h); kI8x8 reads static int8 rows (UsesStaticInt8Activations); the others
 // read float activations.
 inline bool UsesQuantizedActivations(PackedFormat format) {
-  return format == PackedFormat::kQ8_0x8 || format == PackedFormat::kQ4_0x8;
+  return format == PackedFormat::kQ8_0x8 || format == PackedFormat::kQ4_0x8 ||
+         format == PackedFormat::kQ4_1x8;
 }
 
 // True for kI8x8: its matmul reads rows of K int8 values quantized with one per-tensor scale
