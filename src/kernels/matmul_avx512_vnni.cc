@@ -1,6 +1,6 @@
 // AVX-512 VNNI matmul kernels for the block formats (Q8_0x8, Q4_0x8) and the NPU-style
-// per-row int8 format (kI8x8) over the packed layouts of packed_matrix.h; the float formats go
-// to the AVX2 kernels, Q4_1x8 to the ymm tiles with vpdpbusd in its EVEX form.
+// per-row int8 format (kI8x8), and Q4_1x8, over the packed layouts of packed_matrix.h; the
+// float formats go to the AVX2 kernels.
 //
 // One zmm register holds the outputs of two neighbouring groups (lanes 0-7: the 8 rows of
 // group g, lanes 8-15: those of group g + 1), so a 4-byte activation chunk is a plain 32-bit
@@ -17,6 +17,8 @@
 //    token and chunk rather than per weight load.)
 //  - Q4_0: the nibbles (value + 8) are the unsigned operand and the activations the signed
 //    one; the +8 is removed with the activation block sum, as in the AVX2 kernel.
+//  - Q4_1x8 (value d * nibble + m): the same nibble products; m enters in float, as a second
+//    FMA per block of m * d_a * sum(a).
 // Both give the exact int32 block dot product; it becomes float and is added with one FMA
 // scaled by d_weight * d_activation, as in the scalar reference.
 
@@ -49,6 +51,13 @@ inline __m512 LoadPairScales(const uint8_t* a, const uint8_t* b) {
   return _mm512_insertf32x8(
       _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)))),
       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), 1);
+}
+
+// The 8 float scales (or offsets) of both groups' Q4_1x8 block, in the pair's lanes.
+inline __m512 LoadPairFloats(const uint8_t* a, const uint8_t* b) {
+  return _mm512_insertf32x8(
+      _mm512_castps256_ps512(_mm256_loadu_ps(reinterpret_cast<const float*>(a))),
+      _mm256_loadu_ps(reinterpret_cast<const float*>(b)), 1);
 }
 
 // Q8_0 weights prepared once per M chunk for the tiles of every token: per chunk c of a block,
@@ -143,8 +152,11 @@ REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-template <int T, int P>
+// Q4_0, and (kAffine) Q4_1x8.
+template <bool kAffine, int T, int P>
 REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& target) {
+  constexpr int64_t kBlockBytes = kAffine ? kQ41GroupBlockBytes : kQ4GroupBlockBytes;
+  constexpr int64_t kHeaderBytes = kAffine ? kQ41HeaderBytes : kScaleBytes;
   __m512 acc[T][P];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -159,7 +171,7 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
     const uint8_t* block[2 * P];
 #pragma GCC unroll 8
     for (int g = 0; g < 2 * P; ++g) {
-      block[g] = op.groups + g * op.group_bytes + b * kQ4GroupBlockBytes;
+      block[g] = op.groups + g * op.group_bytes + b * kBlockBytes;
     }
     __m512i isum[T][P];
 #pragma GCC unroll 4
@@ -173,8 +185,8 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
       __m512i hi[P];
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        const __m512i raw =
-            LoadPair(block[2 * p] + kScaleBytes + q * 32, block[2 * p + 1] + kScaleBytes + q * 32);
+        const __m512i raw = LoadPair(block[2 * p] + kHeaderBytes + q * 32,
+                                     block[2 * p + 1] + kHeaderBytes + q * 32);
         lo[p] = _mm512_and_si512(raw, low_mask);
         hi[p] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
       }
@@ -191,17 +203,34 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
       }
     }
     __m512 dw[P];
+    __m512 mw[P];
 #pragma GCC unroll 4
-    for (int p = 0; p < P; ++p) dw[p] = LoadPairScales(block[2 * p], block[2 * p + 1]);
+    for (int p = 0; p < P; ++p) {
+      if constexpr (kAffine) {
+        dw[p] = LoadPairFloats(block[2 * p], block[2 * p + 1]);
+        mw[p] = LoadPairFloats(block[2 * p] + 4 * kPackRows, block[2 * p + 1] + 4 * kPackRows);
+      } else {
+        dw[p] = LoadPairScales(block[2 * p], block[2 * p + 1]);
+      }
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const uint8_t* row = op.rows + t * op.row_stride;
-      const __m512 da = _mm512_set1_ps(LoadFloat(row + scales_offset + 4 * b));
-      const __m512i offset = _mm512_set1_epi32(8 * LoadInt(row + sums_offset + 4 * b));
+      const float da_scalar = LoadFloat(row + scales_offset + 4 * b);
+      const int32_t a_sum = LoadInt(row + sums_offset + 4 * b);
+      const __m512 da = _mm512_set1_ps(da_scalar);
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        const __m512i exact = _mm512_sub_epi32(isum[t][p], offset);
-        acc[t][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw[p], da), acc[t][p]);
+        if constexpr (kAffine) {
+          acc[t][p] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t][p]), _mm512_mul_ps(dw[p], da), acc[t][p]);
+          acc[t][p] = _mm512_fmadd_ps(
+              mw[p], _mm512_set1_ps(da_scalar * static_cast<float>(a_sum)), acc[t][p]);
+        } else {
+          const __m512i exact = _mm512_sub_epi32(isum[t][p], _mm512_set1_epi32(8 * a_sum));
+          acc[t][p] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw[p], da), acc[t][p]);
+        }
       }
     }
   }
@@ -256,7 +285,7 @@ REPRISE_ALWAYS_INLINE void PairTileI8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-enum class PairKind { kQ8, kQ4, kI8 };
+enum class PairKind { kQ8, kQ4, kQ41, kI8 };
 
 template <PairKind kKind, int T, int P>
 __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulOutput& out,
@@ -268,7 +297,7 @@ __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulO
   } else if constexpr (kKind == PairKind::kI8) {
     PairTileI8<T, P>(op, target);
   } else {
-    PairTileQ4<T, P>(op, target);
+    PairTileQ4<kKind == PairKind::kQ41, T, P>(op, target);
   }
 }
 
@@ -381,17 +410,15 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
     avx2::MatMul(w, x, out, m_begin, m_end, n_begin, n_end);
     return;
   }
-  // Q4_1x8 (the 4-bit K-quant weights) in the ymm tiles with vpdpbusd: no zmm kernel yet.
-  if (w.format == PackedFormat::kQ4_1x8) {
-    MatMulAvx2<true>(w, x, out, m_begin, m_end, n_begin, n_end);
-    return;
-  }
   // Whole pairs here; an odd last group (its outputs from its first row on) to AVX2.
   if (pairs_end > group_begin) {
     const int64_t row_bytes = QuantizedRowBytes(w.cols);
     if (w.format == PackedFormat::kQ8_0x8) {
       MatMulPairs<PairKind::kQ8>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
                                  pairs_end, n_begin, n_end);
+    } else if (w.format == PackedFormat::kQ4_1x8) {
+      MatMulPairs<PairKind::kQ41>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end,
+                                  group_begin, pairs_end, n_begin, n_end);
     } else {
       MatMulPairs<PairKind::kQ4>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
                                  pairs_end, n_begin, n_end);
