@@ -21,7 +21,7 @@
 //    and a pair is at most 2 * 15 * 127: the 8 chunks of a block add up in int16 without
 //    overflow and reach int32 with one madd per block. The +8 is removed with the
 //    activation block sum: sum((nib - 8) * a) = sum(nib * a) - 8 * sum(a).
-//  - Q4_1x8: the same nibble products; its offset m enters in float, as m * d_a * sum(a).
+//  - Q4_Kx8: the same nibble products; its min enters in float, as - min * d_a * sum(a).
 // With VNNI, _mm256_dpbusd_avx_epi32 does the unsigned-by-signed products of 4 bytes and
 // their sum into int32 in one instruction: for Q4_0 with the same operands; for Q8_0 the
 // weights become unsigned by a +128 bias, removed with the activations' block sums (see
@@ -46,9 +46,31 @@ namespace {
 constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
 constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
 constexpr int64_t kScaleBytes = kPackRows * 2;
-// kQ4_1x8: 8 float scales and 8 float offsets before the nibbles, laid out as kQ4_0x8's.
-constexpr int64_t kQ41HeaderBytes = kPackRows * 8;
-constexpr int64_t kQ41GroupBlockBytes = kQ41HeaderBytes + kPackRows * kQK / 2;  // 192
+// kQ4_Kx8: K / 256 super-block headers (8 half-float d, 8 half-float dmin) before the blocks,
+// which are laid out as kQ4_0x8's, with 8 scale bytes and 8 min bytes as their 16-byte header.
+constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;
+
+// Where a group's blocks start: after the super-block headers for kQ4_Kx8.
+template <bool kQ4K>
+constexpr int64_t Q4BlocksOffset(int64_t k) {
+  return kQ4K ? k / kQK_K * kQ4KSuperHeaderBytes : 0;
+}
+
+// The float d and min (value = d * q - min) of the 8 rows of Q4_Kx8 block `b`, exact: a half
+// float times a 6-bit integer, as the scalar kernel and DequantizeRow compute them.
+inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b, __m256& d,
+                           __m256& min) {
+  const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
+  const __m256 super_d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(header)));
+  const __m256 super_min =
+      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(header + 16)));
+  const __m256 scale = _mm256_cvtepi32_ps(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block))));
+  const __m256 min_q = _mm256_cvtepi32_ps(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 8))));
+  d = _mm256_mul_ps(super_d, scale);
+  min = _mm256_mul_ps(super_min, min_q);
+}
 
 // Activations of one M chunk should fit in L2 next to the weights streaming through.
 constexpr int64_t kActivationChunkBytes = 192 * 1024;
@@ -114,19 +136,36 @@ struct TileOperands {
 // Bytes of one Q4_0 group's split nibbles per 32-column block: 4 byte pairs x (low, high).
 constexpr int64_t kQ4NibbleBlockBytes = 4 * 2 * 32;
 
-// Splits the nibbles of one Q4_0 (or, kAffine, Q4_1x8) group (K columns) into bytes, block by
-// block: for byte pair p, 32 bytes of low nibbles then 32 of high ones, at (b * 4 + p) * 64.
-// The driver does it once per group and M chunk, so that a tile of several tokens reads ready
-// bytes instead of splitting the same nibbles again for every 4 tokens (3 of the ~26 vector
-// ops per token and byte pair in the AVX2 kernel).
-template <bool kAffine>
+// Bytes of one Q4_Kx8 block's float d and min of 8 rows, after a group's split nibbles.
+constexpr int64_t kQ4KScaleBlockBytes = 2 * 8 * 4;
+
+// Bytes UnpackQ4Group writes for a group of K columns.
+template <bool kQ4K>
+constexpr int64_t UnpackedQ4GroupBytes(int64_t k) {
+  return k / kQK * (kQ4NibbleBlockBytes + (kQ4K ? kQ4KScaleBlockBytes : 0));
+}
+
+// Splits the nibbles of one Q4_0 (or, kQ4K, Q4_Kx8) group (K columns) into bytes, block by
+// block: for byte pair p, 32 bytes of low nibbles then 32 of high ones, at (b * 4 + p) * 64;
+// for Q4_Kx8 the blocks' float d and min follow, 64 bytes per block. The driver does it once
+// per group and M chunk, so that a tile of several tokens reads ready bytes instead of
+// splitting the same nibbles again for every 4 tokens (3 of the ~26 vector ops per token and
+// byte pair in the AVX2 kernel).
+template <bool kQ4K>
 inline void UnpackQ4Group(const uint8_t* group, int64_t k, uint8_t* dst) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const int64_t num_blocks = k / kQK;
-  constexpr int64_t kBlockBytes = kAffine ? kQ41GroupBlockBytes : kQ4GroupBlockBytes;
-  constexpr int64_t kHeaderBytes = kAffine ? kQ41HeaderBytes : kScaleBytes;
+  const uint8_t* blocks = group + Q4BlocksOffset<kQ4K>(k);
   for (int64_t b = 0; b < num_blocks; ++b) {
-    const uint8_t* block = group + b * kBlockBytes + kHeaderBytes;
+    if constexpr (kQ4K) {
+      __m256 d, min;
+      Q4KBlockScales(group, blocks + b * kQ4GroupBlockBytes, b, d, min);
+      float* scales = reinterpret_cast<float*>(dst + num_blocks * kQ4NibbleBlockBytes +
+                                               b * kQ4KScaleBlockBytes);
+      _mm256_storeu_ps(scales, d);
+      _mm256_storeu_ps(scales + 8, min);
+    }
+    const uint8_t* block = blocks + b * kQ4GroupBlockBytes + kScaleBytes;
     uint8_t* out = dst + b * kQ4NibbleBlockBytes;
     for (int p = 0; p < 4; ++p) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + p * 32));
@@ -250,12 +289,11 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
   }
 }
 
-// Q4_0 and, kAffine, Q4_1x8 (value d * nibble + m): the same nibble products; Q4_0 removes
-// its +8 from the int32 sum, Q4_1x8 adds m * d_a * sum(a) with a second FMA per block.
-template <bool kVnni, bool kAffine, int T, int G>
+// Q4_0 and, kQ4K, Q4_Kx8 (value d * nibble - min): the same nibble products; Q4_0 removes its
+// +8 from the int32 sum, Q4_Kx8 subtracts min * d_a * sum(a) with a second FMA per block.
+template <bool kVnni, bool kQ4K, int T, int G>
 REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& target) {
-  constexpr int64_t kBlockBytes = kAffine ? kQ41GroupBlockBytes : kQ4GroupBlockBytes;
-  constexpr int64_t kHeaderBytes = kAffine ? kQ41HeaderBytes : kScaleBytes;
+  const int64_t blocks_offset = Q4BlocksOffset<kQ4K>(op.k);
   __m256 acc[T][G];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -271,15 +309,11 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
     const uint8_t* block[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      block[g] = op.groups + g * op.group_bytes + b * kBlockBytes;
+      block[g] = op.groups + g * op.group_bytes + blocks_offset + b * kQ4GroupBlockBytes;
       if constexpr (T == 1) {
         _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 64), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 128), _MM_HINT_T0);
-        if constexpr (kAffine) {
-          _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 192),
-                       _MM_HINT_T0);
-        }
       }
     }
     __m256i sum16[T][G];
@@ -301,7 +335,7 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
           hi[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split + 32));
         } else {
           const __m256i raw = _mm256_loadu_si256(
-              reinterpret_cast<const __m256i*>(block[g] + kHeaderBytes + p * 32));
+              reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + p * 32));
           lo[g] = _mm256_and_si256(raw, low_mask);
           hi[g] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
         }
@@ -328,9 +362,13 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
     __m256 mw[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      if constexpr (kAffine) {
-        dw[g] = _mm256_loadu_ps(reinterpret_cast<const float*>(block[g]));
-        mw[g] = _mm256_loadu_ps(reinterpret_cast<const float*>(block[g] + kPackRows * 4));
+      if constexpr (kQ4K && T > 1) {  // prepared with the split nibbles
+        const float* scales = reinterpret_cast<const float*>(
+            op.prepared + num_blocks * kQ4NibbleBlockBytes + b * kQ4KScaleBlockBytes);
+        dw[g] = _mm256_loadu_ps(scales);
+        mw[g] = _mm256_loadu_ps(scales + 8);
+      } else if constexpr (kQ4K) {
+        Q4KBlockScales(op.groups + g * op.group_bytes, block[g], b, dw[g], mw[g]);
       } else {
         dw[g] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block[g])));
       }
@@ -344,10 +382,10 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         const __m256i block_sum = kVnni ? sum16[t][g] : _mm256_madd_epi16(sum16[t][g], ones);
-        if constexpr (kAffine) {
+        if constexpr (kQ4K) {
           acc[t][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum), _mm256_mul_ps(dw[g], da),
                                       acc[t][g]);
-          acc[t][g] = _mm256_fmadd_ps(
+          acc[t][g] = _mm256_fnmadd_ps(
               mw[g], _mm256_set1_ps(da_scalar * static_cast<float>(a_sum)), acc[t][g]);
         } else {
           const __m256i isum = _mm256_sub_epi32(block_sum, _mm256_set1_epi32(8 * a_sum));
@@ -511,14 +549,14 @@ REPRISE_ALWAYS_INLINE void TileF16(const TileOperands& op, const TileTarget& tar
   }
 }
 
-// kQ8Vnni / kQ4Vnni / kQ41Vnni: the block formats with vpdpbusd (only in a TU built with
-// -mavxvnni); kQ41: kQ4_1x8.
-enum class Kind { kQ8, kQ4, kQ41, kQ8Vnni, kQ4Vnni, kQ41Vnni, kI8, kI8Vnni, kF32, kF16 };
+// kQ8Vnni / kQ4Vnni / kQ4KVnni: the block formats with vpdpbusd (only in a TU built with
+// -mavxvnni); kQ4K: kQ4_Kx8.
+enum class Kind { kQ8, kQ4, kQ4K, kQ8Vnni, kQ4Vnni, kQ4KVnni, kI8, kI8Vnni, kF32, kF16 };
 
 // The kinds whose tiles read split nibbles (UnpackQ4Group) and are one group wide.
 constexpr bool IsNibbleKind(Kind kind) {
-  return kind == Kind::kQ4 || kind == Kind::kQ4Vnni || kind == Kind::kQ41 ||
-         kind == Kind::kQ41Vnni;
+  return kind == Kind::kQ4 || kind == Kind::kQ4Vnni || kind == Kind::kQ4K ||
+         kind == Kind::kQ4KVnni;
 }
 
 constexpr bool IsBlockKind(Kind kind) { return kind != Kind::kF32 && kind != Kind::kF16; }
@@ -530,8 +568,8 @@ __attribute__((noinline)) void RunTile(const TileOperands& op, const MatMulOutpu
   if constexpr (kKind == Kind::kQ8 || kKind == Kind::kQ8Vnni) {
     TileQ8<kKind == Kind::kQ8Vnni, T, G>(op, target);
   } else if constexpr (IsNibbleKind(kKind)) {
-    TileQ4<kKind == Kind::kQ4Vnni || kKind == Kind::kQ41Vnni,
-           kKind == Kind::kQ41 || kKind == Kind::kQ41Vnni, T, G>(op, target);
+    TileQ4<kKind == Kind::kQ4Vnni || kKind == Kind::kQ4KVnni,
+           kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni, T, G>(op, target);
   } else if constexpr (kKind == Kind::kI8 || kKind == Kind::kI8Vnni) {
     TileI8<kKind == Kind::kI8Vnni, T, G>(op, target);
   } else if constexpr (kKind == Kind::kF32) {
@@ -589,11 +627,12 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
   const int64_t chunk =
       std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                             kMaxTileTokens * kMaxTileTokens);
-  // Q4_0 / Q4_1x8 with 2+ tokens: this thread's buffer of one group's split nibbles.
+  // Q4_0 / Q4_Kx8 with 2+ tokens: this thread's buffer of one group's split nibbles.
   static thread_local std::vector<uint8_t> nibbles;
   if constexpr (IsNibbleKind(kKind)) {
     if (m_end - m_begin > 1) {
-      nibbles.resize(static_cast<size_t>(w.cols / kQK * kQ4NibbleBlockBytes));
+      nibbles.resize(static_cast<size_t>(
+          UnpackedQ4GroupBytes<kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni>(w.cols)));
     }
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
@@ -614,8 +653,8 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
       op.groups = w.data + group * op.group_bytes;
       if constexpr (IsNibbleKind(kKind)) {
         static_assert(G == 1, "the 4-bit tiles are one group wide");
-        UnpackQ4Group<kKind == Kind::kQ41 || kKind == Kind::kQ41Vnni>(op.groups, w.cols,
-                                                                       nibbles.data());
+        UnpackQ4Group<kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni>(op.groups, w.cols,
+                                                                      nibbles.data());
         op.prepared = nibbles.data();
       }
       for (int64_t m = m0; m < m1; m += kMaxTileTokens) {
@@ -652,8 +691,8 @@ void MatMulAvx2(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput&
       MatMulKind<kVnni ? Kind::kQ4Vnni : Kind::kQ4, 1>(
           w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
       break;
-    case PackedFormat::kQ4_1x8:
-      MatMulKind<kVnni ? Kind::kQ41Vnni : Kind::kQ41, 1>(
+    case PackedFormat::kQ4_Kx8:
+      MatMulKind<kVnni ? Kind::kQ4KVnni : Kind::kQ4K, 1>(
           w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
       break;
     case PackedFormat::kI8x8:

@@ -1,5 +1,5 @@
 // AVX-512 VNNI matmul kernels for the block formats (Q8_0x8, Q4_0x8) and the NPU-style
-// per-row int8 format (kI8x8), and Q4_1x8, over the packed layouts of packed_matrix.h; the
+// per-row int8 format (kI8x8), and Q4_Kx8, over the packed layouts of packed_matrix.h; the
 // float formats go to the AVX2 kernels.
 //
 // One zmm register holds the outputs of two neighbouring groups (lanes 0-7: the 8 rows of
@@ -17,8 +17,8 @@
 //    token and chunk rather than per weight load.)
 //  - Q4_0: the nibbles (value + 8) are the unsigned operand and the activations the signed
 //    one; the +8 is removed with the activation block sum, as in the AVX2 kernel.
-//  - Q4_1x8 (value d * nibble + m): the same nibble products; m enters in float, as a second
-//    FMA per block of m * d_a * sum(a).
+//  - Q4_Kx8 (value d * nibble - min): the same nibble products; min enters in float, as a
+//    second FMA per block of - min * d_a * sum(a), d and min prepared per M chunk.
 // Both give the exact int32 block dot product; it becomes float and is added with one FMA
 // scaled by d_weight * d_activation, as in the scalar reference.
 
@@ -53,11 +53,23 @@ inline __m512 LoadPairScales(const uint8_t* a, const uint8_t* b) {
       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), 1);
 }
 
-// The 8 float scales (or offsets) of both groups' Q4_1x8 block, in the pair's lanes.
-inline __m512 LoadPairFloats(const uint8_t* a, const uint8_t* b) {
-  return _mm512_insertf32x8(
-      _mm512_castps256_ps512(_mm256_loadu_ps(reinterpret_cast<const float*>(a))),
-      _mm256_loadu_ps(reinterpret_cast<const float*>(b)), 1);
+// Q4_Kx8: the float d and min of each block of a group pair (Q4KBlockScales), prepared once
+// per M chunk: per block 16 d (group g's 8 rows, then group g + 1's), then 16 mins.
+constexpr int64_t kQ4KPairScaleBytes = 2 * 16 * 4;
+
+void PrepareQ4KPairScales(const uint8_t* a, int64_t group_bytes, int64_t k, uint8_t* dst) {
+  const int64_t num_blocks = k / kQK;
+  const int64_t blocks_offset = Q4BlocksOffset<true>(k);
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    float* out = reinterpret_cast<float*>(dst + b * kQ4KPairScaleBytes);
+    for (int g = 0; g < 2; ++g) {
+      const uint8_t* group = a + g * group_bytes;
+      __m256 d, min;
+      Q4KBlockScales(group, group + blocks_offset + b * kQ4GroupBlockBytes, b, d, min);
+      _mm256_storeu_ps(out + 8 * g, d);
+      _mm256_storeu_ps(out + 16 + 8 * g, min);
+    }
+  }
 }
 
 // Q8_0 weights prepared once per M chunk for the tiles of every token: per chunk c of a block,
@@ -152,11 +164,10 @@ REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-// Q4_0, and (kAffine) Q4_1x8.
-template <bool kAffine, int T, int P>
+// Q4_0, and (kQ4K) Q4_Kx8, whose blocks' d and min the driver prepared (op.prepared).
+template <bool kQ4K, int T, int P>
 REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& target) {
-  constexpr int64_t kBlockBytes = kAffine ? kQ41GroupBlockBytes : kQ4GroupBlockBytes;
-  constexpr int64_t kHeaderBytes = kAffine ? kQ41HeaderBytes : kScaleBytes;
+  const int64_t blocks_offset = Q4BlocksOffset<kQ4K>(op.k);
   __m512 acc[T][P];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -171,7 +182,7 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
     const uint8_t* block[2 * P];
 #pragma GCC unroll 8
     for (int g = 0; g < 2 * P; ++g) {
-      block[g] = op.groups + g * op.group_bytes + b * kBlockBytes;
+      block[g] = op.groups + g * op.group_bytes + blocks_offset + b * kQ4GroupBlockBytes;
     }
     __m512i isum[T][P];
 #pragma GCC unroll 4
@@ -185,8 +196,8 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
       __m512i hi[P];
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        const __m512i raw = LoadPair(block[2 * p] + kHeaderBytes + q * 32,
-                                     block[2 * p + 1] + kHeaderBytes + q * 32);
+        const __m512i raw =
+            LoadPair(block[2 * p] + kScaleBytes + q * 32, block[2 * p + 1] + kScaleBytes + q * 32);
         lo[p] = _mm512_and_si512(raw, low_mask);
         hi[p] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
       }
@@ -206,9 +217,11 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
     __m512 mw[P];
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
-      if constexpr (kAffine) {
-        dw[p] = LoadPairFloats(block[2 * p], block[2 * p + 1]);
-        mw[p] = LoadPairFloats(block[2 * p] + 4 * kPackRows, block[2 * p + 1] + 4 * kPackRows);
+      if constexpr (kQ4K) {
+        const float* scales = reinterpret_cast<const float*>(
+            op.prepared + (p * num_blocks + b) * kQ4KPairScaleBytes);
+        dw[p] = _mm512_loadu_ps(scales);
+        mw[p] = _mm512_loadu_ps(scales + 16);
       } else {
         dw[p] = LoadPairScales(block[2 * p], block[2 * p + 1]);
       }
@@ -221,10 +234,10 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
       const __m512 da = _mm512_set1_ps(da_scalar);
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        if constexpr (kAffine) {
+        if constexpr (kQ4K) {
           acc[t][p] =
               _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t][p]), _mm512_mul_ps(dw[p], da), acc[t][p]);
-          acc[t][p] = _mm512_fmadd_ps(
+          acc[t][p] = _mm512_fnmadd_ps(
               mw[p], _mm512_set1_ps(da_scalar * static_cast<float>(a_sum)), acc[t][p]);
         } else {
           const __m512i exact = _mm512_sub_epi32(isum[t][p], _mm512_set1_epi32(8 * a_sum));
@@ -285,7 +298,7 @@ REPRISE_ALWAYS_INLINE void PairTileI8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-enum class PairKind { kQ8, kQ4, kQ41, kI8 };
+enum class PairKind { kQ8, kQ4, kQ4K, kI8 };
 
 template <PairKind kKind, int T, int P>
 __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulOutput& out,
@@ -297,7 +310,7 @@ __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulO
   } else if constexpr (kKind == PairKind::kI8) {
     PairTileI8<T, P>(op, target);
   } else {
-    PairTileQ4<kKind == PairKind::kQ41, T, P>(op, target);
+    PairTileQ4<kKind == PairKind::kQ4K, T, P>(op, target);
   }
 }
 
@@ -337,8 +350,12 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
   // This thread's prepared Q8_0 weights of one tile's group pairs.
   static thread_local std::vector<uint8_t> prepared;
   const int64_t pair_bytes = w.cols / kQK * kQ8PairBlockBytes;
+  const int64_t q4k_pair_bytes = w.cols / kQK * kQ4KPairScaleBytes;
   if constexpr (kKind == PairKind::kQ8) {
     prepared.resize(static_cast<size_t>(kTilePairs * pair_bytes));
+    op.prepared = prepared.data();
+  } else if constexpr (kKind == PairKind::kQ4K) {
+    prepared.resize(static_cast<size_t>(kTilePairs * q4k_pair_bytes));
     op.prepared = prepared.data();
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
@@ -351,6 +368,12 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
         for (int64_t p = 0; p < pairs; ++p) {
           PrepareQ8Pair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
                         prepared.data() + p * pair_bytes);
+        }
+      } else if constexpr (kKind == PairKind::kQ4K) {
+        const int64_t pairs = whole ? kTilePairs : 1;
+        for (int64_t p = 0; p < pairs; ++p) {
+          PrepareQ4KPairScales(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
+                               prepared.data() + p * q4k_pair_bytes);
         }
       }
       // The next groups' weights come from memory: spread prefetches of them (into L2) over
@@ -416,8 +439,8 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
     if (w.format == PackedFormat::kQ8_0x8) {
       MatMulPairs<PairKind::kQ8>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
                                  pairs_end, n_begin, n_end);
-    } else if (w.format == PackedFormat::kQ4_1x8) {
-      MatMulPairs<PairKind::kQ41>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end,
+    } else if (w.format == PackedFormat::kQ4_Kx8) {
+      MatMulPairs<PairKind::kQ4K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end,
                                   group_begin, pairs_end, n_begin, n_end);
     } else {
       MatMulPairs<PairKind::kQ4>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,

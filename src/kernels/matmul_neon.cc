@@ -8,8 +8,8 @@
 // values] — so one 16-byte load is 4 rows' values of one 4-column chunk, and `sdot` by lane
 // (vdotq_laneq_s32) multiplies it with that chunk of the activations held in one lane: two
 // loads and two sdots per chunk give the 8 rows' int32 sums, with no shuffles. Q4_0's bytes
-// hold chunk p in their low nibbles and chunk p + 4 in their high ones, as do Q4_1x8's (whose
-// offsets m enter in float, as m * d_a * sum(a)). Up to 4 tokens share each weight load (a
+// hold chunk p in their low nibbles and chunk p + 4 in their high ones, as do Q4_Kx8's (whose
+// mins enter in float, as - min * d_a * sum(a)). Up to 4 tokens share each weight load (a
 // tile of 4 x 8 outputs).
 //
 // The float operations are those of the scalar reference, in the same order (an exact int32
@@ -32,7 +32,7 @@ namespace {
 constexpr int kTile = 4;  // tokens per weight load
 
 // One group of 8 rows against T tokens of quantized activations.
-template <int T, bool kQ4, bool kAffine>
+template <int T, bool kQ4, bool kQ4K>
 void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t m,
                 const MatMulOutput& out, int64_t n_begin, int64_t n_end) {
   const uint8_t* group = w.group(g);
@@ -49,8 +49,9 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   const int64_t scales_offset = w.cols;
   const int64_t sums_offset = w.cols + blocks * 4;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = group + b * BlockBytes(kQ4, kAffine);
-    const uint8_t* q = block + HeaderBytes(kAffine);
+    const uint8_t* block = group + BlocksOffset(kQ4K, w.cols) +
+                           b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
+    const uint8_t* q = block + 2 * kPackRows;
     int32x4_t s_lo[T], s_hi[T];
     int8x16_t a_first[T], a_second[T];  // the block's columns 0-15 and 16-31
     for (int t = 0; t < T; ++t) {
@@ -82,7 +83,7 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       REPRISE_Q4_PAIR(3)
 #undef REPRISE_Q4_PAIR
       // Q4_0's nibbles are value + 8: remove 8 x the block's activation sum.
-      for (int t = 0; t < T && !kAffine; ++t) {
+      for (int t = 0; t < T && !kQ4K; ++t) {
         int32_t sum;
         std::memcpy(&sum, a_row[t] + sums_offset + 4 * b, sizeof(sum));
         const int32x4_t offset = vdupq_n_s32(8 * sum);
@@ -110,9 +111,8 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
 #undef REPRISE_Q8_CHUNK
     }
     float32x4_t d_lo, d_hi, m_lo, m_hi;
-    if constexpr (kAffine) {
-      LoadFloats(block, d_lo, d_hi);
-      LoadFloats(block + 4 * kPackRows, m_lo, m_hi);
+    if constexpr (kQ4K) {
+      Q4KBlockScales(group, block, b, d_lo, d_hi, m_lo, m_hi);
     } else {
       LoadScales(block, d_lo, d_hi);
     }
@@ -121,12 +121,12 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       std::memcpy(&d_a, a_row[t] + scales_offset + 4 * b, sizeof(d_a));
       acc_lo[t] = vfmaq_f32(acc_lo[t], vcvtq_f32_s32(s_lo[t]), vmulq_n_f32(d_lo, d_a));
       acc_hi[t] = vfmaq_f32(acc_hi[t], vcvtq_f32_s32(s_hi[t]), vmulq_n_f32(d_hi, d_a));
-      if constexpr (kAffine) {  // + m * d_a * sum(a)
+      if constexpr (kQ4K) {  // - min * d_a * sum(a)
         int32_t sum;
         std::memcpy(&sum, a_row[t] + sums_offset + 4 * b, sizeof(sum));
         const float32x4_t offset = vdupq_n_f32(d_a * static_cast<float>(sum));
-        acc_lo[t] = vfmaq_f32(acc_lo[t], m_lo, offset);
-        acc_hi[t] = vfmaq_f32(acc_hi[t], m_hi, offset);
+        acc_lo[t] = vfmsq_f32(acc_lo[t], m_lo, offset);
+        acc_hi[t] = vfmsq_f32(acc_hi[t], m_hi, offset);
       }
     }
   }
@@ -157,16 +157,16 @@ void FloatGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   Store(lo, hi, out.data + m * out.stride, g, n_begin, n_end, out.accumulate);
 }
 
-template <bool kQ4, bool kAffine = false>
+template <bool kQ4, bool kQ4K = false>
 void BlockMatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out,
                  int64_t m_begin, int64_t m_end, int64_t g_begin, int64_t g_end, int64_t n_begin,
                  int64_t n_end) {
   for (int64_t g = g_begin; g < g_end; ++g) {
     int64_t m = m_begin;
     for (; m + kTile <= m_end; m += kTile) {
-      BlockGroup<kTile, kQ4, kAffine>(w, g, x, m, out, n_begin, n_end);
+      BlockGroup<kTile, kQ4, kQ4K>(w, g, x, m, out, n_begin, n_end);
     }
-    for (; m < m_end; ++m) BlockGroup<1, kQ4, kAffine>(w, g, x, m, out, n_begin, n_end);
+    for (; m < m_end; ++m) BlockGroup<1, kQ4, kQ4K>(w, g, x, m, out, n_begin, n_end);
   }
 }
 
@@ -186,7 +186,7 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
     case PackedFormat::kQ4_0x8:
       BlockMatMul<true>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
       return;
-    case PackedFormat::kQ4_1x8:
+    case PackedFormat::kQ4_Kx8:
       BlockMatMul<true, true>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
       return;
     case PackedFormat::kI8x8:  // the NPU-style path: the portable kernel

@@ -21,28 +21,45 @@ namespace {
 // Bytes of one 32-column block of a group: 8 half-float scales, then the values.
 constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
 constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
-// Q4_1x8: 8 float scales, 8 float offsets, then the nibbles laid out as Q4_0x8's.
-constexpr int64_t kQ41HeaderBytes = kPackRows * 8;
-constexpr int64_t kQ41GroupBlockBytes = kQ41HeaderBytes + kPackRows * kQK / 2;  // 192
-
-// Bytes of one block, and before its values, of the Q8_0 (neither flag), Q4_0 (kQ4) and
-// Q4_1x8 (kQ4 and kAffine) groups.
-constexpr int64_t BlockBytes(bool q4, bool affine) {
-  return affine ? kQ41GroupBlockBytes : q4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes;
-}
-constexpr int64_t HeaderBytes(bool affine) { return affine ? kQ41HeaderBytes : 2 * kPackRows; }
-
-// Q4_1x8's 8 float scales (or, at p + 32, offsets) as two float vectors (rows 0-3, 4-7).
-inline void LoadFloats(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {
-  lo = vld1q_f32(reinterpret_cast<const float*>(p));
-  hi = vld1q_f32(reinterpret_cast<const float*>(p) + 4);
-}
 
 // The 8 half-float scales at `p` as two float vectors (rows 0-3, 4-7).
 inline void LoadScales(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {
   const uint16x8_t bits = vld1q_u16(reinterpret_cast<const uint16_t*>(p));
   lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(bits)));
   hi = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(bits)));
+}
+
+// Q4_Kx8: K / 256 super-block headers (8 half-float d, 8 half-float dmin) before the blocks,
+// which are laid out as Q4_0x8's with 8 scale bytes and 8 min bytes as their 16-byte header.
+constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;
+
+// Bytes before a group's first block: the super-block headers of Q4_Kx8 (kQ4K), else none.
+constexpr int64_t BlocksOffset(bool q4k, int64_t k) {
+  return q4k ? k / kQK_K * kQ4KSuperHeaderBytes : 0;
+}
+
+// 8 bytes at `p` as two float vectors (rows 0-3, 4-7).
+inline void LoadBytesAsFloats(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {
+  const uint16x8_t wide = vmovl_u8(vld1_u8(p));
+  lo = vcvtq_f32_u32(vmovl_u16(vget_low_u16(wide)));
+  hi = vcvtq_f32_u32(vmovl_u16(vget_high_u16(wide)));
+}
+
+// The float d and min (value = d * q - min) of the 8 rows of Q4_Kx8 block `b` of `group`,
+// exact: a half float times a 6-bit integer, as the scalar kernel computes them.
+inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b,
+                           float32x4_t& d_lo, float32x4_t& d_hi, float32x4_t& m_lo,
+                           float32x4_t& m_hi) {
+  const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
+  float32x4_t sd_lo, sd_hi, sm_lo, sm_hi, sc_lo, sc_hi, mn_lo, mn_hi;
+  LoadScales(header, sd_lo, sd_hi);
+  LoadScales(header + 2 * kPackRows, sm_lo, sm_hi);
+  LoadBytesAsFloats(block, sc_lo, sc_hi);
+  LoadBytesAsFloats(block + kPackRows, mn_lo, mn_hi);
+  d_lo = vmulq_f32(sd_lo, sc_lo);
+  d_hi = vmulq_f32(sd_hi, sc_hi);
+  m_lo = vmulq_f32(sm_lo, mn_lo);
+  m_hi = vmulq_f32(sm_hi, mn_hi);
 }
 
 // Writes (or adds) the 8 outputs of group `g` (rows 0-3 in `lo`, 4-7 in `hi`) that fall in

@@ -1,4 +1,4 @@
-// ARM NEON matmul of the block formats (Q8_0x8, Q4_0x8, Q4_1x8) with the int8 matrix-multiply
+// ARM NEON matmul of the block formats (Q8_0x8, Q4_0x8, Q4_Kx8) with the int8 matrix-multiply
 // instruction (smmla, Armv8.6-A I8MM: Cortex-A710/X2 and later): the neon-i8mm set's matmul
 // for prefill, where two or more activation rows share the weights. One-row calls (decode),
 // an odd row left over and the other formats go to the neon-dotprod kernel (matmul_neon.cc).
@@ -9,7 +9,7 @@
 // multiply-adds where sdot does 16. The packed layout stays the dot-product one — [chunk
 // c][row 0..7][4 values] — so one 16-byte load is rows 0-3 of a 4-column chunk, and zipping the
 // 32-bit lanes of chunks c and c + 1 (vzip1q_s32 / vzip2q_s32) gives rows (0, 1) / (2, 3) over
-// 8 columns: the right operand. For Q4_0 (and Q4_1x8, whose offsets m enter in float as m *
+// 8 columns: the right operand. For Q4_0 (and Q4_Kx8, whose mins enter in float as - min *
 // d_a * sum(a)) the bytes are zipped first and split into nibbles after (low nibbles: columns
 // 8j..8j+7, high: 16 + 8j..). The left operand is two tokens' 8
 // activations, two 8-byte loads where it is used (zipping 16-byte loads up front would keep
@@ -65,7 +65,7 @@ inline void ZipRowPairs(uint8x16_t lo_c, uint8x16_t lo_c1, uint8x16_t hi_c, uint
 }
 
 // One group of 8 rows against 2P tokens (P pairs) of quantized activations.
-template <int P, bool kQ4, bool kAffine>
+template <int P, bool kQ4, bool kQ4K>
 void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t m,
                 const MatMulOutput& out, int64_t n_begin, int64_t n_end) {
   constexpr int T = 2 * P;
@@ -81,8 +81,9 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   const int64_t scales_offset = w.cols;
   const int64_t sums_offset = w.cols + blocks * 4;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = group + b * BlockBytes(kQ4, kAffine);
-    const uint8_t* q = block + HeaderBytes(kAffine);
+    const uint8_t* block = group + BlocksOffset(kQ4K, w.cols) +
+                           b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
+    const uint8_t* q = block + 2 * kPackRows;
     // s[p][r]: tokens 2p, 2p + 1 by weight rows 2r, 2r + 1, as [t0 r0, t0 r1, t1 r0, t1 r1].
     int32x4_t s[P][4];
     const int8_t* a[T];  // the block's activations
@@ -128,9 +129,8 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       }
     }
     float32x4_t d_lo, d_hi, m_lo, m_hi;
-    if constexpr (kAffine) {
-      LoadFloats(block, d_lo, d_hi);
-      LoadFloats(block + 4 * kPackRows, m_lo, m_hi);
+    if constexpr (kQ4K) {
+      Q4KBlockScales(group, block, b, d_lo, d_hi, m_lo, m_hi);
     } else {
       LoadScales(block, d_lo, d_hi);
     }
@@ -138,7 +138,7 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       const int p = t / 2;
       int32x4_t dot_lo = t % 2 == 0 ? ZipLow64(s[p][0], s[p][1]) : ZipHigh64(s[p][0], s[p][1]);
       int32x4_t dot_hi = t % 2 == 0 ? ZipLow64(s[p][2], s[p][3]) : ZipHigh64(s[p][2], s[p][3]);
-      if constexpr (kQ4 && !kAffine) {
+      if constexpr (kQ4 && !kQ4K) {
         // Q4_0's nibbles are value + 8: remove 8 x the block's activation sum.
         int32_t sum;
         std::memcpy(&sum, a_row[t] + sums_offset + 4 * b, sizeof(sum));
@@ -150,12 +150,12 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       std::memcpy(&d_a, a_row[t] + scales_offset + 4 * b, sizeof(d_a));
       acc_lo[t] = vfmaq_f32(acc_lo[t], vcvtq_f32_s32(dot_lo), vmulq_n_f32(d_lo, d_a));
       acc_hi[t] = vfmaq_f32(acc_hi[t], vcvtq_f32_s32(dot_hi), vmulq_n_f32(d_hi, d_a));
-      if constexpr (kAffine) {  // + m * d_a * sum(a)
+      if constexpr (kQ4K) {  // - min * d_a * sum(a)
         int32_t sum;
         std::memcpy(&sum, a_row[t] + sums_offset + 4 * b, sizeof(sum));
         const float32x4_t offset = vdupq_n_f32(d_a * static_cast<float>(sum));
-        acc_lo[t] = vfmaq_f32(acc_lo[t], m_lo, offset);
-        acc_hi[t] = vfmaq_f32(acc_hi[t], m_hi, offset);
+        acc_lo[t] = vfmsq_f32(acc_lo[t], m_lo, offset);
+        acc_hi[t] = vfmsq_f32(acc_hi[t], m_hi, offset);
       }
     }
   }
@@ -167,7 +167,7 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
 }
 
 // Tokens [m_begin, m_end), an even count, in tiles of 2 pairs and at most one of 1 pair.
-template <bool kQ4, bool kAffine = false>
+template <bool kQ4, bool kQ4K = false>
 void BlockMatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out,
                  int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end) {
   const int64_t g_begin = n_begin / kPackRows;
@@ -175,9 +175,9 @@ void BlockMatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput
   for (int64_t g = g_begin; g < g_end; ++g) {
     int64_t m = m_begin;
     for (; m + 2 * kTilePairs <= m_end; m += 2 * kTilePairs) {
-      BlockGroup<kTilePairs, kQ4, kAffine>(w, g, x, m, out, n_begin, n_end);
+      BlockGroup<kTilePairs, kQ4, kQ4K>(w, g, x, m, out, n_begin, n_end);
     }
-    for (; m < m_end; m += 2) BlockGroup<1, kQ4, kAffine>(w, g, x, m, out, n_begin, n_end);
+    for (; m < m_end; m += 2) BlockGroup<1, kQ4, kQ4K>(w, g, x, m, out, n_begin, n_end);
   }
 }
 
@@ -194,7 +194,7 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
   }
   if (w.format == PackedFormat::kQ4_0x8) {
     BlockMatMul<true>(w, x, out, m_begin, m_pairs_end, n_begin, n_end);
-  } else if (w.format == PackedFormat::kQ4_1x8) {
+  } else if (w.format == PackedFormat::kQ4_Kx8) {
     BlockMatMul<true, true>(w, x, out, m_begin, m_pairs_end, n_begin, n_end);
   } else {
     BlockMatMul<false>(w, x, out, m_begin, m_pairs_end, n_begin, n_end);

@@ -18,7 +18,7 @@ namespace {
 
 constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;
 constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;
-constexpr int64_t kQ41GroupBlockBytes = kPackRows * 8 + kPackRows * kQK / 2;
+constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;
 
 float HalfAt(const uint8_t* p, int64_t index) {
   uint16_t bits;
@@ -64,21 +64,18 @@ float DotQ4(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   return acc;
 }
 
-float FloatAt(const uint8_t* p, int64_t index) {
-  float value;
-  std::memcpy(&value, p + 4 * index, sizeof(value));
-  return value;
-}
-
-// kQ4_1x8: sum(a * (d * q + m)) = d * sum(a * q) + m * sum(a), per block: the exact int32
-// dot of nibbles and activations scaled by d_w * d_a, then the offset times d_a * sum(a).
-float DotQ41(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
+// kQ4_Kx8: a value is d * q - min with d = d_super * scale and min = dmin_super * min_6bit
+// per block, so sum(a * value) = d * sum(a * q) - min * sum(a): the exact int32 dot of nibbles
+// and activations scaled by d * d_a, then min times d_a * sum(a) subtracted, one FMA each.
+float DotQ4K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   const uint8_t* group = w.group(n / kPackRows);
   const int64_t r = n % kPackRows;
+  const int64_t blocks_offset = w.cols / kQK_K * kQ4KSuperHeaderBytes;
   float acc = 0.0f;
   for (int64_t b = 0; b < w.cols / kQK; ++b) {
-    const uint8_t* block = group + b * kQ41GroupBlockBytes;
-    const uint8_t* q = block + 8 * kPackRows;
+    const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
+    const uint8_t* block = group + blocks_offset + b * kQ4GroupBlockBytes;
+    const uint8_t* q = block + 2 * kPackRows;
     const int8_t* qa = a.q + b * kQK;
     int32_t isum = 0;
     for (int p = 0; p < 4; ++p) {
@@ -87,9 +84,11 @@ float DotQ41(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
         isum += (byte & 0xf) * qa[4 * p + i] + (byte >> 4) * qa[16 + 4 * p + i];
       }
     }
+    const float d = HalfAt(header, r) * static_cast<float>(block[r]);
+    const float min = HalfAt(header, kPackRows + r) * static_cast<float>(block[kPackRows + r]);
     const float da = a.scale(b);
-    acc = std::fma(static_cast<float>(isum), FloatAt(block, r) * da, acc);
-    acc = std::fma(FloatAt(block, kPackRows + r), da * static_cast<float>(a.sum(b)), acc);
+    acc = std::fma(static_cast<float>(isum), d * da, acc);
+    acc = std::fma(-min, da * static_cast<float>(a.sum(b)), acc);
   }
   return acc;
 }
@@ -145,8 +144,8 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
         case PackedFormat::kQ4_0x8:
           value = DotQ4(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
-        case PackedFormat::kQ4_1x8:
-          value = DotQ41(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+        case PackedFormat::kQ4_Kx8:
+          value = DotQ4K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
         case PackedFormat::kF16x8:
           value = DotF16(w, n, x.f32 + m * x.f32_stride);

@@ -144,10 +144,10 @@ void CheckAgainstFloat(const Problem& p, const std::vector<float>& out, int64_t 
         exact += w * a;
         magnitude += std::fabs(w * a);
       }
-      // kI8x8: an exact int32 sum, then its conversion and two products. kQ4_1x8: two FMAs
-      // per block, of d * sum(q a) and m * sum(a), each at most 2 x the block's max |w| times
-      // sum(|a|) (|d q| <= |w| + |m|, |m| <= max |w|): a magnitude of up to 3 x the plain one.
-      const bool affine = c.format == PackedFormat::kQ4_1x8;
+      // kI8x8: an exact int32 sum, then its conversion and two products. kQ4_Kx8: two FMAs
+      // per block, of d * sum(q a) and min * sum(a), each at most 2 x the block's max |w|
+      // times sum(|a|) (|d q| <= |w| + min, min <= max |w|): up to 3 x the plain magnitude.
+      const bool affine = c.format == PackedFormat::kQ4_Kx8;
       const int64_t blocks = c.k / kActivationBlock;
       const int64_t terms = static_int8 ? 3
                             : quantized ? (affine ? 2 * blocks : blocks) + 2
@@ -176,8 +176,8 @@ DType SourceFor(PackedFormat format) {
       return DType::kQ8_0;
     case PackedFormat::kQ4_0x8:
       return DType::kQ4_0;
-    case PackedFormat::kQ4_1x8:
-      return DType::kQ4_1;
+    case PackedFormat::kQ4_Kx8:
+      return DType::kQ4_K;
     case PackedFormat::kF16x8:
       return DType::kF16;
     case PackedFormat::kF32x8:
@@ -197,17 +197,24 @@ std::vector<Case> Cases() {
   for (const auto& s : block_sizes) {
     cases.push_back({PackedFormat::kQ8_0x8, DType::kQ8_0, s[0], s[1], s[2]});
     cases.push_back({PackedFormat::kQ4_0x8, DType::kQ4_0, s[0], s[1], s[2]});
-    cases.push_back({PackedFormat::kQ4_1x8, DType::kQ4_1, s[0], s[1], s[2]});
     cases.push_back({PackedFormat::kF16x8, DType::kF16, s[0], s[1], s[2]});
     cases.push_back({PackedFormat::kF32x8, DType::kF32, s[0], s[1], s[2]});
   }
-  // Q4_K into Q4_1x8 (K a multiple of its 256-value super-blocks).
-  for (const auto& s : std::vector<std::vector<int64_t>>{
-           {5, 21, 512}, {1, 13, 256}, {9, 96, 768}, {100, 40, 3072}}) {
-    cases.push_back({PackedFormat::kQ4_1x8, DType::kQ4_K, s[0], s[1], s[2]});
+  // Q4_K into Q4_Kx8 (K a multiple of its 256-value super-blocks), and other sources through
+  // Q4_K's quantizer.
+  for (const auto& s : std::vector<std::vector<int64_t>>{{5, 21, 512},
+                                                         {1, 13, 256},
+                                                         {9, 96, 768},
+                                                         {100, 40, 3072},
+                                                         {7, 64, 3072},
+                                                         {33, 24, 256},
+                                                         {4, 16, 1536},
+                                                         {2, 1, 256}}) {
+    cases.push_back({PackedFormat::kQ4_Kx8, DType::kQ4_K, s[0], s[1], s[2]});
   }
   // Repacked sources, and float formats with K not a multiple of 32.
   cases.push_back({PackedFormat::kQ8_0x8, DType::kQ4_K, 5, 21, 512});
+  cases.push_back({PackedFormat::kQ4_Kx8, DType::kF16, 6, 19, 512});
   cases.push_back({PackedFormat::kQ8_0x8, DType::kQ6_K, 3, 16, 256});
   cases.push_back({PackedFormat::kQ8_0x8, DType::kF16, 6, 19, 160});
   cases.push_back({PackedFormat::kF32x8, DType::kBF16, 3, 9, 64});
@@ -257,9 +264,9 @@ TEST(MatMulTest, RangeSplitsGiveIdenticalResults) {
   std::vector<const KernelSet*> sets = SimdSets();
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
-    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_1x8,
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
                                 PackedFormat::kF16x8, PackedFormat::kF32x8, PackedFormat::kI8x8}) {
-      const Case c{format, SourceFor(format), 11, 45, 96};
+      const Case c{format, SourceFor(format), 11, 45, format == PackedFormat::kQ4_Kx8 ? 256 : 96};
       const Problem p = MakeProblem(c, *set, 77);
       const std::vector<float> whole = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
       const std::vector<float> split =
@@ -285,9 +292,9 @@ TEST(MatMulTest, AccumulateAddsToTheOutput) {
   std::vector<const KernelSet*> sets = SimdSets();
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
-    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_1x8,
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
                                 PackedFormat::kF16x8, PackedFormat::kI8x8}) {
-      const Case c{format, SourceFor(format), 6, 21, 64};
+      const Case c{format, SourceFor(format), 6, 21, format == PackedFormat::kQ4_Kx8 ? 256 : 64};
       const Problem p = MakeProblem(c, *set, 9);
       const std::vector<float> plain = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
       const std::vector<float> base = RandomFloats(10, c.m * c.n);
@@ -308,8 +315,8 @@ TEST(MatMulTest, BlockFormatsMatchScalarOnEveryTokenCount) {
   const std::vector<std::pair<int64_t, int64_t>> n_ranges = {
       {0, 45}, {3, 29}, {8, 16}, {13, 14}, {40, 45}};
   for (const KernelSet* set : SimdSets()) {
-    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_1x8}) {
-      const Case c{format, SourceFor(format), 12, 45, 128};
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8}) {
+      const Case c{format, SourceFor(format), 12, 45, format == PackedFormat::kQ4_Kx8 ? 256 : 128};
       const Problem p = MakeProblem(c, ScalarKernels(), 31);
       const std::vector<float> base = RandomFloats(32, c.m * c.n);
       for (int64_t m_begin : {0, 1, 3}) {
@@ -340,9 +347,9 @@ TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
   auto pool = ThreadPool::Create({.num_threads = 3});
   ASSERT_TRUE(pool.ok());
   const KernelSet& set = BestKernels();
-  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_1x8,
+  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
                               PackedFormat::kF16x8, PackedFormat::kI8x8}) {
-    const Case c{format, SourceFor(format), 37, 203, 192};
+    const Case c{format, SourceFor(format), 37, 203, format == PackedFormat::kQ4_Kx8 ? 256 : 192};
     const Problem p = MakeProblem(c, set, 21);
     const std::vector<float> whole = RunMatMul(set, p, c.n, {{0, c.m}}, {{0, c.n}});
     std::vector<float> by_n(whole.size(), kSentinel);

@@ -15,7 +15,8 @@ namespace {
 
 constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
 constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
-constexpr int64_t kQ41GroupBlockBytes = kPackRows * 8 + kPackRows * kQK / 2;  // 192
+constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;                       // 32
+constexpr int64_t kQ4KGroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;   // 144
 
 // Source rows are converted in slices of this many columns (a multiple of every block size),
 // through stack buffers: packing allocates nothing.
@@ -45,72 +46,46 @@ void PlaceQ4Block(const BlockQ4_0& block, int64_t row, uint8_t* group_block) {
   }
 }
 
-// Writes `row` of block `b` of a Q4_1x8 group: value j of the block is d * nibbles[j] + m.
-void PlaceQ41Block(float d, float m, const uint8_t* nibbles, int64_t row, uint8_t* group_block) {
-  std::memcpy(group_block + 4 * row, &d, sizeof(d));
-  std::memcpy(group_block + 4 * kPackRows + 4 * row, &m, sizeof(m));
-  uint8_t* q = group_block + 8 * kPackRows;
-  for (int p = 0; p < 4; ++p) {
-    for (int i = 0; i < 4; ++i) {
-      q[(p * kPackRows + row) * 4 + i] =
-          static_cast<uint8_t>(nibbles[4 * p + i] | nibbles[16 + 4 * p + i] << 4);
-    }
-  }
+// Q4_Kx8: a group of K columns is K / 256 super-block headers of 32 bytes (8 half-float d,
+// then 8 half-float dmin), then K / 32 blocks of 144 bytes: 8 6-bit scales, 8 6-bit mins (a
+// byte each), 128 nibble bytes laid out as Q4_0x8's.
+int64_t Q4KBlockOffset(int64_t cols, int64_t b) {
+  return cols / kQK_K * kQ4KSuperHeaderBytes + b * kQ4KGroupBlockBytes;
 }
 
-// Q4_1x8 from Q4_1 blocks: the half-float d and m widened (exact), the nibbles as they are.
-void PackQ41FromQ4_1(const uint8_t* src_row, int64_t cols, int64_t r, uint8_t* group) {
-  for (int64_t b = 0; b < cols / kQK; ++b) {
-    BlockQ4_1 block;
-    std::memcpy(&block, src_row + b * sizeof(BlockQ4_1), sizeof(block));
+// Super-block `sb` of row `r` of a Q4_Kx8 group from one Q4_K block, bit for bit: the half
+// floats, the 6-bit scales and mins unpacked to a byte each, the nibbles regrouped (sub-blocks
+// 2c and 2c + 1 are the low and high nibbles of qs[32c .. 32c + 31]).
+void PackQ4KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
+                       uint8_t* group) {
+  BlockQ4_K block;
+  std::memcpy(&block, src_block, sizeof(block));
+  uint8_t* header = group + sb * kQ4KSuperHeaderBytes;
+  PutU16(header + 2 * r, block.d);
+  PutU16(header + 2 * kPackRows + 2 * r, block.dmin);
+  uint8_t scales[8], mins[8];
+  internal::UnpackScaleMinK4(block.scales, scales, mins);
+  for (int s = 0; s < 8; ++s) {
+    uint8_t* out = group + Q4KBlockOffset(cols, sb * 8 + s);
+    out[r] = scales[s];
+    out[kPackRows + r] = mins[s];
+    const uint8_t* qs = block.qs + 32 * (s / 2);
     uint8_t nibbles[kQK];
-    for (int j = 0; j < kQK / 2; ++j) {
-      nibbles[j] = block.qs[j] & 0xf;
-      nibbles[j + 16] = block.qs[j] >> 4;
+    for (int j = 0; j < kQK; ++j) nibbles[j] = s % 2 == 0 ? qs[j] & 0xf : qs[j] >> 4;
+    uint8_t* q = out + 2 * kPackRows;
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < 4; ++i) {
+        q[(p * kPackRows + r) * 4 + i] =
+            static_cast<uint8_t>(nibbles[4 * p + i] | nibbles[16 + 4 * p + i] << 4);
+      }
     }
-    PlaceQ41Block(F16ToF32(block.d), F16ToF32(block.m), nibbles, r,
-                  group + b * kQ41GroupBlockBytes);
   }
 }
 
-// Q4_1x8 from Q4_K super-blocks: sub-block s (32 values) is d * scale_s * q - dmin * min_s,
-// so its d is d * scale_s and its m is -(dmin * min_s), both exact in float (an 11-bit
-// significand times a 6-bit integer), the products DequantizeRow computes.
-void PackQ41FromQ4_K(const uint8_t* src_row, int64_t cols, int64_t r, uint8_t* group) {
+void PackQ4KRow(const uint8_t* src_row, int64_t cols, int64_t r, uint8_t* group) {
   for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
-    BlockQ4_K block;
-    std::memcpy(&block, src_row + sb * sizeof(BlockQ4_K), sizeof(block));
-    const float d = F16ToF32(block.d);
-    const float dmin = F16ToF32(block.dmin);
-    uint8_t scales[8], mins[8];
-    internal::UnpackScaleMinK4(block.scales, scales, mins);
-    for (int s = 0; s < 8; ++s) {
-      // Sub-blocks 2c and 2c + 1 are the low and high nibbles of qs[32c .. 32c + 31].
-      const uint8_t* qs = block.qs + 32 * (s / 2);
-      uint8_t nibbles[kQK];
-      for (int j = 0; j < kQK; ++j) nibbles[j] = s % 2 == 0 ? qs[j] & 0xf : qs[j] >> 4;
-      const float sub_d = d * static_cast<float>(scales[s]);
-      const float sub_m = -(dmin * static_cast<float>(mins[s]));
-      PlaceQ41Block(sub_d, sub_m, nibbles, r, group + (sb * 8 + s) * kQ41GroupBlockBytes);
-    }
+    PackQ4KSuperBlock(src_row + sb * sizeof(BlockQ4_K), cols, sb, r, group);
   }
-}
-
-// Q4_1x8 from 32 float values: m the minimum, d = (max - min) / 15, nibbles rounded.
-void QuantizeQ41Block(const float* values, int64_t row, uint8_t* group_block) {
-  float lo = values[0], hi = values[0];
-  for (int j = 1; j < kQK; ++j) {
-    lo = std::min(lo, values[j]);
-    hi = std::max(hi, values[j]);
-  }
-  const float d = (hi - lo) / 15.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  uint8_t nibbles[kQK];
-  for (int j = 0; j < kQK; ++j) {
-    const float v = std::fmin(std::fmax((values[j] - lo) * id, 0.0f), 15.0f);
-    nibbles[j] = static_cast<uint8_t>(std::nearbyint(v));
-  }
-  PlaceQ41Block(d, lo, nibbles, row, group_block);
 }
 
 // kI8x8: row `r` of a group from any dequantizable source, in two passes over slices (the
@@ -172,12 +147,8 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
     }
     return;
   }
-  if (format == PackedFormat::kQ4_1x8 && src_type == DType::kQ4_1) {
-    PackQ41FromQ4_1(src_row, cols, r, group);
-    return;
-  }
-  if (format == PackedFormat::kQ4_1x8 && src_type == DType::kQ4_K) {
-    PackQ41FromQ4_K(src_row, cols, r, group);
+  if (format == PackedFormat::kQ4_Kx8 && src_type == DType::kQ4_K) {
+    PackQ4KRow(src_row, cols, r, group);
     return;
   }
   if (format == PackedFormat::kF16x8 && src_type == DType::kF16) {
@@ -213,9 +184,12 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
           PlaceQ4Block(block, r, group + (start + j) / kQK * kQ4GroupBlockBytes);
         }
         break;
-      case PackedFormat::kQ4_1x8:
-        for (int64_t j = 0; j < count; j += kQK) {
-          QuantizeQ41Block(values + j, r, group + (start + j) / kQK * kQ41GroupBlockBytes);
+      case PackedFormat::kQ4_Kx8:
+        for (int64_t j = 0; j < count; j += kQK_K) {  // through Q4_K's own quantizer
+          BlockQ4_K block;
+          QuantizeRow(DType::kQ4_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
+          PackQ4KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
+                            group);
         }
         break;
       case PackedFormat::kF16x8:
@@ -252,10 +226,10 @@ void ZeroRow(PackedFormat format, int64_t cols, int64_t r, uint8_t* group) {
       }
       break;
     }
-    case PackedFormat::kQ4_1x8: {
-      const uint8_t zero[kQK] = {};
-      for (int64_t b = 0; b < cols / kQK; ++b) {
-        PlaceQ41Block(0.0f, 0.0f, zero, r, group + b * kQ41GroupBlockBytes);
+    case PackedFormat::kQ4_Kx8: {
+      const BlockQ4_K zero{};  // d = dmin = 0: every value is 0
+      for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+        PackQ4KSuperBlock(reinterpret_cast<const uint8_t*>(&zero), cols, sb, r, group);
       }
       break;
     }
@@ -291,14 +265,15 @@ const char* PackedFormatName(PackedFormat format) {
       return "f32x8";
     case PackedFormat::kI8x8:
       return "i8x8";
-    case PackedFormat::kQ4_1x8:
-      return "q4_1x8";
+    case PackedFormat::kQ4_Kx8:
+      return "q4_kx8";
   }
   return "?";
 }
 
 int64_t PackedColumnMultiple(PackedFormat format) {
   if (format == PackedFormat::kI8x8) return 4;
+  if (format == PackedFormat::kQ4_Kx8) return kQK_K;
   return UsesQuantizedActivations(format) ? kQK : 1;
 }
 
@@ -308,9 +283,8 @@ PackedFormat ChoosePackedFormat(DType src) {
   switch (src) {
     case DType::kQ4_0:
       return PackedFormat::kQ4_0x8;
-    case DType::kQ4_1:
     case DType::kQ4_K:
-      return PackedFormat::kQ4_1x8;
+      return PackedFormat::kQ4_Kx8;
     case DType::kF16:
       return PackedFormat::kF16x8;
     case DType::kF32:
@@ -333,8 +307,9 @@ size_t PackedGroupBytes(PackedFormat format, int64_t cols) {
       return static_cast<size_t>(cols * kPackRows * 4);
     case PackedFormat::kI8x8:
       return static_cast<size_t>(kI8x8HeaderBytes + cols * kPackRows);
-    case PackedFormat::kQ4_1x8:
-      return static_cast<size_t>(cols / kQK * kQ41GroupBlockBytes);
+    case PackedFormat::kQ4_Kx8:
+      return static_cast<size_t>(cols / kQK_K * kQ4KSuperHeaderBytes +
+                                 cols / kQK * kQ4KGroupBlockBytes);
   }
   return 0;
 }
@@ -394,17 +369,19 @@ void UnpackRow(const PackedMatrix& m, int64_t row, float* dst) {
         }
       }
       break;
-    case PackedFormat::kQ4_1x8:
+    case PackedFormat::kQ4_Kx8:
       for (int64_t b = 0; b < m.cols / kQK; ++b) {
-        const uint8_t* block = group + b * kQ41GroupBlockBytes;
-        float d, offset;
-        std::memcpy(&d, block + 4 * r, sizeof(d));
-        std::memcpy(&offset, block + 4 * kPackRows + 4 * r, sizeof(offset));
-        const uint8_t* q = block + 8 * kPackRows;
+        const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
+        const uint8_t* block = group + Q4KBlockOffset(m.cols, b);
+        // As DequantizeRow: d * scale * q - dmin * min.
+        const float d = F16ToF32(GetU16(header + 2 * r)) * static_cast<float>(block[r]);
+        const float min =
+            F16ToF32(GetU16(header + 2 * kPackRows + 2 * r)) * static_cast<float>(block[kPackRows + r]);
+        const uint8_t* q = block + 2 * kPackRows;
         for (int j = 0; j < kQK / 2; ++j) {
           const uint8_t byte = q[(j / 4 * kPackRows + r) * 4 + j % 4];
-          dst[b * kQK + j] = d * static_cast<float>(byte & 0xf) + offset;
-          dst[b * kQK + j + 16] = d * static_cast<float>(byte >> 4) + offset;
+          dst[b * kQK + j] = d * static_cast<float>(byte & 0xf) - min;
+          dst[b * kQK + j + 16] = d * static_cast<float>(byte >> 4) - min;
         }
       }
       break;

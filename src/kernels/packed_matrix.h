@@ -13,10 +13,11 @@
 //            [pair 0..3][row 0..7][4 bytes]; byte i of pair p holds column 4p+i of the block
 //            in its low nibble and column 16+4p+i in its high nibble (so the bytes are Q4_0's
 //            own, regrouped). The value is d * (nibble - 8). 144 bytes per 256 weights.
-//   kQ4_1x8  4-bit affine (Q4_1's form, value = d * nibble + m): per group, per block: 8 float
-//            scales d, 8 float offsets m, then the 128 nibble bytes laid out as kQ4_0x8's.
-//            Floats, so that Q4_K's sub-block scale and offset (d * scale, -dmin * min: an
-//            11-bit by 6-bit product) are held exactly. 192 bytes per 256 weights.
+//   kQ4_Kx8  Q4_K regrouped bit for bit (value = d * scale * nibble - dmin * min, per 32-column
+//            sub-block, d and dmin per 256 columns): per group, K / 256 super-block headers
+//            of 8 half-float d then 8 half-float dmin (32 bytes), then per 32-column block 8
+//            scales and 8 mins (6-bit, a byte each) and 128 nibble bytes laid out as
+//            kQ4_0x8's. K a multiple of 256. 148 bytes per 256 weights (4.625 bits each).
 //   kF16x8   per group: [column 0..K-1][row 0..7] half floats.
 //   kF32x8   per group: [column 0..K-1][row 0..7] floats.
 //   kI8x8    NPU-style per-channel int8 (llm.npu's integer matmul, DESIGN.md §9): per group,
@@ -27,14 +28,13 @@
 //            the whole row in int32 before one float rescale per output. 64 + 8K bytes per
 //            group. Never chosen by default: packed on request (model/static_int8.h).
 //
-// Source types map to formats by ChoosePackedFormat: Q8_0 and Q4_0 are regrouped bit for bit;
-// Q4_1 and Q4_K become kQ4_1x8 with the same values (the 4-bit weights of Q4_K_M files run at
-// 4-bit speed); F16 and F32 stay; BF16 widens to F32 (exact); every other quantized type
-// (Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K) is dequantized and requantized to Q8_0 with
-// round-to-nearest, which adds at most half a Q8_0 step (amax of the 32 values / 254) per
-// weight on top of the source's own quantization error. Any dequantizable source can be
-// packed into any format on request (an F16 model into Q8_0, for instance; into kQ4_1x8 with
-// each block's minimum as m and (max - min) / 15 as d).
+// Source types map to formats by ChoosePackedFormat: Q8_0, Q4_0 and Q4_K are regrouped bit for
+// bit (so the 4-bit weights of Q4_K_M files run at 4-bit speed); F16 and F32 stay; BF16 widens
+// to F32 (exact); every other quantized type (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K) is
+// dequantized and requantized to Q8_0 with round-to-nearest, which adds at most half a Q8_0
+// step (amax of the 32 values / 254) per weight on top of the source's own quantization error.
+// Any dequantizable source can be packed into any format on request (an F16 model into Q8_0,
+// for instance; into kQ4_Kx8 through Q4_K's own quantizer).
 #pragma once
 
 #include <cstddef>
@@ -55,7 +55,7 @@ enum class PackedFormat : uint8_t {
   kF16x8,
   kF32x8,
   kI8x8,
-  kQ4_1x8,
+  kQ4_Kx8,
 };
 
 const char* PackedFormatName(PackedFormat format);
@@ -65,15 +65,15 @@ const char* PackedFormatName(PackedFormat format);
 // read float activations.
 inline bool UsesQuantizedActivations(PackedFormat format) {
   return format == PackedFormat::kQ8_0x8 || format == PackedFormat::kQ4_0x8 ||
-         format == PackedFormat::kQ4_1x8;
+         format == PackedFormat::kQ4_Kx8;
 }
 
 // True for kI8x8: its matmul reads rows of K int8 values quantized with one per-tensor scale
 // (MatMulInput::static_scale), no per-block metadata.
 inline bool UsesStaticInt8Activations(PackedFormat format) { return format == PackedFormat::kI8x8; }
 
-// Columns must be a multiple of this for `format` (32 for the block formats, 4 for kI8x8, 1
-// otherwise).
+// Columns must be a multiple of this for `format` (32 for the block formats, 256 for kQ4_Kx8,
+// 4 for kI8x8, 1 otherwise).
 int64_t PackedColumnMultiple(PackedFormat format);
 
 // The format a weight of type `src` is packed into by default.

@@ -35,10 +35,9 @@ TEST(PackedMatrixTest, ChoosesFormatsBySourceType) {
   EXPECT_EQ(ChoosePackedFormat(DType::kF16), PackedFormat::kF16x8);
   EXPECT_EQ(ChoosePackedFormat(DType::kF32), PackedFormat::kF32x8);
   EXPECT_EQ(ChoosePackedFormat(DType::kBF16), PackedFormat::kF32x8);
-  EXPECT_EQ(ChoosePackedFormat(DType::kQ4_1), PackedFormat::kQ4_1x8);
-  EXPECT_EQ(ChoosePackedFormat(DType::kQ4_K), PackedFormat::kQ4_1x8);
-  for (DType dtype : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ5_K,
-                      DType::kQ6_K}) {
+  EXPECT_EQ(ChoosePackedFormat(DType::kQ4_K), PackedFormat::kQ4_Kx8);
+  for (DType dtype : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                      DType::kQ5_K, DType::kQ6_K}) {
     EXPECT_EQ(ChoosePackedFormat(dtype), PackedFormat::kQ8_0x8) << DTypeName(dtype);
     EXPECT_TRUE(CanPack(dtype));
   }
@@ -49,7 +48,7 @@ TEST(PackedMatrixTest, Sizes) {
   // 13 rows are 2 groups of 8.
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ8_0x8, 13, 64), 2u * 2 * 272);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_0x8, 13, 64), 2u * 2 * 144);
-  EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_1x8, 13, 64), 2u * 2 * 192);
+  EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_Kx8, 13, 512), 2u * (2 * 32 + 16 * 144));
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kF16x8, 13, 5), 2u * 5 * 8 * 2);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kF32x8, 8, 5), 1u * 5 * 8 * 4);
   // Same bytes per weight as the GGUF types they come from.
@@ -57,8 +56,8 @@ TEST(PackedMatrixTest, Sizes) {
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_0x8, 576, 576), RowBytes(DType::kQ4_0, 576) * 576);
 }
 
-// Regrouping and widening are exact, and so is Q4_1 / Q4_K into Q4_1x8's float scales and
-// offsets (the values DequantizeRow computes, bit for bit).
+// Regrouping and widening are exact (Q4_K's values as DequantizeRow computes them, bit for bit,
+// from the regrouped half floats and scale and min bytes).
 TEST(PackedMatrixTest, ExactFormatsRoundTrip) {
   struct Exact {
     DType src;
@@ -66,7 +65,7 @@ TEST(PackedMatrixTest, ExactFormatsRoundTrip) {
   };
   for (const Exact& e :
        {Exact{DType::kQ8_0, PackedFormat::kQ8_0x8}, Exact{DType::kQ4_0, PackedFormat::kQ4_0x8},
-        Exact{DType::kQ4_1, PackedFormat::kQ4_1x8}, Exact{DType::kQ4_K, PackedFormat::kQ4_1x8},
+        Exact{DType::kQ4_K, PackedFormat::kQ4_Kx8},
         Exact{DType::kF16, PackedFormat::kF16x8}, Exact{DType::kF32, PackedFormat::kF32x8},
         Exact{DType::kBF16, PackedFormat::kF32x8}, Exact{DType::kF16, PackedFormat::kF32x8}}) {
     for (int64_t rows : {1, 8, 13, 24}) {
@@ -113,30 +112,24 @@ TEST(PackedMatrixTest, RequantizedTypesStayWithinHalfAQ8Step) {
   }
 }
 
-// Into Q4_1x8 from float and from types it does not hold exactly: per 32-value block the
-// nibbles round (value - min) / d with d = (max - min) / 15, so each value is off by at most
-// d / 2 (plus float rounding).
-TEST(PackedMatrixTest, AffineFourBitRequantizationStaysWithinHalfAStep) {
+// Into Q4_Kx8 from other types: through Q4_K's quantizer, so the packed values are exactly
+// those of the source quantized to Q4_K and dequantized.
+TEST(PackedMatrixTest, OtherTypesReachQ4KxThroughTheQ4KQuantizer) {
   for (DType src_type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ6_K}) {
     const int64_t rows = 11;
     const int64_t cols = 512;
     const std::vector<uint8_t> src = RandomMatrix(17, src_type, rows, cols);
-    const auto packed = Pack(PackedFormat::kQ4_1x8, src_type, src, rows, cols);
+    const auto packed = Pack(PackedFormat::kQ4_Kx8, src_type, src, rows, cols);
     std::vector<float> got(cols);
+    std::vector<uint8_t> q4k(RowBytes(DType::kQ4_K, cols));
     for (int64_t r = 0; r < rows; ++r) {
       UnpackRow(packed.view, r, got.data());
-      const std::vector<float> want = DequantizedRow(src_type, src, r, cols);
-      for (int64_t b = 0; b < cols / 32; ++b) {
-        float lo = want[b * 32], hi = want[b * 32];
-        for (int j = 0; j < 32; ++j) {
-          lo = std::fmin(lo, want[b * 32 + j]);
-          hi = std::fmax(hi, want[b * 32 + j]);
-        }
-        const float bound = 0.5001f * (hi - lo) / 15.0f + 1e-6f * std::fmax(1.0f, std::fabs(lo));
-        for (int j = 0; j < 32; ++j) {
-          ASSERT_NEAR(got[b * 32 + j], want[b * 32 + j], bound)
-              << DTypeName(src_type) << " row " << r << " col " << b * 32 + j;
-        }
+      const std::vector<float> values = DequantizedRow(src_type, src, r, cols);
+      QuantizeRow(DType::kQ4_K, values.data(), q4k.data(), cols);
+      std::vector<float> want(cols);
+      DequantizeRow(DType::kQ4_K, q4k.data(), want.data(), cols);
+      for (int64_t j = 0; j < cols; ++j) {
+        ASSERT_EQ(got[j], want[j]) << DTypeName(src_type) << " row " << r << " col " << j;
       }
     }
   }
@@ -182,10 +175,10 @@ TEST(PackedMatrixTest, RandomKQuantBlocksRequantize) {
 // Packing in row ranges (as threads would) writes every byte, the same bytes as one call,
 // whatever was in the buffer before; padding rows of the last group are zeros.
 TEST(PackedMatrixTest, RowRangesAndPaddingAreDeterministic) {
-  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_1x8,
+  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
                               PackedFormat::kF16x8, PackedFormat::kF32x8}) {
     const int64_t rows = 29;
-    const int64_t cols = 64;
+    const int64_t cols = format == PackedFormat::kQ4_Kx8 ? 256 : 64;
     const std::vector<uint8_t> src = RandomMatrix(3, DType::kF32, rows, cols);
     const size_t bytes = PackedMatrixBytes(format, rows, cols);
     std::vector<uint8_t> whole(bytes, 0x00);

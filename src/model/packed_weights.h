@@ -1,12 +1,12 @@
 // PackedWeights: a model's weights, packed once at load into the layouts the matrix-multiply
 // kernels read, and shared by every compiled graph.
 //
-// Each weight matrix is packed by kernels::PackMatrixRows (Q8_0 and Q4_0 regrouped bit for
-// bit, Q4_1 and Q4_K into Q4_1x8 with the same values, F16/F32 kept, other types requantized
-// to Q8_0). Where the formats allow, Q|K|V are packed as one matrix and gate|up as another,
-// so that each is one multiply. Norm weights, biases and RoPE frequencies become float
-// vectors. The token embedding stays in the mapped file (rows are dequantized on lookup)
-// unless it is tied to the output projection, whose packed copy then serves lookups too.
+// Each weight matrix is packed by kernels::PackMatrixRows (Q8_0, Q4_0 and Q4_K regrouped bit
+// for bit, F16/F32 kept, other types requantized to Q8_0). Where the formats allow, Q|K|V are
+// packed as one matrix and gate|up as another, so that each is one multiply. Norm weights,
+// biases and RoPE frequencies become float vectors. The token embedding stays in the mapped
+// file (rows are dequantized on lookup) unless it is tied to the output projection, whose
+// packed copy then serves lookups too.
 // After a tensor is packed its file pages are released, so resident memory stays near the
 // file size. The GgufFile must outlive this object (embedding lookups read it).
 //
