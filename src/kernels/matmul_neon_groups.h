@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/packed_matrix.h"
 #include "kernels/quant_blocks.h"
@@ -60,6 +61,17 @@ inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b
   d_hi = vmulq_f32(sd_hi, sc_hi);
   m_lo = vmulq_f32(sm_lo, mn_lo);
   m_hi = vmulq_f32(sm_hi, mn_hi);
+}
+
+// Q4_Kx8's second FMA of a block for one token: acc -= min * d_a * sum(a), with sum(a) the
+// activation block sum at `sum_at`.
+inline void SubtractMins(float32x4_t m_lo, float32x4_t m_hi, float d_a, const uint8_t* sum_at,
+                         float32x4_t& acc_lo, float32x4_t& acc_hi) {
+  int32_t sum;
+  std::memcpy(&sum, sum_at, sizeof(sum));
+  const float32x4_t offset = vdupq_n_f32(d_a * static_cast<float>(sum));
+  acc_lo = vfmsq_f32(acc_lo, m_lo, offset);
+  acc_hi = vfmsq_f32(acc_hi, m_hi, offset);
 }
 
 // Writes (or adds) the 8 outputs of group `g` (rows 0-3 in `lo`, 4-7 in `hi`) that fall in

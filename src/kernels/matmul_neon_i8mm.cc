@@ -150,12 +150,8 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       std::memcpy(&d_a, a_row[t] + scales_offset + 4 * b, sizeof(d_a));
       acc_lo[t] = vfmaq_f32(acc_lo[t], vcvtq_f32_s32(dot_lo), vmulq_n_f32(d_lo, d_a));
       acc_hi[t] = vfmaq_f32(acc_hi[t], vcvtq_f32_s32(dot_hi), vmulq_n_f32(d_hi, d_a));
-      if constexpr (kQ4K) {  // - min * d_a * sum(a)
-        int32_t sum;
-        std::memcpy(&sum, a_row[t] + sums_offset + 4 * b, sizeof(sum));
-        const float32x4_t offset = vdupq_n_f32(d_a * static_cast<float>(sum));
-        acc_lo[t] = vfmsq_f32(acc_lo[t], m_lo, offset);
-        acc_hi[t] = vfmsq_f32(acc_hi[t], m_hi, offset);
+      if constexpr (kQ4K) {
+        SubtractMins(m_lo, m_hi, d_a, a_row[t] + sums_offset + 4 * b, acc_lo[t], acc_hi[t]);
       }
     }
   }

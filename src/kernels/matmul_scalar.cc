@@ -43,6 +43,19 @@ float DotQ8(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   return acc;
 }
 
+// The exact dot of row r's 32 nibbles of a Q4_0x8 / Q4_Kx8 block (bytes at q) with the
+// block's 32 activations.
+int32_t NibbleDot(const uint8_t* q, int64_t r, const int8_t* qa) {
+  int32_t isum = 0;
+  for (int p = 0; p < 4; ++p) {
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t byte = q[(p * kPackRows + r) * 4 + i];
+      isum += (byte & 0xf) * qa[4 * p + i] + (byte >> 4) * qa[16 + 4 * p + i];
+    }
+  }
+  return isum;
+}
+
 float DotQ4(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   const uint8_t* group = w.group(n / kPackRows);
   const int64_t r = n % kPackRows;
@@ -51,14 +64,7 @@ float DotQ4(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
     const uint8_t* block = group + b * kQ4GroupBlockBytes;
     const uint8_t* q = block + 2 * kPackRows;
     const int8_t* qa = a.q + b * kQK;
-    int32_t isum = 0;
-    for (int p = 0; p < 4; ++p) {
-      for (int i = 0; i < 4; ++i) {
-        const uint8_t byte = q[(p * kPackRows + r) * 4 + i];
-        isum += (byte & 0xf) * qa[4 * p + i] + (byte >> 4) * qa[16 + 4 * p + i];
-      }
-    }
-    isum -= 8 * a.sum(b);  // the nibbles are value + 8
+    const int32_t isum = NibbleDot(q, r, qa) - 8 * a.sum(b);  // the nibbles are value + 8
     acc = std::fma(static_cast<float>(isum), HalfAt(block, r) * a.scale(b), acc);
   }
   return acc;
@@ -77,13 +83,7 @@ float DotQ4K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
     const uint8_t* block = group + blocks_offset + b * kQ4GroupBlockBytes;
     const uint8_t* q = block + 2 * kPackRows;
     const int8_t* qa = a.q + b * kQK;
-    int32_t isum = 0;
-    for (int p = 0; p < 4; ++p) {
-      for (int i = 0; i < 4; ++i) {
-        const uint8_t byte = q[(p * kPackRows + r) * 4 + i];
-        isum += (byte & 0xf) * qa[4 * p + i] + (byte >> 4) * qa[16 + 4 * p + i];
-      }
-    }
+    const int32_t isum = NibbleDot(q, r, qa);
     const float d = HalfAt(header, r) * static_cast<float>(block[r]);
     const float min = HalfAt(header, kPackRows + r) * static_cast<float>(block[kPackRows + r]);
     const float da = a.scale(b);
