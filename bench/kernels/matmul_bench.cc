@@ -181,8 +181,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
   // The qwen3-0.6b shapes (hidden 1024, ffn 3072), whose K suits Q4_K's 256-column
   // super-blocks, for Q8_0, Q4_0 and Q4_K.
   for (int format : {0, 1, 5}) {
-    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
-             {1024, 1024}, {3072, 1024}, {1024, 3072}}) {
+    for (const auto& [n, k] :
+         std::vector<std::pair<int64_t, int64_t>>{{1024, 1024}, {3072, 1024}, {1024, 3072}}) {
       for (int64_t m : {1, 128, 512}) b->Args({format, m, n, k, 0});
     }
   }

@@ -334,8 +334,8 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
           lo[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split));
           hi[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split + 32));
         } else {
-          const __m256i raw = _mm256_loadu_si256(
-              reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + p * 32));
+          const __m256i raw =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + p * 32));
           lo[g] = _mm256_and_si256(raw, low_mask);
           hi[g] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
         }
@@ -383,10 +383,10 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
       for (int g = 0; g < G; ++g) {
         const __m256i block_sum = kVnni ? sum16[t][g] : _mm256_madd_epi16(sum16[t][g], ones);
         if constexpr (kQ4K) {
-          acc[t][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum), _mm256_mul_ps(dw[g], da),
-                                      acc[t][g]);
-          acc[t][g] = _mm256_fnmadd_ps(
-              mw[g], _mm256_set1_ps(da_scalar * static_cast<float>(a_sum)), acc[t][g]);
+          acc[t][g] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum), _mm256_mul_ps(dw[g], da), acc[t][g]);
+          acc[t][g] = _mm256_fnmadd_ps(mw[g], _mm256_set1_ps(da_scalar * static_cast<float>(a_sum)),
+                                       acc[t][g]);
         } else {
           const __m256i isum = _mm256_sub_epi32(block_sum, _mm256_set1_epi32(8 * a_sum));
           acc[t][g] =
@@ -555,8 +555,7 @@ enum class Kind { kQ8, kQ4, kQ4K, kQ8Vnni, kQ4Vnni, kQ4KVnni, kI8, kI8Vnni, kF32
 
 // The kinds whose tiles read split nibbles (UnpackQ4Group) and are one group wide.
 constexpr bool IsNibbleKind(Kind kind) {
-  return kind == Kind::kQ4 || kind == Kind::kQ4Vnni || kind == Kind::kQ4K ||
-         kind == Kind::kQ4KVnni;
+  return kind == Kind::kQ4 || kind == Kind::kQ4Vnni || kind == Kind::kQ4K || kind == Kind::kQ4KVnni;
 }
 
 constexpr bool IsBlockKind(Kind kind) { return kind != Kind::kF32 && kind != Kind::kF16; }
@@ -631,8 +630,8 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
   static thread_local std::vector<uint8_t> nibbles;
   if constexpr (IsNibbleKind(kKind)) {
     if (m_end - m_begin > 1) {
-      nibbles.resize(static_cast<size_t>(
-          UnpackedQ4GroupBytes<kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni>(w.cols)));
+      nibbles.resize(static_cast<size_t>(UnpackedQ4GroupBytes < kKind == Kind::kQ4K ||
+                                         kKind == Kind::kQ4KVnni > (w.cols)));
     }
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {

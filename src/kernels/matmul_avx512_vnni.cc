@@ -218,8 +218,8 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       if constexpr (kQ4K) {
-        const float* scales = reinterpret_cast<const float*>(
-            op.prepared + (p * num_blocks + b) * kQ4KPairScaleBytes);
+        const float* scales =
+            reinterpret_cast<const float*>(op.prepared + (p * num_blocks + b) * kQ4KPairScaleBytes);
         dw[p] = _mm512_loadu_ps(scales);
         mw[p] = _mm512_loadu_ps(scales + 16);
       } else {
@@ -237,8 +237,8 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
         if constexpr (kQ4K) {
           acc[t][p] =
               _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t][p]), _mm512_mul_ps(dw[p], da), acc[t][p]);
-          acc[t][p] = _mm512_fnmadd_ps(
-              mw[p], _mm512_set1_ps(da_scalar * static_cast<float>(a_sum)), acc[t][p]);
+          acc[t][p] = _mm512_fnmadd_ps(mw[p], _mm512_set1_ps(da_scalar * static_cast<float>(a_sum)),
+                                       acc[t][p]);
         } else {
           const __m512i exact = _mm512_sub_epi32(isum[t][p], _mm512_set1_epi32(8 * a_sum));
           acc[t][p] =
@@ -440,8 +440,8 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
       MatMulPairs<PairKind::kQ8>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
                                  pairs_end, n_begin, n_end);
     } else if (w.format == PackedFormat::kQ4_Kx8) {
-      MatMulPairs<PairKind::kQ4K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end,
-                                  group_begin, pairs_end, n_begin, n_end);
+      MatMulPairs<PairKind::kQ4K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
+                                  pairs_end, n_begin, n_end);
     } else {
       MatMulPairs<PairKind::kQ4>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
                                  pairs_end, n_begin, n_end);

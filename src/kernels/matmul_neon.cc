@@ -49,8 +49,8 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   const int64_t scales_offset = w.cols;
   const int64_t sums_offset = w.cols + blocks * 4;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = group + BlocksOffset(kQ4K, w.cols) +
-                           b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
+    const uint8_t* block =
+        group + BlocksOffset(kQ4K, w.cols) + b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
     const uint8_t* q = block + 2 * kPackRows;
     int32x4_t s_lo[T], s_hi[T];
     int8x16_t a_first[T], a_second[T];  // the block's columns 0-15 and 16-31

@@ -48,9 +48,8 @@ inline void LoadBytesAsFloats(const uint8_t* p, float32x4_t& lo, float32x4_t& hi
 
 // The float d and min (value = d * q - min) of the 8 rows of Q4_Kx8 block `b` of `group`,
 // exact: a half float times a 6-bit integer, as the scalar kernel computes them.
-inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b,
-                           float32x4_t& d_lo, float32x4_t& d_hi, float32x4_t& m_lo,
-                           float32x4_t& m_hi) {
+inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b, float32x4_t& d_lo,
+                           float32x4_t& d_hi, float32x4_t& m_lo, float32x4_t& m_hi) {
   const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
   float32x4_t sd_lo, sd_hi, sm_lo, sm_hi, sc_lo, sc_hi, mn_lo, mn_hi;
   LoadScales(header, sd_lo, sd_hi);

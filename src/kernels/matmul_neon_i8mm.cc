@@ -81,8 +81,8 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   const int64_t scales_offset = w.cols;
   const int64_t sums_offset = w.cols + blocks * 4;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = group + BlocksOffset(kQ4K, w.cols) +
-                           b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
+    const uint8_t* block =
+        group + BlocksOffset(kQ4K, w.cols) + b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
     const uint8_t* q = block + 2 * kPackRows;
     // s[p][r]: tokens 2p, 2p + 1 by weight rows 2r, 2r + 1, as [t0 r0, t0 r1, t1 r0, t1 r1].
     int32x4_t s[P][4];

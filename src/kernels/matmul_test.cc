@@ -315,7 +315,8 @@ TEST(MatMulTest, BlockFormatsMatchScalarOnEveryTokenCount) {
   const std::vector<std::pair<int64_t, int64_t>> n_ranges = {
       {0, 45}, {3, 29}, {8, 16}, {13, 14}, {40, 45}};
   for (const KernelSet* set : SimdSets()) {
-    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8}) {
+    for (PackedFormat format :
+         {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8}) {
       const Case c{format, SourceFor(format), 12, 45, format == PackedFormat::kQ4_Kx8 ? 256 : 128};
       const Problem p = MakeProblem(c, ScalarKernels(), 31);
       const std::vector<float> base = RandomFloats(32, c.m * c.n);

@@ -15,8 +15,8 @@ namespace {
 
 constexpr int64_t kQ8GroupBlockBytes = kPackRows * 2 + kPackRows * kQK;      // 272
 constexpr int64_t kQ4GroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;  // 144
-constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;                       // 32
-constexpr int64_t kQ4KGroupBlockBytes = kPackRows * 2 + kPackRows * kQK / 2;   // 144
+// Q4_Kx8's blocks are kQ4GroupBlockBytes too (their 16-byte header holds scales and mins).
+constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;  // 32
 
 // Source rows are converted in slices of this many columns (a multiple of every block size),
 // through stack buffers: packing allocates nothing.
@@ -50,7 +50,7 @@ void PlaceQ4Block(const BlockQ4_0& block, int64_t row, uint8_t* group_block) {
 // then 8 half-float dmin), then K / 32 blocks of 144 bytes: 8 6-bit scales, 8 6-bit mins (a
 // byte each), 128 nibble bytes laid out as Q4_0x8's.
 int64_t Q4KBlockOffset(int64_t cols, int64_t b) {
-  return cols / kQK_K * kQ4KSuperHeaderBytes + b * kQ4KGroupBlockBytes;
+  return cols / kQK_K * kQ4KSuperHeaderBytes + b * kQ4GroupBlockBytes;
 }
 
 // Super-block `sb` of row `r` of a Q4_Kx8 group from one Q4_K block, bit for bit: the half
@@ -309,7 +309,7 @@ size_t PackedGroupBytes(PackedFormat format, int64_t cols) {
       return static_cast<size_t>(kI8x8HeaderBytes + cols * kPackRows);
     case PackedFormat::kQ4_Kx8:
       return static_cast<size_t>(cols / kQK_K * kQ4KSuperHeaderBytes +
-                                 cols / kQK * kQ4KGroupBlockBytes);
+                                 cols / kQK * kQ4GroupBlockBytes);
   }
   return 0;
 }
@@ -375,8 +375,8 @@ void UnpackRow(const PackedMatrix& m, int64_t row, float* dst) {
         const uint8_t* block = group + Q4KBlockOffset(m.cols, b);
         // As DequantizeRow: d * scale * q - dmin * min.
         const float d = F16ToF32(GetU16(header + 2 * r)) * static_cast<float>(block[r]);
-        const float min =
-            F16ToF32(GetU16(header + 2 * kPackRows + 2 * r)) * static_cast<float>(block[kPackRows + r]);
+        const float min = F16ToF32(GetU16(header + 2 * kPackRows + 2 * r)) *
+                          static_cast<float>(block[kPackRows + r]);
         const uint8_t* q = block + 2 * kPackRows;
         for (int j = 0; j < kQK / 2; ++j) {
           const uint8_t byte = q[(j / 4 * kPackRows + r) * 4 + j % 4];

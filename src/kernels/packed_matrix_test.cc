@@ -65,9 +65,9 @@ TEST(PackedMatrixTest, ExactFormatsRoundTrip) {
   };
   for (const Exact& e :
        {Exact{DType::kQ8_0, PackedFormat::kQ8_0x8}, Exact{DType::kQ4_0, PackedFormat::kQ4_0x8},
-        Exact{DType::kQ4_K, PackedFormat::kQ4_Kx8},
-        Exact{DType::kF16, PackedFormat::kF16x8}, Exact{DType::kF32, PackedFormat::kF32x8},
-        Exact{DType::kBF16, PackedFormat::kF32x8}, Exact{DType::kF16, PackedFormat::kF32x8}}) {
+        Exact{DType::kQ4_K, PackedFormat::kQ4_Kx8}, Exact{DType::kF16, PackedFormat::kF16x8},
+        Exact{DType::kF32, PackedFormat::kF32x8}, Exact{DType::kBF16, PackedFormat::kF32x8},
+        Exact{DType::kF16, PackedFormat::kF32x8}}) {
     for (int64_t rows : {1, 8, 13, 24}) {
       const int64_t cols = e.src == DType::kQ4_K ? 512 : 96;
       const std::vector<uint8_t> src = RandomMatrix(rows * 7 + 1, e.src, rows, cols);
