@@ -1,5 +1,6 @@
 // Matmul throughput on the real smollm2-135m shapes (hidden 576, kv 192, ffn 1536, vocab
-// 49152; those whose K suits the format) and three qwen3-0.6b ones, for each packed format and
+// 49152; those whose K suits the format) and three qwen3-0.6b ones (Q8_0, Q4_0, the K-quants),
+// for each packed format and
 // token count M, on all usable cores through the thread
 // pool (split over N in groups of 8 rows), plus one-thread runs.
 //
@@ -46,6 +47,8 @@ DType SourceType(PackedFormat format) {
       return DType::kQ4_0;
     case PackedFormat::kQ4_Kx8:  // Q4_K, regrouped
       return DType::kQ4_K;
+    case PackedFormat::kQ6_Kx8:  // Q6_K, regrouped
+      return DType::kQ6_K;
     case PackedFormat::kF16x8:
       return DType::kF16;
     case PackedFormat::kF32x8:
@@ -169,7 +172,7 @@ void BM_MatMul(benchmark::State& state) {
 void Shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
-  for (int format = 0; format < 6; ++format) {
+  for (int format = 0; format < 7; ++format) {
     for (const auto& [n, k] : shapes) {
       if (k % PackedColumnMultiple(static_cast<PackedFormat>(format)) != 0) continue;
       for (int64_t m : {1, 32, 128, 512}) {
@@ -178,17 +181,17 @@ void Shapes(benchmark::internal::Benchmark* b) {
       }
     }
   }
-  // The qwen3-0.6b shapes (hidden 1024, ffn 3072), whose K suits Q4_K's 256-column
-  // super-blocks, for Q8_0, Q4_0 and Q4_K.
-  for (int format : {0, 1, 5}) {
+  // The qwen3-0.6b shapes (hidden 1024, ffn 3072), whose K suits the K-quants' 256-column
+  // super-blocks, for Q8_0, Q4_0, Q4_K and Q6_K.
+  for (int format : {0, 1, 5, 6}) {
     for (const auto& [n, k] :
          std::vector<std::pair<int64_t, int64_t>>{{1024, 1024}, {3072, 1024}, {1024, 3072}}) {
       for (int64_t m : {1, 128, 512}) b->Args({format, m, n, k, 0});
     }
   }
   // One thread, for scaling.
-  for (int format = 0; format < 6; ++format) {
-    if (format == static_cast<int>(PackedFormat::kQ4_Kx8)) {
+  for (int format = 0; format < 7; ++format) {
+    if (PackedColumnMultiple(static_cast<PackedFormat>(format)) == 256) {
       b->Args({format, 512, 1024, 1024, 1});
       b->Args({format, 1, 3072, 1024, 1});
       continue;
@@ -249,6 +252,9 @@ BENCHMARK(BM_MatMulDecodeCold)
     ->Args({0, 3072, 1024})  // qwen3-0.6b's gate: Q8_0, Q4_0, Q4_K
     ->Args({1, 3072, 1024})
     ->Args({5, 3072, 1024})
+    ->Args({6, 3072, 1024})
+    ->Args({0, 151936, 1024})  // qwen3-0.6b's tied output matrix: Q8_0, Q6_K
+    ->Args({6, 151936, 1024})
     ->UseRealTime()
     ->MinTime(0.3);
 

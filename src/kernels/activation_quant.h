@@ -1,4 +1,5 @@
-// Quantized activation rows: the int8 left operand of the Q8_0x8 / Q4_0x8 matmuls.
+// Quantized activation rows: the int8 left operand of the block formats' matmuls (Q8_0x8,
+// Q4_0x8, Q4_Kx8, Q6_Kx8).
 //
 // A float row of K values (K a multiple of 32) becomes, in one contiguous byte row:
 //   [K int8 values q][K/32 float scales d][K/32 int32 block sums s]

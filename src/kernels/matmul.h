@@ -1,7 +1,7 @@
 // Matrix multiply of activations by a packed weight matrix: out[M x N] = X[M x K] * W^T.
 //
 // W is a PackedMatrix (packed_matrix.h). X comes in the form the format reads: int8
-// quantized rows (activation_quant.h) for Q8_0x8 / Q4_0x8, float rows for F16x8 / F32x8.
+// quantized rows (activation_quant.h) for the block formats, float rows for F16x8 / F32x8.
 // The kernel computes the block out[m_begin..m_end) x [n_begin..n_end); callers split N
 // (and, for long prompts, M) across threads with ThreadPool::ParallelFor. Ranges may start
 // and end anywhere; ranges aligned to kPackRows (8) are the fast ones, since each group of 8
@@ -26,7 +26,7 @@ namespace reprise::kernels {
 struct MatMulInput {
   const float* f32 = nullptr;   // row m at f32 + m * f32_stride; for kF16x8 / kF32x8
   int64_t f32_stride = 0;       // floats
-  const uint8_t* q8 = nullptr;  // row m at q8 + m * q8_stride; for kQ8_0x8 / kQ4_0x8, and
+  const uint8_t* q8 = nullptr;  // row m at q8 + m * q8_stride; for the block formats, and
   int64_t q8_stride = 0;        // bytes, >= QuantizedRowBytes(K) (kI8x8: >= K)
   // kI8x8: the rows at q8 are K int8 values q with x ~= static_scale * q (one per-tensor
   // scale, StaticQuantizeRowFn); out = static_scale * d_row * (int32 sum of q * w).

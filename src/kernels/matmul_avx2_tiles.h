@@ -22,10 +22,15 @@
 //    overflow and reach int32 with one madd per block. The +8 is removed with the
 //    activation block sum: sum((nib - 8) * a) = sum(nib * a) - 8 * sum(a).
 //  - Q4_Kx8: the same nibble products; its min enters in float, as - min * d_a * sum(a).
+//  - Q6_Kx8: w = q - 32 in [-32, 31], signed, so maddubs(|w|, sign(a, w)); a pair is at most
+//    2 * 32 * 127, so the 4 chunks of a 16-column half add up in int16, and the madd that
+//    widens them multiplies by the half's int8 scale on the way (madd with the scales instead
+//    of ones): sum over the block of scale * w * a, exact in int32, in two madds per block.
 // With VNNI, _mm256_dpbusd_avx_epi32 does the unsigned-by-signed products of 4 bytes and
 // their sum into int32 in one instruction: for Q4_0 with the same operands; for Q8_0 the
 // weights become unsigned by a +128 bias, removed with the activations' block sums (see
-// TileQ8). The int32 block sums are the same exact integers either way.
+// TileQ8); for Q6_Kx8 the halves' int32 sums are multiplied by their scales with vpmulld.
+// The int32 block sums are the same exact integers either way.
 // Per block, the exact int32 sum becomes float and is added with one FMA scaled by
 // d_weight * d_activation: the same operations, in the same order, as the scalar reference.
 #pragma once
@@ -174,6 +179,61 @@ inline void UnpackQ4Group(const uint8_t* group, int64_t k, uint8_t* dst) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * 64 + 32),
                           _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask));
     }
+  }
+}
+
+// Q6_Kx8 (packed_matrix.h): the signed weights w = q - 32 of half h (columns 16h + 4p..) of
+// nibble byte pair p of a block, 8 rows x 4 columns.
+inline __m256i Q6KWeights(const uint8_t* block, int p, int h) {
+  const __m256i raw =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQ6LowOffset + p * 32));
+  const __m256i top_bits =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQ6HighOffset + p / 2 * 32));
+  // Column 16h + 4p + i's top bits are at bit 4 (p % 2) + 2h of its byte; move them to 4-5.
+  const int shift = 4 * (p % 2) + 2 * h;
+  const __m256i top =
+      shift <= 4 ? _mm256_slli_epi16(top_bits, 4 - shift) : _mm256_srli_epi16(top_bits, shift - 4);
+  const __m256i low = h == 0 ? raw : _mm256_srli_epi16(raw, 4);
+  const __m256i q = _mm256_or_si256(_mm256_and_si256(low, _mm256_set1_epi8(0x0f)),
+                                    _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
+  return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
+}
+
+// The int8 scales of half h of a Q6_Kx8 block for the 8 rows: as int32 lanes for vpmulld
+// (kVnni), else each in both int16 halves of its lane, for madd.
+template <bool kVnni>
+inline __m256i Q6KScales(const uint8_t* block, int h) {
+  const __m256i s32 = _mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + h * kPackRows)));
+  if constexpr (kVnni) return s32;
+  return _mm256_or_si256(_mm256_and_si256(s32, _mm256_set1_epi32(0xffff)),
+                         _mm256_slli_epi32(s32, 16));
+}
+
+// The 8 rows' d of block b of a Q6_Kx8 group.
+inline __m256 Q6KBlockD(const uint8_t* group, int64_t b) {
+  return _mm256_cvtph_ps(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + b / 8 * kQ6SuperHeaderBytes)));
+}
+
+// One Q6_Kx8 block prepared for tiles of several tokens (UnpackQ6Group): the 8 weight vectors
+// of Q6KWeights as [h][p], the two scale vectors of Q6KScales, the 8 rows' float d.
+constexpr int64_t kQ6PreparedBlockBytes = 8 * 32 + 2 * 32 + 32;
+
+template <bool kVnni>
+inline void UnpackQ6Group(const uint8_t* group, int64_t k, uint8_t* dst) {
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    const uint8_t* block = group + Q6BlockOffset(k, b);
+    uint8_t* out = dst + b * kQ6PreparedBlockBytes;
+    for (int h = 0; h < 2; ++h) {
+      for (int p = 0; p < 4; ++p) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (h * 4 + p) * 32),
+                            Q6KWeights(block, p, h));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 256 + h * 32),
+                          Q6KScales<kVnni>(block, h));
+    }
+    _mm256_storeu_ps(reinterpret_cast<float*>(out + 320), Q6KBlockD(group, b));
   }
 }
 
@@ -405,6 +465,86 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
   }
 }
 
+// Q6_Kx8: per block and half, the products of the half's 4 chunks, then the half's sum times
+// its row scales (madd / vpmulld), the two halves added in int32, one FMA by d * d_a. Tiles of
+// several tokens read the weights the driver prepared (UnpackQ6Group); one token unpacks them.
+// The halves run one after the other so that a tile of 4 tokens holds 4 running sums, not 8.
+template <bool kVnni, int T>
+REPRISE_ALWAYS_INLINE void TileQ6K(const TileOperands& op, const TileTarget& target) {
+  __m256 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  const int64_t num_blocks = op.k / kQK;
+  const int64_t scales_offset = op.k;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const uint8_t* block = op.groups + Q6BlockOffset(op.k, b);
+    const uint8_t* prepared = nullptr;
+    if constexpr (T > 1) prepared = op.prepared + b * kQ6PreparedBlockBytes;
+    if constexpr (T == 1) {
+      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 128), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 192), _MM_HINT_T0);
+    }
+    __m256i isum[T];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m256i sum[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        __m256i w;
+        if constexpr (T > 1) {
+          w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared + (h * 4 + p) * 32));
+        } else {
+          w = Q6KWeights(block, p, h);
+        }
+        const __m256i abs_w = _mm256_abs_epi8(w);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const int8_t* a = reinterpret_cast<const int8_t*>(op.rows + t * op.row_stride) + b * kQK;
+          const __m256i signed_a = _mm256_sign_epi8(Broadcast4Bytes(a + 16 * h + 4 * p), w);
+          if constexpr (kVnni) {  // int32 sums
+            sum[t] = DpBusd(sum[t], abs_w, signed_a);
+          } else {
+            sum[t] = _mm256_add_epi16(sum[t], _mm256_maddubs_epi16(abs_w, signed_a));
+            KeepInRegister(sum[t]);
+          }
+        }
+      }
+      __m256i scales;
+      if constexpr (T > 1) {
+        scales = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared + 256 + h * 32));
+      } else {
+        scales = Q6KScales<kVnni>(block, h);
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m256i scaled =
+            kVnni ? _mm256_mullo_epi32(sum[t], scales) : _mm256_madd_epi16(sum[t], scales);
+        isum[t] = h == 0 ? scaled : _mm256_add_epi32(isum[t], scaled);
+      }
+    }
+    __m256 dw;
+    if constexpr (T > 1) {
+      dw = _mm256_loadu_ps(reinterpret_cast<const float*>(prepared + 320));
+    } else {
+      dw = Q6KBlockD(op.groups, b);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256 da =
+          _mm256_set1_ps(LoadFloat(op.rows + t * op.row_stride + scales_offset + 4 * b));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dw, da), acc[t]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    StoreGroup(acc[t], *target.out, target.m + t, target.group, target.n_begin, target.n_end);
+  }
+}
+
 // kI8x8 (the NPU-style path): one int32 accumulator per token and group over the whole row,
 // the same chunk products as TileQ8; with VNNI the +128 bias of the activations is removed at
 // the end with the rows' int32 sums from the group header. Then one float product per output.
@@ -549,13 +689,48 @@ REPRISE_ALWAYS_INLINE void TileF16(const TileOperands& op, const TileTarget& tar
   }
 }
 
-// kQ8Vnni / kQ4Vnni / kQ4KVnni: the block formats with vpdpbusd (only in a TU built with
-// -mavxvnni); kQ4K: kQ4_Kx8.
-enum class Kind { kQ8, kQ4, kQ4K, kQ8Vnni, kQ4Vnni, kQ4KVnni, kI8, kI8Vnni, kF32, kF16 };
+// kQ8Vnni / kQ4Vnni / kQ4KVnni / kQ6KVnni: the block formats with vpdpbusd (only in a TU built
+// with -mavxvnni); kQ4K: kQ4_Kx8; kQ6K: kQ6_Kx8.
+enum class Kind {
+  kQ8,
+  kQ4,
+  kQ4K,
+  kQ6K,
+  kQ8Vnni,
+  kQ4Vnni,
+  kQ4KVnni,
+  kQ6KVnni,
+  kI8,
+  kI8Vnni,
+  kF32,
+  kF16
+};
 
 // The kinds whose tiles read split nibbles (UnpackQ4Group) and are one group wide.
 constexpr bool IsNibbleKind(Kind kind) {
   return kind == Kind::kQ4 || kind == Kind::kQ4Vnni || kind == Kind::kQ4K || kind == Kind::kQ4KVnni;
+}
+
+constexpr bool IsQ6KKind(Kind kind) { return kind == Kind::kQ6K || kind == Kind::kQ6KVnni; }
+
+// The kinds whose tiles of 2+ tokens read weights the driver prepared per group and M chunk.
+constexpr bool IsPreparedKind(Kind kind) { return IsNibbleKind(kind) || IsQ6KKind(kind); }
+
+// Bytes the driver prepares per group of K columns for kind `kind`.
+template <Kind kKind>
+constexpr int64_t PreparedGroupBytes(int64_t k) {
+  if constexpr (IsQ6KKind(kKind)) return k / kQK * kQ6PreparedBlockBytes;
+  return UnpackedQ4GroupBytes < kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni > (k);
+}
+
+// Prepares one group for kind `kind`'s tiles of 2+ tokens (UnpackQ4Group / UnpackQ6Group).
+template <Kind kKind>
+inline void PrepareGroup(const uint8_t* group, int64_t k, uint8_t* dst) {
+  if constexpr (IsQ6KKind(kKind)) {
+    UnpackQ6Group<kKind == Kind::kQ6KVnni>(group, k, dst);
+  } else {
+    UnpackQ4Group<kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni>(group, k, dst);
+  }
 }
 
 constexpr bool IsBlockKind(Kind kind) { return kind != Kind::kF32 && kind != Kind::kF16; }
@@ -569,6 +744,9 @@ __attribute__((noinline)) void RunTile(const TileOperands& op, const MatMulOutpu
   } else if constexpr (IsNibbleKind(kKind)) {
     TileQ4<kKind == Kind::kQ4Vnni || kKind == Kind::kQ4KVnni,
            kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni, T, G>(op, target);
+  } else if constexpr (IsQ6KKind(kKind)) {
+    static_assert(G == 1, "the Q6_Kx8 tiles are one group wide");
+    TileQ6K<kKind == Kind::kQ6KVnni, T>(op, target);
   } else if constexpr (kKind == Kind::kI8 || kKind == Kind::kI8Vnni) {
     TileI8<kKind == Kind::kI8Vnni, T, G>(op, target);
   } else if constexpr (kKind == Kind::kF32) {
@@ -626,13 +804,12 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
   const int64_t chunk =
       std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                             kMaxTileTokens * kMaxTileTokens);
-  // Q4_0 / Q4_Kx8 with 2+ tokens: this thread's buffer of one group's split nibbles.
-  static thread_local std::vector<uint8_t> nibbles;
-  if constexpr (IsNibbleKind(kKind)) {
-    if (m_end - m_begin > 1) {
-      nibbles.resize(static_cast<size_t>(UnpackedQ4GroupBytes < kKind == Kind::kQ4K ||
-                                         kKind == Kind::kQ4KVnni > (w.cols)));
-    }
+  // Q4_0 / Q4_Kx8 / Q6_Kx8 with 2+ tokens: this thread's buffer of one group's prepared
+  // weights (split nibbles, unpacked 6-bit values).
+  static thread_local std::vector<uint8_t> prepared;
+  if constexpr (IsPreparedKind(kKind)) {
+    if (m_end - m_begin > 1)
+      prepared.resize(static_cast<size_t>(PreparedGroupBytes<kKind>(w.cols)));
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);
@@ -650,11 +827,10 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
     for (; group < group_end; group += G) {
       const int64_t num_groups = std::min<int64_t>(G, group_end - group);
       op.groups = w.data + group * op.group_bytes;
-      if constexpr (IsNibbleKind(kKind)) {
-        static_assert(G == 1, "the 4-bit tiles are one group wide");
-        UnpackQ4Group<kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni>(op.groups, w.cols,
-                                                                      nibbles.data());
-        op.prepared = nibbles.data();
+      if constexpr (IsPreparedKind(kKind)) {
+        static_assert(G == 1, "the 4- and 6-bit tiles are one group wide");
+        PrepareGroup<kKind>(op.groups, w.cols, prepared.data());
+        op.prepared = prepared.data();
       }
       for (int64_t m = m0; m < m1; m += kMaxTileTokens) {
         op.rows = rows + m * row_stride;
@@ -692,6 +868,10 @@ void MatMulAvx2(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput&
       break;
     case PackedFormat::kQ4_Kx8:
       MatMulKind<kVnni ? Kind::kQ4KVnni : Kind::kQ4K, 1>(
+          w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
+      break;
+    case PackedFormat::kQ6_Kx8:
+      MatMulKind<kVnni ? Kind::kQ6KVnni : Kind::kQ6K, 1>(
           w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
       break;
     case PackedFormat::kI8x8:

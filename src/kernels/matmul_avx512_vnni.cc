@@ -1,5 +1,5 @@
-// AVX-512 VNNI matmul kernels for the block formats (Q8_0x8, Q4_0x8) and the NPU-style
-// per-row int8 format (kI8x8), and Q4_Kx8, over the packed layouts of packed_matrix.h; the
+// AVX-512 VNNI matmul kernels for the block formats (Q8_0x8, Q4_0x8, Q4_Kx8, Q6_Kx8) and the
+// NPU-style per-row int8 format (kI8x8), over the packed layouts of packed_matrix.h; the
 // float formats go to the AVX2 kernels.
 //
 // One zmm register holds the outputs of two neighbouring groups (lanes 0-7: the 8 rows of
@@ -19,6 +19,11 @@
 //    one; the +8 is removed with the activation block sum, as in the AVX2 kernel.
 //  - Q4_Kx8 (value d * nibble - min): the same nibble products; min enters in float, as a
 //    second FMA per block of - min * d_a * sum(a), d and min prepared per M chunk.
+//  - Q6_Kx8 (value d * scale_h * w, w = q - 32 signed, a scale per 16-column half h): here
+//    the activations are made unsigned (a + 128: one xor per token and chunk, shared by the
+//    tile's group pairs), so per half sum((a + 128) w) = sum(a w) + 128 sum(w); the halves'
+//    sums are multiplied by their scales (vpmulld) and 128 * (scale_0 sum_0(w) + scale_1
+//    sum_1(w)), prepared per block with the unpacked weights, is subtracted.
 // Both give the exact int32 block dot product; it becomes float and is added with one FMA
 // scaled by d_weight * d_activation, as in the scalar reference.
 
@@ -68,6 +73,37 @@ void PrepareQ4KPairScales(const uint8_t* a, int64_t group_bytes, int64_t k, uint
       Q4KBlockScales(group, group + blocks_offset + b * kQ4GroupBlockBytes, b, d, min);
       _mm256_storeu_ps(out + 8 * g, d);
       _mm256_storeu_ps(out + 16 + 8 * g, min);
+    }
+  }
+}
+
+// Q6_Kx8 prepared once per M chunk, per block of a group pair: the weights w = q - 32 as 8
+// register images ([h][chunk]), the two halves' int32 scales, the int32 correction 128 *
+// (scale_0 sum_0(w) + scale_1 sum_1(w)) of each row, and the rows' float d.
+constexpr int64_t kQ6PairBlockBytes = 8 * 64 + 2 * 64 + 64 + 64;
+
+void PrepareQ6KPair(const uint8_t* a, int64_t group_bytes, int64_t k, uint8_t* dst) {
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    uint8_t* out = dst + b * kQ6PairBlockBytes;
+    for (int g = 0; g < 2; ++g) {
+      const uint8_t* group = a + g * group_bytes;
+      const uint8_t* block = group + Q6BlockOffset(k, b);
+      __m256i correction = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {
+        __m256i weight_sum = _mm256_setzero_si256();  // sum_h(w) of each row
+        for (int q = 0; q < 4; ++q) {
+          const __m256i w = Q6KWeights(block, q, h);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (h * 4 + q) * 64 + 32 * g), w);
+          weight_sum = DpBusd(weight_sum, ones, w);
+        }
+        const __m256i scales = Q6KScales<true>(block, h);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 512 + h * 64 + 32 * g), scales);
+        correction = _mm256_add_epi32(correction, _mm256_mullo_epi32(weight_sum, scales));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 640 + 32 * g),
+                          _mm256_slli_epi32(correction, 7));
+      _mm256_storeu_ps(reinterpret_cast<float*>(out + 704 + 32 * g), Q6KBlockD(group, b));
     }
   }
 }
@@ -250,6 +286,74 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
+// Q6_Kx8 from the weights the driver prepared (PrepareQ6KPair): per block and half, the
+// chunks' products with the biased activations, times the half's scales; the bias's share
+// subtracted once per block; one FMA by d * d_a.
+template <int T, int P>
+REPRISE_ALWAYS_INLINE void PairTileQ6K(const TileOperands& op, const TileTarget& target) {
+  __m512 acc[T][P];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) acc[t][p] = _mm512_setzero_ps();
+  }
+  const int64_t num_blocks = op.k / kQK;
+  const int64_t scales_offset = op.k;
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const uint8_t* prepared[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+      prepared[p] = op.prepared + (p * num_blocks + b) * kQ6PairBlockBytes;
+    __m512i isum[T][P];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m512i sum[T][P];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) sum[t][p] = _mm512_setzero_si512();
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        __m512i w[P];
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) w[p] = _mm512_loadu_si512(prepared[p] + (h * 4 + q) * 64);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const uint8_t* a = op.rows + t * op.row_stride + b * kQK;
+          const __m512i biased_a =
+              _mm512_xor_si512(_mm512_set1_epi32(LoadInt(a + 16 * h + 4 * q)), bias);
+#pragma GCC unroll 4
+          for (int p = 0; p < P; ++p) sum[t][p] = _mm512_dpbusd_epi32(sum[t][p], biased_a, w[p]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        const __m512i scales = _mm512_loadu_si512(prepared[p] + 512 + h * 64);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m512i scaled = _mm512_mullo_epi32(sum[t][p], scales);
+          isum[t][p] = h == 0 ? scaled : _mm512_add_epi32(isum[t][p], scaled);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const __m512i correction = _mm512_loadu_si512(prepared[p] + 640);
+      const __m512 dw = _mm512_loadu_ps(prepared[p] + 704);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m512 da =
+            _mm512_set1_ps(LoadFloat(op.rows + t * op.row_stride + scales_offset + 4 * b));
+        const __m512i exact = _mm512_sub_epi32(isum[t][p], correction);
+        acc[t][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw, da), acc[t][p]);
+      }
+    }
+  }
+  StoreTile<T, P>(acc, target);
+}
+
 // kI8x8 (static per-tensor activations): one int32 accumulator per lane over the whole row,
 // the activations made unsigned by +128 as for Q8_0, the correction 128 * sum(w) taken from
 // the rows' sums in the group headers at the end; then one product by d_row * static_scale.
@@ -298,7 +402,7 @@ REPRISE_ALWAYS_INLINE void PairTileI8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-enum class PairKind { kQ8, kQ4, kQ4K, kI8 };
+enum class PairKind { kQ8, kQ4, kQ4K, kQ6K, kI8 };
 
 template <PairKind kKind, int T, int P>
 __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulOutput& out,
@@ -309,6 +413,8 @@ __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulO
     PairTileQ8<T, P>(op, target);
   } else if constexpr (kKind == PairKind::kI8) {
     PairTileI8<T, P>(op, target);
+  } else if constexpr (kKind == PairKind::kQ6K) {
+    PairTileQ6K<T, P>(op, target);
   } else {
     PairTileQ4<kKind == PairKind::kQ4K, T, P>(op, target);
   }
@@ -351,11 +457,15 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
   static thread_local std::vector<uint8_t> prepared;
   const int64_t pair_bytes = w.cols / kQK * kQ8PairBlockBytes;
   const int64_t q4k_pair_bytes = w.cols / kQK * kQ4KPairScaleBytes;
+  const int64_t q6k_pair_bytes = w.cols / kQK * kQ6PairBlockBytes;
   if constexpr (kKind == PairKind::kQ8) {
     prepared.resize(static_cast<size_t>(kTilePairs * pair_bytes));
     op.prepared = prepared.data();
   } else if constexpr (kKind == PairKind::kQ4K) {
     prepared.resize(static_cast<size_t>(kTilePairs * q4k_pair_bytes));
+    op.prepared = prepared.data();
+  } else if constexpr (kKind == PairKind::kQ6K) {
+    prepared.resize(static_cast<size_t>(kTilePairs * q6k_pair_bytes));
     op.prepared = prepared.data();
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
@@ -374,6 +484,12 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
         for (int64_t p = 0; p < pairs; ++p) {
           PrepareQ4KPairScales(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
                                prepared.data() + p * q4k_pair_bytes);
+        }
+      } else if constexpr (kKind == PairKind::kQ6K) {
+        const int64_t pairs = whole ? kTilePairs : 1;
+        for (int64_t p = 0; p < pairs; ++p) {
+          PrepareQ6KPair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
+                         prepared.data() + p * q6k_pair_bytes);
         }
       }
       // The next groups' weights come from memory: spread prefetches of them (into L2) over
@@ -441,6 +557,9 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
                                  pairs_end, n_begin, n_end);
     } else if (w.format == PackedFormat::kQ4_Kx8) {
       MatMulPairs<PairKind::kQ4K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
+                                  pairs_end, n_begin, n_end);
+    } else if (w.format == PackedFormat::kQ6_Kx8) {
+      MatMulPairs<PairKind::kQ6K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
                                   pairs_end, n_begin, n_end);
     } else {
       MatMulPairs<PairKind::kQ4>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,

@@ -9,8 +9,10 @@
 // (vdotq_laneq_s32) multiplies it with that chunk of the activations held in one lane: two
 // loads and two sdots per chunk give the 8 rows' int32 sums, with no shuffles. Q4_0's bytes
 // hold chunk p in their low nibbles and chunk p + 4 in their high ones, as do Q4_Kx8's (whose
-// mins enter in float, as - min * d_a * sum(a)). Up to 4 tokens share each weight load (a
-// tile of 4 x 8 outputs).
+// mins enter in float, as - min * d_a * sum(a)). Q6_Kx8's 6-bit values are put together from
+// the same nibbles and their top bits, minus 32, and multiplied signed by signed with sdot as
+// they are; each 16-column half's int32 sums are multiplied by the half's scales. Up to 4
+// tokens share each weight load (a tile of 4 x 8 outputs).
 //
 // The float operations are those of the scalar reference, in the same order (an exact int32
 // dot per block, then acc = fma(dot, d_w * d_a, acc); float weights one fma per column), so
@@ -19,6 +21,7 @@
 #include <arm_neon.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/activation_quant.h"
@@ -131,6 +134,95 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   }
 }
 
+// Q6_Kx8 (packed_matrix.h): w = q - 32 of the 4 rows at `low` / `top` (16 bytes each: rows'
+// 4 columns), half h of nibble byte pair p.
+template <int P, int H>
+inline int8x16_t Q6Weights(const uint8_t* low, const uint8_t* top) {
+  constexpr int kShift = 4 * (P % 2) + 2 * H;  // where the column's top bits are
+  const uint8x16_t top_bits = vld1q_u8(top);
+  uint8x16_t high;
+  if constexpr (kShift <= 4) {
+    high = vshlq_n_u8(top_bits, 4 - kShift);
+  } else {
+    high = vshrq_n_u8(top_bits, kShift - 4);
+  }
+  const uint8x16_t raw = vld1q_u8(low);
+  const uint8x16_t nibble = H == 0 ? vandq_u8(raw, vdupq_n_u8(0x0f)) : vshrq_n_u8(raw, 4);
+  const uint8x16_t q = vorrq_u8(nibble, vandq_u8(high, vdupq_n_u8(0x30)));
+  return vsubq_s8(vreinterpretq_s8_u8(q), vdupq_n_s8(32));
+}
+
+// One group of 8 rows of Q6_Kx8 against T tokens: per block and half, sdot of the signed
+// 6-bit values, times the half's int8 scales in int32, then one FMA by d * d_a.
+template <int T>
+void Q6Group(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t m,
+             const MatMulOutput& out, int64_t n_begin, int64_t n_end) {
+  const uint8_t* group = w.group(g);
+  const int64_t blocks = w.cols / kQK;
+  float32x4_t acc_lo[T], acc_hi[T];
+  const uint8_t* a_row[T];
+  for (int t = 0; t < T; ++t) {
+    acc_lo[t] = vdupq_n_f32(0.0f);
+    acc_hi[t] = vdupq_n_f32(0.0f);
+    a_row[t] = x.q8 + (m + t) * x.q8_stride;
+  }
+  const int64_t scales_offset = w.cols;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = group + Q6BlockOffset(w.cols, b);
+    const uint8_t* low = block + kQ6LowOffset;
+    const uint8_t* top = block + kQ6HighOffset;
+    int32x4_t i_lo[T], i_hi[T];
+    for (int t = 0; t < T; ++t) {
+      i_lo[t] = vdupq_n_s32(0);
+      i_hi[t] = vdupq_n_s32(0);
+    }
+    auto half = [&](auto h_constant) __attribute__((always_inline)) {
+      constexpr int kH = decltype(h_constant)::value;
+      int32x4_t s_lo[T], s_hi[T];
+      int8x16_t a[T];
+      for (int t = 0; t < T; ++t) {
+        s_lo[t] = vdupq_n_s32(0);
+        s_hi[t] = vdupq_n_s32(0);
+        a[t] = vld1q_s8(reinterpret_cast<const int8_t*>(a_row[t]) + b * kQK + 16 * kH);
+      }
+#define REPRISE_Q6_PAIR(p)                                                               \
+  {                                                                                      \
+    const int8x16_t w0 = Q6Weights<(p), kH>(low + (p)*32, top + (p) / 2 * 32);           \
+    const int8x16_t w1 = Q6Weights<(p), kH>(low + (p)*32 + 16, top + (p) / 2 * 32 + 16); \
+    for (int t = 0; t < T; ++t) {                                                        \
+      s_lo[t] = vdotq_laneq_s32(s_lo[t], w0, a[t], (p));                                 \
+      s_hi[t] = vdotq_laneq_s32(s_hi[t], w1, a[t], (p));                                 \
+    }                                                                                    \
+  }
+      REPRISE_Q6_PAIR(0)
+      REPRISE_Q6_PAIR(1)
+      REPRISE_Q6_PAIR(2)
+      REPRISE_Q6_PAIR(3)
+#undef REPRISE_Q6_PAIR
+      const int16x8_t scales = vmovl_s8(vld1_s8(reinterpret_cast<const int8_t*>(block) + 8 * kH));
+      const int32x4_t sc_lo = vmovl_s16(vget_low_s16(scales));
+      const int32x4_t sc_hi = vmovl_s16(vget_high_s16(scales));
+      for (int t = 0; t < T; ++t) {
+        i_lo[t] = vmlaq_s32(i_lo[t], s_lo[t], sc_lo);
+        i_hi[t] = vmlaq_s32(i_hi[t], s_hi[t], sc_hi);
+      }
+    };
+    half(std::integral_constant<int, 0>());
+    half(std::integral_constant<int, 1>());
+    float32x4_t d_lo, d_hi;
+    LoadScales(group + b / 8 * kQ6SuperHeaderBytes, d_lo, d_hi);
+    for (int t = 0; t < T; ++t) {
+      float d_a;
+      std::memcpy(&d_a, a_row[t] + scales_offset + 4 * b, sizeof(d_a));
+      acc_lo[t] = vfmaq_f32(acc_lo[t], vcvtq_f32_s32(i_lo[t]), vmulq_n_f32(d_lo, d_a));
+      acc_hi[t] = vfmaq_f32(acc_hi[t], vcvtq_f32_s32(i_hi[t]), vmulq_n_f32(d_hi, d_a));
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    Store(acc_lo[t], acc_hi[t], out.data + (m + t) * out.stride, g, n_begin, n_end, out.accumulate);
+  }
+}
+
 // One group of 8 rows of float weights (F32 or F16) against one token.
 template <bool kF16>
 void FloatGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t m,
@@ -184,6 +276,13 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
       return;
     case PackedFormat::kQ4_Kx8:
       BlockMatMul<true, true>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
+      return;
+    case PackedFormat::kQ6_Kx8:
+      for (int64_t g = g_begin; g < g_end; ++g) {
+        int64_t m = m_begin;
+        for (; m + kTile <= m_end; m += kTile) Q6Group<kTile>(w, g, x, m, out, n_begin, n_end);
+        for (; m < m_end; ++m) Q6Group<1>(w, g, x, m, out, n_begin, n_end);
+      }
       return;
     case PackedFormat::kI8x8:  // the NPU-style path: the portable kernel
       scalar::MatMul(w, x, out, m_begin, m_end, n_begin, n_end);

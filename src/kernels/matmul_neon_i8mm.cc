@@ -184,7 +184,9 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
   REPRISE_DCHECK(0 <= m_begin && m_begin <= m_end);
   REPRISE_DCHECK(0 <= n_begin && n_begin <= n_end && n_end <= w.rows);
   const int64_t m_pairs_end = m_begin + (m_end - m_begin) / 2 * 2;
-  if (!UsesQuantizedActivations(w.format) || m_pairs_end == m_begin || n_begin == n_end) {
+  // Q6_Kx8 (6-bit values in two parts, a scale per 16 columns): the DotProd kernel.
+  if (!UsesQuantizedActivations(w.format) || w.format == PackedFormat::kQ6_Kx8 ||
+      m_pairs_end == m_begin || n_begin == n_end) {
     neon::MatMul(w, x, out, m_begin, m_end, n_begin, n_end);
     return;
   }

@@ -93,6 +93,36 @@ float DotQ4K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   return acc;
 }
 
+// kQ6_Kx8: a value is d * scale_h * (q - 32) with an int8 scale per 16 columns, so per block
+// isum = scale_0 * sum_0((q - 32) a) + scale_1 * sum_1((q - 32) a), exact in int32 (and in a
+// float: |isum| <= 2 * 128 * 16 * 32 * 127 < 2^24), scaled by d * d_a with one FMA.
+float DotQ6K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < w.cols / kQK; ++b) {
+    const uint8_t* block = group + Q6BlockOffset(w.cols, b);
+    const uint8_t* high = block + kQ6HighOffset;
+    const int8_t* qa = a.q + b * kQK;
+    int32_t half_sum[2] = {0, 0};
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t low = block[kQ6LowOffset + (p * kPackRows + r) * 4 + i];
+        const uint8_t top = high[32 * (p / 2) + 4 * r + i] >> (4 * (p % 2));
+        const int q0 = (low & 0xf) | (top & 3) << 4;
+        const int q1 = (low >> 4) | (top >> 2 & 3) << 4;
+        half_sum[0] += (q0 - 32) * qa[4 * p + i];
+        half_sum[1] += (q1 - 32) * qa[16 + 4 * p + i];
+      }
+    }
+    const int32_t isum = static_cast<int8_t>(block[r]) * half_sum[0] +
+                         static_cast<int8_t>(block[kPackRows + r]) * half_sum[1];
+    const float d = HalfAt(group + b / 8 * kQ6SuperHeaderBytes, r);
+    acc = std::fma(static_cast<float>(isum), d * a.scale(b), acc);
+  }
+  return acc;
+}
+
 // kI8x8: the whole row in int32, then one rescale.
 float DotI8(const PackedMatrix& w, int64_t n, const int8_t* a, float static_scale) {
   const uint8_t* group = w.group(n / kPackRows);
@@ -146,6 +176,9 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
           break;
         case PackedFormat::kQ4_Kx8:
           value = DotQ4K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+          break;
+        case PackedFormat::kQ6_Kx8:
+          value = DotQ6K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
         case PackedFormat::kF16x8:
           value = DotF16(w, n, x.f32 + m * x.f32_stride);

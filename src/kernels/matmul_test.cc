@@ -178,6 +178,8 @@ DType SourceFor(PackedFormat format) {
       return DType::kQ4_0;
     case PackedFormat::kQ4_Kx8:
       return DType::kQ4_K;
+    case PackedFormat::kQ6_Kx8:
+      return DType::kQ6_K;
     case PackedFormat::kF16x8:
       return DType::kF16;
     case PackedFormat::kF32x8:
@@ -200,8 +202,8 @@ std::vector<Case> Cases() {
     cases.push_back({PackedFormat::kF16x8, DType::kF16, s[0], s[1], s[2]});
     cases.push_back({PackedFormat::kF32x8, DType::kF32, s[0], s[1], s[2]});
   }
-  // Q4_K into Q4_Kx8 (K a multiple of its 256-value super-blocks), and other sources through
-  // Q4_K's quantizer.
+  // Q4_K into Q4_Kx8 and Q6_K into Q6_Kx8 (K a multiple of their 256-value super-blocks), and
+  // other sources through those types' quantizers.
   for (const auto& s : std::vector<std::vector<int64_t>>{{5, 21, 512},
                                                          {1, 13, 256},
                                                          {9, 96, 768},
@@ -211,11 +213,13 @@ std::vector<Case> Cases() {
                                                          {4, 16, 1536},
                                                          {2, 1, 256}}) {
     cases.push_back({PackedFormat::kQ4_Kx8, DType::kQ4_K, s[0], s[1], s[2]});
+    cases.push_back({PackedFormat::kQ6_Kx8, DType::kQ6_K, s[0], s[1], s[2]});
   }
   // Repacked sources, and float formats with K not a multiple of 32.
   cases.push_back({PackedFormat::kQ8_0x8, DType::kQ4_K, 5, 21, 512});
   cases.push_back({PackedFormat::kQ4_Kx8, DType::kF16, 6, 19, 512});
   cases.push_back({PackedFormat::kQ8_0x8, DType::kQ6_K, 3, 16, 256});
+  cases.push_back({PackedFormat::kQ6_Kx8, DType::kF32, 3, 27, 768});
   cases.push_back({PackedFormat::kQ8_0x8, DType::kF16, 6, 19, 160});
   cases.push_back({PackedFormat::kF32x8, DType::kBF16, 3, 9, 64});
   cases.push_back({PackedFormat::kF16x8, DType::kF16, 2, 11, 7});
@@ -264,9 +268,11 @@ TEST(MatMulTest, RangeSplitsGiveIdenticalResults) {
   std::vector<const KernelSet*> sets = SimdSets();
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
-    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                                PackedFormat::kF16x8, PackedFormat::kF32x8, PackedFormat::kI8x8}) {
-      const Case c{format, SourceFor(format), 11, 45, format == PackedFormat::kQ4_Kx8 ? 256 : 96};
+    for (PackedFormat format :
+         {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
+          PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kF32x8, PackedFormat::kI8x8}) {
+      const Case c{format, SourceFor(format), 11, 45,
+                   PackedColumnMultiple(format) == 256 ? 256 : 96};
       const Problem p = MakeProblem(c, *set, 77);
       const std::vector<float> whole = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
       const std::vector<float> split =
@@ -293,8 +299,9 @@ TEST(MatMulTest, AccumulateAddsToTheOutput) {
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
     for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                                PackedFormat::kF16x8, PackedFormat::kI8x8}) {
-      const Case c{format, SourceFor(format), 6, 21, format == PackedFormat::kQ4_Kx8 ? 256 : 64};
+                                PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
+      const Case c{format, SourceFor(format), 6, 21,
+                   PackedColumnMultiple(format) == 256 ? 256 : 64};
       const Problem p = MakeProblem(c, *set, 9);
       const std::vector<float> plain = RunMatMul(*set, p, c.n, {{0, c.m}}, {{0, c.n}});
       const std::vector<float> base = RandomFloats(10, c.m * c.n);
@@ -315,9 +322,10 @@ TEST(MatMulTest, BlockFormatsMatchScalarOnEveryTokenCount) {
   const std::vector<std::pair<int64_t, int64_t>> n_ranges = {
       {0, 45}, {3, 29}, {8, 16}, {13, 14}, {40, 45}};
   for (const KernelSet* set : SimdSets()) {
-    for (PackedFormat format :
-         {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8}) {
-      const Case c{format, SourceFor(format), 12, 45, format == PackedFormat::kQ4_Kx8 ? 256 : 128};
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
+                                PackedFormat::kQ6_Kx8}) {
+      const Case c{format, SourceFor(format), 12, 45,
+                   PackedColumnMultiple(format) == 256 ? 256 : 128};
       const Problem p = MakeProblem(c, ScalarKernels(), 31);
       const std::vector<float> base = RandomFloats(32, c.m * c.n);
       for (int64_t m_begin : {0, 1, 3}) {
@@ -349,8 +357,9 @@ TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
   ASSERT_TRUE(pool.ok());
   const KernelSet& set = BestKernels();
   for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                              PackedFormat::kF16x8, PackedFormat::kI8x8}) {
-    const Case c{format, SourceFor(format), 37, 203, format == PackedFormat::kQ4_Kx8 ? 256 : 192};
+                              PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
+    const Case c{format, SourceFor(format), 37, 203,
+                 PackedColumnMultiple(format) == 256 ? 256 : 192};
     const Problem p = MakeProblem(c, set, 21);
     const std::vector<float> whole = RunMatMul(set, p, c.n, {{0, c.m}}, {{0, c.n}});
     std::vector<float> by_n(whole.size(), kSentinel);

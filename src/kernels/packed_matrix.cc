@@ -82,6 +82,53 @@ void PackQ4KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64
   }
 }
 
+// Super-block `sb` of row `r` of a Q6_Kx8 group from one Q6_K block, bit for bit: d, the int8
+// scales of the 16-column halves, each q's low nibble (placed as Q4_0x8's) and top two bits
+// (packed_matrix.h). Q6_K's element order: see quantize_k_dequant.cc.
+void PackQ6KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
+                       uint8_t* group) {
+  BlockQ6_K block;
+  std::memcpy(&block, src_block, sizeof(block));
+  PutU16(group + sb * kQ6SuperHeaderBytes + 2 * r, block.d);
+  uint8_t q[kQK_K];
+  for (int e = 0; e < kQK_K; ++e) {
+    const int h = e / 128, k = e % 128 / 32, l = e % 32;
+    const int low = (block.ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xf;
+    const int top = (block.qh[32 * h + l] >> (2 * k)) & 3;
+    q[e] = static_cast<uint8_t>(low | top << 4);
+  }
+  for (int s = 0; s < 8; ++s) {
+    uint8_t* out = group + Q6BlockOffset(cols, sb * 8 + s);
+    const uint8_t* bq = q + kQK * s;
+    out[r] = static_cast<uint8_t>(block.scales[2 * s]);
+    out[kPackRows + r] = static_cast<uint8_t>(block.scales[2 * s + 1]);
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < 4; ++i) {
+        out[kQ6LowOffset + (p * kPackRows + r) * 4 + i] =
+            static_cast<uint8_t>((bq[4 * p + i] & 0xf) | (bq[16 + 4 * p + i] & 0xf) << 4);
+      }
+    }
+    for (int v = 0; v < 2; ++v) {
+      for (int i = 0; i < 4; ++i) {
+        int byte = 0;
+        for (int j = 0; j < 2; ++j) {
+          for (int h = 0; h < 2; ++h)
+            byte |= (bq[16 * h + 4 * (2 * v + j) + i] >> 4) << (4 * j + 2 * h);
+        }
+        out[kQ6HighOffset + 32 * v + 4 * r + i] = static_cast<uint8_t>(byte);
+      }
+    }
+  }
+}
+
+// q (0..63) of column `j` (0..31) of row `r` in a Q6_Kx8 block.
+int Q6Value(const uint8_t* block, int64_t r, int j) {
+  const int h = j / 16, p = j % 16 / 4, i = j % 4;
+  const int low = (block[kQ6LowOffset + (p * kPackRows + r) * 4 + i] >> (4 * h)) & 0xf;
+  const int top = (block[kQ6HighOffset + 32 * (p / 2) + 4 * r + i] >> (4 * (p % 2) + 2 * h)) & 3;
+  return low | top << 4;
+}
+
 void PackQ4KRow(const uint8_t* src_row, int64_t cols, int64_t r, uint8_t* group) {
   for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
     PackQ4KSuperBlock(src_row + sb * sizeof(BlockQ4_K), cols, sb, r, group);
@@ -151,6 +198,12 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
     PackQ4KRow(src_row, cols, r, group);
     return;
   }
+  if (format == PackedFormat::kQ6_Kx8 && src_type == DType::kQ6_K) {
+    for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+      PackQ6KSuperBlock(src_row + sb * sizeof(BlockQ6_K), cols, sb, r, group);
+    }
+    return;
+  }
   if (format == PackedFormat::kF16x8 && src_type == DType::kF16) {
     for (int64_t j = 0; j < cols; ++j) {
       std::memcpy(group + (j * kPackRows + r) * 2, src_row + 2 * j, 2);
@@ -189,6 +242,14 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
           BlockQ4_K block;
           QuantizeRow(DType::kQ4_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
           PackQ4KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
+                            group);
+        }
+        break;
+      case PackedFormat::kQ6_Kx8:
+        for (int64_t j = 0; j < count; j += kQK_K) {  // through Q6_K's own quantizer
+          BlockQ6_K block;
+          QuantizeRow(DType::kQ6_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
+          PackQ6KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
                             group);
         }
         break;
@@ -233,6 +294,14 @@ void ZeroRow(PackedFormat format, int64_t cols, int64_t r, uint8_t* group) {
       }
       break;
     }
+    case PackedFormat::kQ6_Kx8: {
+      BlockQ6_K zero{};  // d = 0, and every q 32 (top bits 2): every value is +0
+      std::memset(zero.qh, 0xaa, sizeof(zero.qh));
+      for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+        PackQ6KSuperBlock(reinterpret_cast<const uint8_t*>(&zero), cols, sb, r, group);
+      }
+      break;
+    }
     case PackedFormat::kF16x8:
       for (int64_t j = 0; j < cols; ++j) PutU16(group + (j * kPackRows + r) * 2, 0);
       break;
@@ -267,13 +336,15 @@ const char* PackedFormatName(PackedFormat format) {
       return "i8x8";
     case PackedFormat::kQ4_Kx8:
       return "q4_kx8";
+    case PackedFormat::kQ6_Kx8:
+      return "q6_kx8";
   }
   return "?";
 }
 
 int64_t PackedColumnMultiple(PackedFormat format) {
   if (format == PackedFormat::kI8x8) return 4;
-  if (format == PackedFormat::kQ4_Kx8) return kQK_K;
+  if (format == PackedFormat::kQ4_Kx8 || format == PackedFormat::kQ6_Kx8) return kQK_K;
   return UsesQuantizedActivations(format) ? kQK : 1;
 }
 
@@ -285,6 +356,8 @@ PackedFormat ChoosePackedFormat(DType src) {
       return PackedFormat::kQ4_0x8;
     case DType::kQ4_K:
       return PackedFormat::kQ4_Kx8;
+    case DType::kQ6_K:
+      return PackedFormat::kQ6_Kx8;
     case DType::kF16:
       return PackedFormat::kF16x8;
     case DType::kF32:
@@ -310,6 +383,8 @@ size_t PackedGroupBytes(PackedFormat format, int64_t cols) {
     case PackedFormat::kQ4_Kx8:
       return static_cast<size_t>(cols / kQK_K * kQ4KSuperHeaderBytes +
                                  cols / kQK * kQ4GroupBlockBytes);
+    case PackedFormat::kQ6_Kx8:
+      return static_cast<size_t>(Q6BlockOffset(cols, cols / kQK));
   }
   return 0;
 }
@@ -382,6 +457,18 @@ void UnpackRow(const PackedMatrix& m, int64_t row, float* dst) {
           const uint8_t byte = q[(j / 4 * kPackRows + r) * 4 + j % 4];
           dst[b * kQK + j] = d * static_cast<float>(byte & 0xf) - min;
           dst[b * kQK + j + 16] = d * static_cast<float>(byte >> 4) - min;
+        }
+      }
+      break;
+    case PackedFormat::kQ6_Kx8:
+      for (int64_t b = 0; b < m.cols / kQK; ++b) {
+        const uint8_t* block = group + Q6BlockOffset(m.cols, b);
+        const float d = F16ToF32(GetU16(group + b / 8 * kQ6SuperHeaderBytes + 2 * r));
+        for (int j = 0; j < kQK; ++j) {
+          // As DequantizeRow: (d * scale) * (q - 32).
+          const float dl =
+              d * static_cast<float>(static_cast<int8_t>(block[j / 16 * kPackRows + r]));
+          dst[b * kQK + j] = dl * static_cast<float>(Q6Value(block, r, j) - 32);
         }
       }
       break;

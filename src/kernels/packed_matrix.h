@@ -18,6 +18,14 @@
 //            of 8 half-float d then 8 half-float dmin (32 bytes), then per 32-column block 8
 //            scales and 8 mins (6-bit, a byte each) and 128 nibble bytes laid out as
 //            kQ4_0x8's. K a multiple of 256. 148 bytes per 256 weights (4.625 bits each).
+//   kQ6_Kx8  Q6_K regrouped bit for bit (value = d * scale * (q - 32), q 6 bits, an int8 scale
+//            per 16 columns, d per 256): per group, K / 256 super-block headers of 8 half-float
+//            d (16 bytes), then per 32-column block 16 scales as [half 0..1][row 0..7] (half 0:
+//            columns 0..15 of the block), 128 bytes of the q's low 4 bits laid out as
+//            kQ4_0x8's nibbles, and 64 bytes of their top 2 bits: byte 4r + i of bytes
+//            [32v, 32v + 32) holds, for row r, at bit 4j + 2h the top bits of column
+//            16h + 4(2v + j) + i (so vector v serves the nibble byte pairs 2v and 2v + 1).
+//            K a multiple of 256. 210 bytes per 256 weights (6.5625 bits, Q6_K's own).
 //   kF16x8   per group: [column 0..K-1][row 0..7] half floats.
 //   kF32x8   per group: [column 0..K-1][row 0..7] floats.
 //   kI8x8    NPU-style per-channel int8 (llm.npu's integer matmul, DESIGN.md §9): per group,
@@ -28,13 +36,13 @@
 //            the whole row in int32 before one float rescale per output. 64 + 8K bytes per
 //            group. Never chosen by default: packed on request (model/static_int8.h).
 //
-// Source types map to formats by ChoosePackedFormat: Q8_0, Q4_0 and Q4_K are regrouped bit for
-// bit (so the 4-bit weights of Q4_K_M files run at 4-bit speed); F16 and F32 stay; BF16 widens
-// to F32 (exact); every other quantized type (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K) is
+// Source types map to formats by ChoosePackedFormat: Q8_0, Q4_0, Q4_K and Q6_K are regrouped bit
+// for bit (so Q4_K_M files run at 4- and 6-bit speed); F16 and F32 stay; BF16 widens
+// to F32 (exact); every other quantized type (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K) is
 // dequantized and requantized to Q8_0 with round-to-nearest, which adds at most half a Q8_0
 // step (amax of the 32 values / 254) per weight on top of the source's own quantization error.
 // Any dequantizable source can be packed into any format on request (an F16 model into Q8_0,
-// for instance; into kQ4_Kx8 through Q4_K's own quantizer).
+// for instance; into kQ4_Kx8 / kQ6_Kx8 through Q4_K's / Q6_K's own quantizer).
 #pragma once
 
 #include <cstddef>
@@ -49,6 +57,18 @@ inline constexpr int64_t kPackRows = 8;  // rows per interleaved group
 // kI8x8: the bytes before a group's integers (8 float row scales, 8 int32 row sums).
 inline constexpr int64_t kI8x8HeaderBytes = kPackRows * 8;
 
+// kQ6_Kx8: a super-block header (8 half-float d), and one 32-column block: 16 scale bytes,
+// then the low nibbles at kQ6LowOffset, then the top bits at kQ6HighOffset.
+inline constexpr int64_t kQ6SuperHeaderBytes = kPackRows * 2;
+inline constexpr int64_t kQ6LowOffset = kPackRows * 2;
+inline constexpr int64_t kQ6HighOffset = kQ6LowOffset + kPackRows * 16;
+inline constexpr int64_t kQ6GroupBlockBytes = kQ6HighOffset + kPackRows * 8;  // 208
+
+// Where block `b` of a kQ6_Kx8 group of `cols` columns starts.
+inline constexpr int64_t Q6BlockOffset(int64_t cols, int64_t b) {
+  return cols / 256 * kQ6SuperHeaderBytes + b * kQ6GroupBlockBytes;
+}
+
 enum class PackedFormat : uint8_t {
   kQ8_0x8,
   kQ4_0x8,
@@ -56,6 +76,7 @@ enum class PackedFormat : uint8_t {
   kF32x8,
   kI8x8,
   kQ4_Kx8,
+  kQ6_Kx8,
 };
 
 const char* PackedFormatName(PackedFormat format);
@@ -65,15 +86,15 @@ const char* PackedFormatName(PackedFormat format);
 // read float activations.
 inline bool UsesQuantizedActivations(PackedFormat format) {
   return format == PackedFormat::kQ8_0x8 || format == PackedFormat::kQ4_0x8 ||
-         format == PackedFormat::kQ4_Kx8;
+         format == PackedFormat::kQ4_Kx8 || format == PackedFormat::kQ6_Kx8;
 }
 
 // True for kI8x8: its matmul reads rows of K int8 values quantized with one per-tensor scale
 // (MatMulInput::static_scale), no per-block metadata.
 inline bool UsesStaticInt8Activations(PackedFormat format) { return format == PackedFormat::kI8x8; }
 
-// Columns must be a multiple of this for `format` (32 for the block formats, 256 for kQ4_Kx8,
-// 4 for kI8x8, 1 otherwise).
+// Columns must be a multiple of this for `format` (32 for the block formats, 256 for kQ4_Kx8
+// and kQ6_Kx8, 4 for kI8x8, 1 otherwise).
 int64_t PackedColumnMultiple(PackedFormat format);
 
 // The format a weight of type `src` is packed into by default.

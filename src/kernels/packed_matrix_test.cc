@@ -36,8 +36,9 @@ TEST(PackedMatrixTest, ChoosesFormatsBySourceType) {
   EXPECT_EQ(ChoosePackedFormat(DType::kF32), PackedFormat::kF32x8);
   EXPECT_EQ(ChoosePackedFormat(DType::kBF16), PackedFormat::kF32x8);
   EXPECT_EQ(ChoosePackedFormat(DType::kQ4_K), PackedFormat::kQ4_Kx8);
-  for (DType dtype : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
-                      DType::kQ5_K, DType::kQ6_K}) {
+  EXPECT_EQ(ChoosePackedFormat(DType::kQ6_K), PackedFormat::kQ6_Kx8);
+  for (DType dtype :
+       {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ5_K}) {
     EXPECT_EQ(ChoosePackedFormat(dtype), PackedFormat::kQ8_0x8) << DTypeName(dtype);
     EXPECT_TRUE(CanPack(dtype));
   }
@@ -49,15 +50,18 @@ TEST(PackedMatrixTest, Sizes) {
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ8_0x8, 13, 64), 2u * 2 * 272);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_0x8, 13, 64), 2u * 2 * 144);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_Kx8, 13, 512), 2u * (2 * 32 + 16 * 144));
+  EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ6_Kx8, 13, 512), 2u * (2 * 16 + 16 * 208));
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kF16x8, 13, 5), 2u * 5 * 8 * 2);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kF32x8, 8, 5), 1u * 5 * 8 * 4);
   // Same bytes per weight as the GGUF types they come from.
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ8_0x8, 576, 576), RowBytes(DType::kQ8_0, 576) * 576);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_0x8, 576, 576), RowBytes(DType::kQ4_0, 576) * 576);
+  EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ6_Kx8, 1024, 768),
+            RowBytes(DType::kQ6_K, 768) * 1024);
 }
 
-// Regrouping and widening are exact (Q4_K's values as DequantizeRow computes them, bit for bit,
-// from the regrouped half floats and scale and min bytes).
+// Regrouping and widening are exact (Q4_K's and Q6_K's values as DequantizeRow computes them,
+// bit for bit, from the regrouped half floats, scale (and min) bytes and bits).
 TEST(PackedMatrixTest, ExactFormatsRoundTrip) {
   struct Exact {
     DType src;
@@ -65,11 +69,11 @@ TEST(PackedMatrixTest, ExactFormatsRoundTrip) {
   };
   for (const Exact& e :
        {Exact{DType::kQ8_0, PackedFormat::kQ8_0x8}, Exact{DType::kQ4_0, PackedFormat::kQ4_0x8},
-        Exact{DType::kQ4_K, PackedFormat::kQ4_Kx8}, Exact{DType::kF16, PackedFormat::kF16x8},
-        Exact{DType::kF32, PackedFormat::kF32x8}, Exact{DType::kBF16, PackedFormat::kF32x8},
-        Exact{DType::kF16, PackedFormat::kF32x8}}) {
+        Exact{DType::kQ4_K, PackedFormat::kQ4_Kx8}, Exact{DType::kQ6_K, PackedFormat::kQ6_Kx8},
+        Exact{DType::kF16, PackedFormat::kF16x8}, Exact{DType::kF32, PackedFormat::kF32x8},
+        Exact{DType::kBF16, PackedFormat::kF32x8}, Exact{DType::kF16, PackedFormat::kF32x8}}) {
     for (int64_t rows : {1, 8, 13, 24}) {
-      const int64_t cols = e.src == DType::kQ4_K ? 512 : 96;
+      const int64_t cols = e.src == DType::kQ4_K || e.src == DType::kQ6_K ? 512 : 96;
       const std::vector<uint8_t> src = RandomMatrix(rows * 7 + 1, e.src, rows, cols);
       const auto packed = Pack(e.format, e.src, src, rows, cols);
       std::vector<float> got(cols);
@@ -112,24 +116,34 @@ TEST(PackedMatrixTest, RequantizedTypesStayWithinHalfAQ8Step) {
   }
 }
 
-// Into Q4_Kx8 from other types: through Q4_K's quantizer, so the packed values are exactly
-// those of the source quantized to Q4_K and dequantized.
-TEST(PackedMatrixTest, OtherTypesReachQ4KxThroughTheQ4KQuantizer) {
-  for (DType src_type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ6_K}) {
-    const int64_t rows = 11;
-    const int64_t cols = 512;
-    const std::vector<uint8_t> src = RandomMatrix(17, src_type, rows, cols);
-    const auto packed = Pack(PackedFormat::kQ4_Kx8, src_type, src, rows, cols);
-    std::vector<float> got(cols);
-    std::vector<uint8_t> q4k(RowBytes(DType::kQ4_K, cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      UnpackRow(packed.view, r, got.data());
-      const std::vector<float> values = DequantizedRow(src_type, src, r, cols);
-      QuantizeRow(DType::kQ4_K, values.data(), q4k.data(), cols);
-      std::vector<float> want(cols);
-      DequantizeRow(DType::kQ4_K, q4k.data(), want.data(), cols);
-      for (int64_t j = 0; j < cols; ++j) {
-        ASSERT_EQ(got[j], want[j]) << DTypeName(src_type) << " row " << r << " col " << j;
+// Into Q4_Kx8 / Q6_Kx8 from other types: through Q4_K's / Q6_K's quantizer, so the packed
+// values are exactly those of the source quantized to that type and dequantized.
+TEST(PackedMatrixTest, OtherTypesReachKQuantFormatsThroughTheirQuantizers) {
+  struct Target {
+    PackedFormat format;
+    DType through;
+  };
+  for (const Target& target :
+       {Target{PackedFormat::kQ4_Kx8, DType::kQ4_K}, Target{PackedFormat::kQ6_Kx8, DType::kQ6_K}}) {
+    for (DType src_type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ6_K, DType::kQ4_K}) {
+      if (src_type == target.through) continue;
+      const int64_t rows = 11;
+      const int64_t cols = 512;
+      const std::vector<uint8_t> src = RandomMatrix(17, src_type, rows, cols);
+      const auto packed = Pack(target.format, src_type, src, rows, cols);
+      std::vector<float> got(cols);
+      std::vector<uint8_t> quantized(RowBytes(target.through, cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        UnpackRow(packed.view, r, got.data());
+        const std::vector<float> values = DequantizedRow(src_type, src, r, cols);
+        QuantizeRow(target.through, values.data(), quantized.data(), cols);
+        std::vector<float> want(cols);
+        DequantizeRow(target.through, quantized.data(), want.data(), cols);
+        for (int64_t j = 0; j < cols; ++j) {
+          ASSERT_EQ(got[j], want[j])
+              << DTypeName(src_type) << " -> " << PackedFormatName(target.format) << " row " << r
+              << " col " << j;
+        }
       }
     }
   }
@@ -176,9 +190,9 @@ TEST(PackedMatrixTest, RandomKQuantBlocksRequantize) {
 // whatever was in the buffer before; padding rows of the last group are zeros.
 TEST(PackedMatrixTest, RowRangesAndPaddingAreDeterministic) {
   for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                              PackedFormat::kF16x8, PackedFormat::kF32x8}) {
+                              PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kF32x8}) {
     const int64_t rows = 29;
-    const int64_t cols = format == PackedFormat::kQ4_Kx8 ? 256 : 64;
+    const int64_t cols = PackedColumnMultiple(format) == 256 ? 256 : 64;
     const std::vector<uint8_t> src = RandomMatrix(3, DType::kF32, rows, cols);
     const size_t bytes = PackedMatrixBytes(format, rows, cols);
     std::vector<uint8_t> whole(bytes, 0x00);

@@ -1,8 +1,8 @@
 // PackedWeights: a model's weights, packed once at load into the layouts the matrix-multiply
 // kernels read, and shared by every compiled graph.
 //
-// Each weight matrix is packed by kernels::PackMatrixRows (Q8_0, Q4_0 and Q4_K regrouped bit
-// for bit, F16/F32 kept, other types requantized to Q8_0). Where the formats allow, Q|K|V are
+// Each weight matrix is packed by kernels::PackMatrixRows (Q8_0, Q4_0, Q4_K and Q6_K regrouped
+// bit for bit, F16/F32 kept, other types requantized to Q8_0). Where the formats allow, Q|K|V are
 // packed as one matrix and gate|up as another, so that each is one multiply. Norm weights,
 // biases and RoPE frequencies become float vectors. The token embedding stays in the mapped
 // file (rows are dequantized on lookup) unless it is tied to the output projection, whose

@@ -1,6 +1,7 @@
 // `reprise bench accuracy`: how far the engine's compiled graphs (its packed weights and
 // kernels) are from the plain float forward pass of a model file — the cost of repacking
-// (Q4_K is held exactly, the other K-quants are requantized to Q8_0 at load, packed_matrix.h)
+// (Q4_K and Q6_K are held exactly, the other K-quants are requantized to Q8_0 at load,
+// packed_matrix.h)
 // and of the kernels' arithmetic.
 //
 // Both run the same tokens of a text (the built-in sample, reprise::SampleText, by default)

@@ -45,8 +45,9 @@ TEST(AccuracyBenchTest, FloatWeightsMatchTheReferenceForward) {
   EXPECT_GT(r->reference_entropy_mean, 0.0);
 }
 
-// A Q4_K_M file: the engine runs it repacked to Q8_0; the repack's own error (against the
-// file's exact values) is far below the quantization's (against the F32 weights it came from).
+// A Q4_K_M file: the engine runs its Q4_K and Q6_K weights regrouped bit for bit, so its own
+// error (against the file's exact values: the int8 activations) is far below the
+// quantization's (against the F32 weights it came from).
 TEST(AccuracyBenchTest, RepackingKQuantsCostsLittleNextToQuantizingThem) {
   testing_support::TempDir dir;
   const std::string original = Make(dir, "f32", "tiny-256", DType::kF32);
