@@ -20,8 +20,8 @@
 //  - Q4_Kx8 (value d * nibble - min): the same nibble products; min enters in float, as a
 //    second FMA per block of - min * d_a * sum(a), d and min prepared per M chunk.
 //  - Q6_Kx8 (value d * scale_h * w, w = q - 32 signed, a scale per 16-column half h): here
-//    the activations are made unsigned (a + 128: one xor per token and chunk, shared by the
-//    tile's group pairs), so per half sum((a + 128) w) = sum(a w) + 128 sum(w); the halves'
+//    the activations are made unsigned (a + 128: the driver xors a copy of each M chunk's
+//    rows once), so per half sum((a + 128) w) = sum(a w) + 128 sum(w); the halves'
 //    sums are multiplied by their scales (vpmulld) and 128 * (scale_0 sum_0(w) + scale_1
 //    sum_1(w)), prepared per block with the unpacked weights, is subtracted.
 // Both give the exact int32 block dot product; it becomes float and is added with one FMA
@@ -286,9 +286,9 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-// Q6_Kx8 from the weights the driver prepared (PrepareQ6KPair): per block and half, the
-// chunks' products with the biased activations, times the half's scales; the bias's share
-// subtracted once per block; one FMA by d * d_a.
+// Q6_Kx8 from the weights the driver prepared (PrepareQ6KPair) and the activation rows it
+// biased (op.rows: values + 128): per block and half, the chunks' products, times the half's
+// scales; the bias's share subtracted once per block; one FMA by d * d_a.
 template <int T, int P>
 REPRISE_ALWAYS_INLINE void PairTileQ6K(const TileOperands& op, const TileTarget& target) {
   __m512 acc[T][P];
@@ -299,7 +299,6 @@ REPRISE_ALWAYS_INLINE void PairTileQ6K(const TileOperands& op, const TileTarget&
   }
   const int64_t num_blocks = op.k / kQK;
   const int64_t scales_offset = op.k;
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < num_blocks; ++b) {
     const uint8_t* prepared[P];
 #pragma GCC unroll 4
@@ -322,8 +321,7 @@ REPRISE_ALWAYS_INLINE void PairTileQ6K(const TileOperands& op, const TileTarget&
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
           const uint8_t* a = op.rows + t * op.row_stride + b * kQK;
-          const __m512i biased_a =
-              _mm512_xor_si512(_mm512_set1_epi32(LoadInt(a + 16 * h + 4 * q)), bias);
+          const __m512i biased_a = _mm512_set1_epi32(LoadInt(a + 16 * h + 4 * q));
 #pragma GCC unroll 4
           for (int p = 0; p < P; ++p) sum[t][p] = _mm512_dpbusd_epi32(sum[t][p], biased_a, w[p]);
         }
@@ -468,8 +466,29 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
     prepared.resize(static_cast<size_t>(kTilePairs * q6k_pair_bytes));
     op.prepared = prepared.data();
   }
+  // Q6_Kx8: this thread's copy of one M chunk's activation rows with their int8 values + 128
+  // (xor 0x80), the unsigned operand of its products, made once per chunk instead of once
+  // per token, chunk of 4 columns and group-pair step in the tiles.
+  static thread_local std::vector<uint8_t> biased_rows;
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);
+    const uint8_t* chunk_rows = rows + m0 * row_stride;
+    int64_t chunk_stride = row_stride;
+    if constexpr (kKind == PairKind::kQ6K) {
+      biased_rows.resize(static_cast<size_t>((m1 - m0) * row_bytes));
+      const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+      for (int64_t m = m0; m < m1; ++m) {
+        const uint8_t* src = rows + m * row_stride;
+        uint8_t* dst = biased_rows.data() + (m - m0) * row_bytes;
+        for (int64_t j = 0; j < w.cols; j += 64) {
+          _mm512_storeu_si512(dst + j, _mm512_xor_si512(_mm512_loadu_si512(src + j), bias));
+        }
+        std::memcpy(dst + w.cols, src + w.cols, static_cast<size_t>(row_bytes - w.cols));
+      }
+      chunk_rows = biased_rows.data();
+      chunk_stride = row_bytes;
+    }
+    op.row_stride = chunk_stride;
     for (int64_t group = group_begin; group < group_end; group += kTileGroups) {
       op.groups = w.data + group * op.group_bytes;
       const bool whole = group + kTileGroups <= group_end;
@@ -505,7 +524,7 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
         for (int64_t i = 0; i < lines_per_tile && next_line * 64 < next_bytes; ++i, ++next_line) {
           _mm_prefetch(reinterpret_cast<const char*>(next + next_line * 64), _MM_HINT_T1);
         }
-        op.rows = rows + m * row_stride;
+        op.rows = chunk_rows + (m - m0) * chunk_stride;
         const int64_t tokens = std::min<int64_t>(kMaxPairTileTokens, m1 - m);
         if (whole) {
           RunPairTokens<kKind, kTilePairs>(op, tokens, out, m, group, n_begin, n_end);
