@@ -67,6 +67,7 @@ Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
     m->weights_ = options.shared_weights;
   } else {
     model::PackOptions pack = options.pack;
+    if (!pack.q6_k_format) pack.q6_k_format = m->kernels_->q6_k_format;
     if (pack.static_int8.scheme != model::Int8Scheme::kPerBlock && !pack.activation_calibration) {
       REPRISE_ASSIGN_OR_RETURN(pack.activation_calibration,
                                FindOrMeasureActivations(model, *m->pool_, *m->kernels_, options));

@@ -56,6 +56,7 @@ KernelSet MakeAvxVnniSet() {
   KernelSet set = MakeAvx2Set();
   set.name = "avx-vnni";
   set.matmul = avx_vnni::MatMul;
+  set.q6_k_format = PackedFormat::kQ8_0x8;
   set.int8_peak = avx_vnni::Int8PeakLoop();
   return set;
 }
@@ -64,6 +65,7 @@ KernelSet MakeAvx512VnniSet() {
   KernelSet set = MakeAvx2Set();
   set.name = "avx512-vnni";
   set.matmul = avx512_vnni::MatMul;
+  set.q6_k_format = PackedFormat::kQ8_0x8;
   set.attention = avx512::Attention;
   set.int8_peak = avx512_vnni::Int8PeakLoop();
   set.float_peak = avx512_vnni::Float32PeakLoop();
@@ -78,6 +80,7 @@ KernelSet MakeNeonDotSet() {
   KernelSet set;
   set.name = "neon-dotprod";
   set.matmul = neon::MatMul;
+  set.q6_k_format = PackedFormat::kQ8_0x8;
   set.quantize_row = neon::QuantizeRow;
   set.static_quantize_row = neon::StaticQuantizeRow;
   set.rms_norm = neon::RmsNorm;

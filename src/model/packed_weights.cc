@@ -30,7 +30,9 @@ Result<std::vector<float>> ReadVector(const gguf::GgufFile& file, const std::str
 }
 
 kernels::PackedFormat FormatFor(DType dtype, const PackOptions& options) {
-  return options.force_format ? *options.force_format : kernels::ChoosePackedFormat(dtype);
+  if (options.force_format) return *options.force_format;
+  if (dtype == DType::kQ6_K && options.q6_k_format) return *options.q6_k_format;
+  return kernels::ChoosePackedFormat(dtype);
 }
 
 // Packs the row-wise concatenation of `parts` (GGUF matrices of equal row length) into one
@@ -129,9 +131,8 @@ PackOptions LayerPackOptions(const gguf::GgufFile& file, const std::vector<std::
     if (t->dims[0] % kernels::PackedColumnMultiple(kernels::PackedFormat::kI8x8) != 0) {
       return options;
     }
-    requantized =
-        requantized || (kernels::ChoosePackedFormat(t->dtype) == kernels::PackedFormat::kQ8_0x8 &&
-                        t->dtype != DType::kQ8_0);
+    requantized = requantized || (FormatFor(t->dtype, options) == kernels::PackedFormat::kQ8_0x8 &&
+                                  t->dtype != DType::kQ8_0);
   }
   if (!requantized) return options;
   PackOptions exact = options;

@@ -31,6 +31,9 @@ struct PackOptions {
   // Pack every matrix into this format instead of the one its type maps to (for tests and
   // experiments, e.g. an F16 model run through the Q8_0 kernels).
   std::optional<kernels::PackedFormat> force_format;
+  // Unless forced, Q6_K matrices go to this format instead of ChoosePackedFormat's (Q6_Kx8);
+  // CompiledModel passes its kernel set's KernelSet::q6_k_format.
+  std::optional<kernels::PackedFormat> q6_k_format;
   // NPU-style static INT8 (static_int8.h): unless the scheme is kPerBlock, every layer matrix
   // is repacked as kI8x8 after packing, with the per-tensor scales (and, for the shadow
   // scheme, outlier channels) planned from `activation_calibration`, which is then required.

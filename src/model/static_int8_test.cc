@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "gguf/gguf_file.h"
@@ -79,10 +83,15 @@ TEST(StaticInt8PlanTest, SchemeNamesRoundTrip) {
 
 // A K-quant source is quantized to int8 once, from its own values: each stored int8 weight is
 // within half a step (its row's amax / 127 / 2) of the file's value. Requantizing to Q8_0
-// first, as packing a K-quant alone does, adds that format's error on top and breaks the bound.
+// first, as packing a K-quant alone does (Q6_K on the sets that prefer Q8_0 for it,
+// KernelSet::q6_k_format), adds that format's error on top and breaks the bound.
 TEST(StaticInt8PackTest, KQuantSourcesAreQuantizedOnceFromTheirOwnValues) {
-  for (const DType dtype : {DType::kQ4_K, DType::kQ6_K}) {
-    SCOPED_TRACE(DTypeName(dtype));
+  for (const auto& [dtype, q6_k_format] :
+       std::vector<std::pair<DType, std::optional<kernels::PackedFormat>>>{
+           {DType::kQ4_K, std::nullopt},
+           {DType::kQ6_K, std::nullopt},
+           {DType::kQ6_K, kernels::PackedFormat::kQ8_0x8}}) {
+    SCOPED_TRACE(std::string(DTypeName(dtype)) + (q6_k_format ? " preferring q8_0x8" : ""));
     TestModelSpec spec;
     spec.num_layers = 1;
     spec.embedding_dim = 256;
@@ -105,6 +114,7 @@ TEST(StaticInt8PackTest, KQuantSourcesAreQuantizedOnceFromTheirOwnValues) {
       calibration->channel_absmax.emplace_back(static_cast<size_t>(channels), 1.0f);
     }
     PackOptions options;
+    options.q6_k_format = q6_k_format;
     options.static_int8.scheme = Int8Scheme::kPerTensor;
     options.activation_calibration = calibration;
     Result<std::unique_ptr<PackedWeights>> packed =
