@@ -22,6 +22,8 @@
 //    overflow and reach int32 with one madd per block. The +8 is removed with the
 //    activation block sum: sum((nib - 8) * a) = sum(nib * a) - 8 * sum(a).
 //  - Q4_Kx8: the same nibble products; its min enters in float, as - min * d_a * sum(a).
+//  - Q5_Kx8: as Q4_Kx8 with q = nibble + 16 * fifth bit (0..31), set into the split nibbles;
+//    a pair is at most 2 * 31 * 127, so a block's 8 chunks go to int32 in two madds of 4.
 //  - Q6_Kx8: w = q - 32 in [-32, 31], signed, so maddubs(|w|, sign(a, w)); a pair is at most
 //    2 * 32 * 127, so the 4 chunks of a 16-column half add up in int16, and the madd that
 //    widens them multiplies by the half's int8 scale on the way (madd with the scales instead
@@ -55,10 +57,57 @@ constexpr int64_t kScaleBytes = kPackRows * 2;
 // which are laid out as kQ4_0x8's, with 8 scale bytes and 8 min bytes as their 16-byte header.
 constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;
 
-// Where a group's blocks start: after the super-block headers for kQ4_Kx8.
-template <bool kQ4K>
-constexpr int64_t Q4BlocksOffset(int64_t k) {
-  return kQ4K ? k / kQK_K * kQ4KSuperHeaderBytes : 0;
+// The formats whose values are nibbles: Q4_0x8, Q4_Kx8 and Q5_Kx8 (nibbles plus a plane of
+// fifth bits after each block's); the K-quants' blocks have the same 16-byte header (scales,
+// mins) and the same super-block headers (d, dmin).
+enum class Nibbles { kQ4_0, kQ4_K, kQ5_K };
+
+// True for the K-quants: value d * q - min per block, d and min from the super-block header.
+constexpr bool IsAffine(Nibbles f) { return f != Nibbles::kQ4_0; }
+
+// Where a group's blocks start (after the super-block headers of the K-quants), and the bytes
+// of one block of a group.
+template <Nibbles kF>
+constexpr int64_t NibbleBlocksOffset(int64_t k) {
+  return IsAffine(kF) ? k / kQK_K * kQ4KSuperHeaderBytes : 0;
+}
+template <Nibbles kF>
+constexpr int64_t NibbleBlockBytes() {
+  return kF == Nibbles::kQ5_K ? kQ5GroupBlockBytes : kQ4GroupBlockBytes;
+}
+static_assert(kQ5SuperHeaderBytes == kQ4KSuperHeaderBytes && kQ5LowOffset == kScaleBytes);
+
+// Q5_Kx8: the fifth bits of one nibble vector (nibble byte pair p's low (h = 0) or high
+// nibbles: bit 2p + h of `plane`'s bytes) as 0 or 16 in each byte.
+// (`bit` is a constant once the callers' loops are unrolled.)
+inline __m256i FifthBits(__m256i plane, int bit) {
+  const __m256i at4 =
+      bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
+  return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+
+// The values of nibble byte pair p of a block whose nibbles start at `nibbles`: columns 4p..
+// (lo) and 16 + 4p.. (hi), 8 rows x 4 columns each; for Q5_Kx8 with the fifth bits of
+// `plane` (the block's plane, loaded once per block).
+template <Nibbles kF>
+inline void SplitNibbles(const uint8_t* nibbles, int p, __m256i plane, __m256i& lo, __m256i& hi) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(nibbles + p * 32));
+  lo = _mm256_and_si256(raw, low_mask);
+  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+  if constexpr (kF == Nibbles::kQ5_K) {
+    lo = _mm256_or_si256(lo, FifthBits(plane, 2 * p));
+    hi = _mm256_or_si256(hi, FifthBits(plane, 2 * p + 1));
+  }
+}
+
+// A Q5_Kx8 block's plane of fifth bits (any vector for the other formats, which ignore it).
+template <Nibbles kF>
+inline __m256i LoadFifthBits(const uint8_t* block) {
+  if constexpr (kF == Nibbles::kQ5_K) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQ5HighOffset));
+  }
+  return _mm256_setzero_si256();
 }
 
 // The float d and min (value = d * q - min) of the 8 rows of Q4_Kx8 block `b`, exact: a half
@@ -141,43 +190,44 @@ struct TileOperands {
 // Bytes of one Q4_0 group's split nibbles per 32-column block: 4 byte pairs x (low, high).
 constexpr int64_t kQ4NibbleBlockBytes = 4 * 2 * 32;
 
-// Bytes of one Q4_Kx8 block's float d and min of 8 rows, after a group's split nibbles.
+// Bytes of one Q4_Kx8 / Q5_Kx8 block's float d and min of 8 rows, after a group's split
+// nibbles.
 constexpr int64_t kQ4KScaleBlockBytes = 2 * 8 * 4;
 
 // Bytes UnpackQ4Group writes for a group of K columns.
-template <bool kQ4K>
+template <Nibbles kF>
 constexpr int64_t UnpackedQ4GroupBytes(int64_t k) {
-  return k / kQK * (kQ4NibbleBlockBytes + (kQ4K ? kQ4KScaleBlockBytes : 0));
+  return k / kQK * (kQ4NibbleBlockBytes + (IsAffine(kF) ? kQ4KScaleBlockBytes : 0));
 }
 
-// Splits the nibbles of one Q4_0 (or, kQ4K, Q4_Kx8) group (K columns) into bytes, block by
-// block: for byte pair p, 32 bytes of low nibbles then 32 of high ones, at (b * 4 + p) * 64;
-// for Q4_Kx8 the blocks' float d and min follow, 64 bytes per block. The driver does it once
-// per group and M chunk, so that a tile of several tokens reads ready bytes instead of
-// splitting the same nibbles again for every 4 tokens (3 of the ~26 vector ops per token and
-// byte pair in the AVX2 kernel).
-template <bool kQ4K>
+// Splits the nibbles of one Q4_0x8, Q4_Kx8 or Q5_Kx8 group (K columns) into bytes, block by
+// block: for byte pair p, 32 bytes of low nibbles then 32 of high ones, at (b * 4 + p) * 64
+// (Q5_Kx8: the 5-bit values); for the K-quants the blocks' float d and min follow, 64 bytes
+// per block. The driver does it once per group and M chunk, so that a tile of several tokens
+// reads ready bytes instead of splitting the same nibbles again for every 4 tokens (3 of the
+// ~26 vector ops per token and byte pair in the AVX2 kernel; 9 for Q5_Kx8).
+template <Nibbles kF>
 inline void UnpackQ4Group(const uint8_t* group, int64_t k, uint8_t* dst) {
-  const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const int64_t num_blocks = k / kQK;
-  const uint8_t* blocks = group + Q4BlocksOffset<kQ4K>(k);
+  const uint8_t* blocks = group + NibbleBlocksOffset<kF>(k);
   for (int64_t b = 0; b < num_blocks; ++b) {
-    if constexpr (kQ4K) {
+    const uint8_t* block = blocks + b * NibbleBlockBytes<kF>();
+    if constexpr (IsAffine(kF)) {
       __m256 d, min;
-      Q4KBlockScales(group, blocks + b * kQ4GroupBlockBytes, b, d, min);
+      Q4KBlockScales(group, block, b, d, min);
       float* scales = reinterpret_cast<float*>(dst + num_blocks * kQ4NibbleBlockBytes +
                                                b * kQ4KScaleBlockBytes);
       _mm256_storeu_ps(scales, d);
       _mm256_storeu_ps(scales + 8, min);
     }
-    const uint8_t* block = blocks + b * kQ4GroupBlockBytes + kScaleBytes;
+    const __m256i plane = LoadFifthBits<kF>(block);
     uint8_t* out = dst + b * kQ4NibbleBlockBytes;
+#pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + p * 32));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * 64),
-                          _mm256_and_si256(raw, low_mask));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * 64 + 32),
-                          _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask));
+      __m256i lo, hi;
+      SplitNibbles<kF>(block + kScaleBytes, p, plane, lo, hi);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * 64), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p * 64 + 32), hi);
     }
   }
 }
@@ -349,11 +399,15 @@ REPRISE_ALWAYS_INLINE void TileQ8(const TileOperands& op, const TileTarget& targ
   }
 }
 
-// Q4_0 and, kQ4K, Q4_Kx8 (value d * nibble - min): the same nibble products; Q4_0 removes its
-// +8 from the int32 sum, Q4_Kx8 subtracts min * d_a * sum(a) with a second FMA per block.
-template <bool kVnni, bool kQ4K, int T, int G>
+// Q4_0, Q4_Kx8 (value d * nibble - min) and Q5_Kx8 (d * q - min, q 5 bits): the same
+// unsigned products; Q4_0 removes its +8 from the int32 sum, the K-quants subtract min * d_a *
+// sum(a) with a second FMA per block. Without VNNI a Q5_Kx8 block's 8 int16 products would
+// overflow (8 * 2 * 31 * 127 > 32767): its first 4 go to int32 after byte pair 1.
+template <bool kVnni, Nibbles kF, int T, int G>
 REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& target) {
-  const int64_t blocks_offset = Q4BlocksOffset<kQ4K>(op.k);
+  constexpr bool kAffine = IsAffine(kF);
+  constexpr bool kSplitSum = kF == Nibbles::kQ5_K && !kVnni;
+  const int64_t blocks_offset = NibbleBlocksOffset<kF>(op.k);
   __m256 acc[T][G];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -362,21 +416,23 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
   }
   const int64_t num_blocks = op.k / kQK;
   const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i low_mask = _mm256_set1_epi8(0x0f);
   const int64_t scales_offset = op.k;
   const int64_t sums_offset = op.k + num_blocks * 4;
   for (int64_t b = 0; b < num_blocks; ++b) {
     const uint8_t* block[G];
+    __m256i plane[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      block[g] = op.groups + g * op.group_bytes + blocks_offset + b * kQ4GroupBlockBytes;
+      block[g] = op.groups + g * op.group_bytes + blocks_offset + b * NibbleBlockBytes<kF>();
       if constexpr (T == 1) {
         _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 64), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(block[g] + kPrefetchBytes + 128), _MM_HINT_T0);
+        plane[g] = LoadFifthBits<kF>(block[g]);
       }
     }
     __m256i sum16[T][G];
+    __m256i first_half[T][G];  // kSplitSum: byte pairs 0-1 in int32
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
 #pragma GCC unroll 4
@@ -394,10 +450,7 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
           lo[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split));
           hi[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(split + 32));
         } else {
-          const __m256i raw =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block[g] + kScaleBytes + p * 32));
-          lo[g] = _mm256_and_si256(raw, low_mask);
-          hi[g] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+          SplitNibbles<kF>(block[g] + kScaleBytes, p, plane[g], lo[g], hi[g]);
         }
       }
 #pragma GCC unroll 4
@@ -414,6 +467,12 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
             sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(lo[g], a_lo));
             sum16[t][g] = _mm256_add_epi16(sum16[t][g], _mm256_maddubs_epi16(hi[g], a_hi));
             KeepInRegister(sum16[t][g]);
+            if constexpr (kSplitSum) {
+              if (p == 1) {
+                first_half[t][g] = _mm256_madd_epi16(sum16[t][g], ones);
+                sum16[t][g] = _mm256_setzero_si256();
+              }
+            }
           }
         }
       }
@@ -422,12 +481,12 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
     __m256 mw[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      if constexpr (kQ4K && T > 1) {  // prepared with the split nibbles
+      if constexpr (kAffine && T > 1) {  // prepared with the split nibbles
         const float* scales = reinterpret_cast<const float*>(
             op.prepared + num_blocks * kQ4NibbleBlockBytes + b * kQ4KScaleBlockBytes);
         dw[g] = _mm256_loadu_ps(scales);
         mw[g] = _mm256_loadu_ps(scales + 8);
-      } else if constexpr (kQ4K) {
+      } else if constexpr (kAffine) {
         Q4KBlockScales(op.groups + g * op.group_bytes, block[g], b, dw[g], mw[g]);
       } else {
         dw[g] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block[g])));
@@ -441,8 +500,9 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
       const __m256 da = _mm256_set1_ps(da_scalar);
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
-        const __m256i block_sum = kVnni ? sum16[t][g] : _mm256_madd_epi16(sum16[t][g], ones);
-        if constexpr (kQ4K) {
+        __m256i block_sum = kVnni ? sum16[t][g] : _mm256_madd_epi16(sum16[t][g], ones);
+        if constexpr (kSplitSum) block_sum = _mm256_add_epi32(first_half[t][g], block_sum);
+        if constexpr (kAffine) {
           acc[t][g] =
               _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum), _mm256_mul_ps(dw[g], da), acc[t][g]);
           acc[t][g] = _mm256_fnmadd_ps(mw[g], _mm256_set1_ps(da_scalar * static_cast<float>(a_sum)),
@@ -689,16 +749,18 @@ REPRISE_ALWAYS_INLINE void TileF16(const TileOperands& op, const TileTarget& tar
   }
 }
 
-// kQ8Vnni / kQ4Vnni / kQ4KVnni / kQ6KVnni: the block formats with vpdpbusd (only in a TU built
-// with -mavxvnni); kQ4K: kQ4_Kx8; kQ6K: kQ6_Kx8.
+// kQ8Vnni / kQ4Vnni / kQ4KVnni / kQ5KVnni / kQ6KVnni: the block formats with vpdpbusd (only
+// in a TU built with -mavxvnni); kQ4K: kQ4_Kx8; kQ5K: kQ5_Kx8; kQ6K: kQ6_Kx8.
 enum class Kind {
   kQ8,
   kQ4,
   kQ4K,
+  kQ5K,
   kQ6K,
   kQ8Vnni,
   kQ4Vnni,
   kQ4KVnni,
+  kQ5KVnni,
   kQ6KVnni,
   kI8,
   kI8Vnni,
@@ -708,7 +770,20 @@ enum class Kind {
 
 // The kinds whose tiles read split nibbles (UnpackQ4Group) and are one group wide.
 constexpr bool IsNibbleKind(Kind kind) {
-  return kind == Kind::kQ4 || kind == Kind::kQ4Vnni || kind == Kind::kQ4K || kind == Kind::kQ4KVnni;
+  return kind == Kind::kQ4 || kind == Kind::kQ4Vnni || kind == Kind::kQ4K ||
+         kind == Kind::kQ4KVnni || kind == Kind::kQ5K || kind == Kind::kQ5KVnni;
+}
+
+// The nibble format of a nibble kind.
+constexpr Nibbles NibblesOf(Kind kind) {
+  if (kind == Kind::kQ4K || kind == Kind::kQ4KVnni) return Nibbles::kQ4_K;
+  if (kind == Kind::kQ5K || kind == Kind::kQ5KVnni) return Nibbles::kQ5_K;
+  return Nibbles::kQ4_0;
+}
+
+constexpr bool IsVnniKind(Kind kind) {
+  return kind == Kind::kQ8Vnni || kind == Kind::kQ4Vnni || kind == Kind::kQ4KVnni ||
+         kind == Kind::kQ5KVnni || kind == Kind::kQ6KVnni || kind == Kind::kI8Vnni;
 }
 
 constexpr bool IsQ6KKind(Kind kind) { return kind == Kind::kQ6K || kind == Kind::kQ6KVnni; }
@@ -720,7 +795,7 @@ constexpr bool IsPreparedKind(Kind kind) { return IsNibbleKind(kind) || IsQ6KKin
 template <Kind kKind>
 constexpr int64_t PreparedGroupBytes(int64_t k) {
   if constexpr (IsQ6KKind(kKind)) return k / kQK * kQ6PreparedBlockBytes;
-  return UnpackedQ4GroupBytes < kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni > (k);
+  return UnpackedQ4GroupBytes<NibblesOf(kKind)>(k);
 }
 
 // Prepares one group for kind `kind`'s tiles of 2+ tokens (UnpackQ4Group / UnpackQ6Group).
@@ -729,7 +804,7 @@ inline void PrepareGroup(const uint8_t* group, int64_t k, uint8_t* dst) {
   if constexpr (IsQ6KKind(kKind)) {
     UnpackQ6Group<kKind == Kind::kQ6KVnni>(group, k, dst);
   } else {
-    UnpackQ4Group<kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni>(group, k, dst);
+    UnpackQ4Group<NibblesOf(kKind)>(group, k, dst);
   }
 }
 
@@ -742,8 +817,7 @@ __attribute__((noinline)) void RunTile(const TileOperands& op, const MatMulOutpu
   if constexpr (kKind == Kind::kQ8 || kKind == Kind::kQ8Vnni) {
     TileQ8<kKind == Kind::kQ8Vnni, T, G>(op, target);
   } else if constexpr (IsNibbleKind(kKind)) {
-    TileQ4<kKind == Kind::kQ4Vnni || kKind == Kind::kQ4KVnni,
-           kKind == Kind::kQ4K || kKind == Kind::kQ4KVnni, T, G>(op, target);
+    TileQ4<IsVnniKind(kKind), NibblesOf(kKind), T, G>(op, target);
   } else if constexpr (IsQ6KKind(kKind)) {
     static_assert(G == 1, "the Q6_Kx8 tiles are one group wide");
     TileQ6K<kKind == Kind::kQ6KVnni, T>(op, target);
@@ -868,6 +942,10 @@ void MatMulAvx2(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput&
       break;
     case PackedFormat::kQ4_Kx8:
       MatMulKind<kVnni ? Kind::kQ4KVnni : Kind::kQ4K, 1>(
+          w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
+      break;
+    case PackedFormat::kQ5_Kx8:
+      MatMulKind<kVnni ? Kind::kQ5KVnni : Kind::kQ5K, 1>(
           w, x.q8, x.q8_stride, QuantizedRowBytes(w.cols), out, m_begin, m_end, n_begin, n_end);
       break;
     case PackedFormat::kQ6_Kx8:

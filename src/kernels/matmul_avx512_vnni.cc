@@ -58,23 +58,32 @@ inline __m512 LoadPairScales(const uint8_t* a, const uint8_t* b) {
       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), 1);
 }
 
-// Q4_Kx8: the float d and min of each block of a group pair (Q4KBlockScales), prepared once
-// per M chunk: per block 16 d (group g's 8 rows, then group g + 1's), then 16 mins.
+// Q4_Kx8 / Q5_Kx8: the float d and min of each block of a group pair (Q4KBlockScales),
+// prepared once per M chunk: per block 16 d (group g's 8 rows, then group g + 1's), then 16
+// mins.
 constexpr int64_t kQ4KPairScaleBytes = 2 * 16 * 4;
 
+template <Nibbles kF>
 void PrepareQ4KPairScales(const uint8_t* a, int64_t group_bytes, int64_t k, uint8_t* dst) {
   const int64_t num_blocks = k / kQK;
-  const int64_t blocks_offset = Q4BlocksOffset<true>(k);
+  const int64_t blocks_offset = NibbleBlocksOffset<kF>(k);
   for (int64_t b = 0; b < num_blocks; ++b) {
     float* out = reinterpret_cast<float*>(dst + b * kQ4KPairScaleBytes);
     for (int g = 0; g < 2; ++g) {
       const uint8_t* group = a + g * group_bytes;
       __m256 d, min;
-      Q4KBlockScales(group, group + blocks_offset + b * kQ4GroupBlockBytes, b, d, min);
+      Q4KBlockScales(group, group + blocks_offset + b * NibbleBlockBytes<kF>(), b, d, min);
       _mm256_storeu_ps(out + 8 * g, d);
       _mm256_storeu_ps(out + 16 + 8 * g, min);
     }
   }
+}
+
+// Q5_Kx8: FifthBits for a group pair's plane.
+inline __m512i FifthBits512(__m512i plane, int bit) {
+  const __m512i at4 =
+      bit <= 4 ? _mm512_slli_epi16(plane, 4 - bit) : _mm512_srli_epi16(plane, bit - 4);
+  return _mm512_and_si512(at4, _mm512_set1_epi8(0x10));
 }
 
 // Q6_Kx8 prepared once per M chunk, per block of a group pair: the weights w = q - 32 as 8
@@ -200,10 +209,12 @@ REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-// Q4_0, and (kQ4K) Q4_Kx8, whose blocks' d and min the driver prepared (op.prepared).
-template <bool kQ4K, int T, int P>
+// Q4_0, Q4_Kx8 and Q5_Kx8, the K-quants' blocks' d and min prepared by the driver
+// (op.prepared); Q5_Kx8's fifth bits set into the nibbles here (16 * bit, exact in vpdpbusd).
+template <Nibbles kF, int T, int P>
 REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& target) {
-  const int64_t blocks_offset = Q4BlocksOffset<kQ4K>(op.k);
+  constexpr bool kQ4K = IsAffine(kF);
+  const int64_t blocks_offset = NibbleBlocksOffset<kF>(op.k);
   __m512 acc[T][P];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
@@ -218,7 +229,14 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
     const uint8_t* block[2 * P];
 #pragma GCC unroll 8
     for (int g = 0; g < 2 * P; ++g) {
-      block[g] = op.groups + g * op.group_bytes + blocks_offset + b * kQ4GroupBlockBytes;
+      block[g] = op.groups + g * op.group_bytes + blocks_offset + b * NibbleBlockBytes<kF>();
+    }
+    __m512i plane[P];
+    if constexpr (kF == Nibbles::kQ5_K) {
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        plane[p] = LoadPair(block[2 * p] + kQ5HighOffset, block[2 * p + 1] + kQ5HighOffset);
+      }
     }
     __m512i isum[T][P];
 #pragma GCC unroll 4
@@ -236,6 +254,10 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
             LoadPair(block[2 * p] + kScaleBytes + q * 32, block[2 * p + 1] + kScaleBytes + q * 32);
         lo[p] = _mm512_and_si512(raw, low_mask);
         hi[p] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
+        if constexpr (kF == Nibbles::kQ5_K) {
+          lo[p] = _mm512_or_si512(lo[p], FifthBits512(plane[p], 2 * q));
+          hi[p] = _mm512_or_si512(hi[p], FifthBits512(plane[p], 2 * q + 1));
+        }
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
@@ -400,7 +422,7 @@ REPRISE_ALWAYS_INLINE void PairTileI8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-enum class PairKind { kQ8, kQ4, kQ4K, kQ6K, kI8 };
+enum class PairKind { kQ8, kQ4, kQ4K, kQ5K, kQ6K, kI8 };
 
 template <PairKind kKind, int T, int P>
 __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulOutput& out,
@@ -414,7 +436,10 @@ __attribute__((noinline)) void RunPairTile(const TileOperands& op, const MatMulO
   } else if constexpr (kKind == PairKind::kQ6K) {
     PairTileQ6K<T, P>(op, target);
   } else {
-    PairTileQ4<kKind == PairKind::kQ4K, T, P>(op, target);
+    constexpr Nibbles kF = kKind == PairKind::kQ4K   ? Nibbles::kQ4_K
+                           : kKind == PairKind::kQ5K ? Nibbles::kQ5_K
+                                                     : Nibbles::kQ4_0;
+    PairTileQ4<kF, T, P>(op, target);
   }
 }
 
@@ -459,7 +484,7 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
   if constexpr (kKind == PairKind::kQ8) {
     prepared.resize(static_cast<size_t>(kTilePairs * pair_bytes));
     op.prepared = prepared.data();
-  } else if constexpr (kKind == PairKind::kQ4K) {
+  } else if constexpr (kKind == PairKind::kQ4K || kKind == PairKind::kQ5K) {
     prepared.resize(static_cast<size_t>(kTilePairs * q4k_pair_bytes));
     op.prepared = prepared.data();
   } else if constexpr (kKind == PairKind::kQ6K) {
@@ -498,11 +523,12 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
           PrepareQ8Pair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
                         prepared.data() + p * pair_bytes);
         }
-      } else if constexpr (kKind == PairKind::kQ4K) {
+      } else if constexpr (kKind == PairKind::kQ4K || kKind == PairKind::kQ5K) {
         const int64_t pairs = whole ? kTilePairs : 1;
         for (int64_t p = 0; p < pairs; ++p) {
-          PrepareQ4KPairScales(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
-                               prepared.data() + p * q4k_pair_bytes);
+          PrepareQ4KPairScales<kKind == PairKind::kQ5K ? Nibbles::kQ5_K : Nibbles::kQ4_K>(
+              op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
+              prepared.data() + p * q4k_pair_bytes);
         }
       } else if constexpr (kKind == PairKind::kQ6K) {
         const int64_t pairs = whole ? kTilePairs : 1;
@@ -576,6 +602,9 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
                                  pairs_end, n_begin, n_end);
     } else if (w.format == PackedFormat::kQ4_Kx8) {
       MatMulPairs<PairKind::kQ4K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
+                                  pairs_end, n_begin, n_end);
+    } else if (w.format == PackedFormat::kQ5_Kx8) {
+      MatMulPairs<PairKind::kQ5K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,
                                   pairs_end, n_begin, n_end);
     } else if (w.format == PackedFormat::kQ6_Kx8) {
       MatMulPairs<PairKind::kQ6K>(w, x.q8, x.q8_stride, row_bytes, out, m_begin, m_end, group_begin,

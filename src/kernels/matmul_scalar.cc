@@ -93,6 +93,32 @@ float DotQ4K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   return acc;
 }
 
+// kQ5_Kx8: as kQ4_Kx8, with q = nibble + 16 * fifth bit (0..31).
+float DotQ5K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
+  const uint8_t* group = w.group(n / kPackRows);
+  const int64_t r = n % kPackRows;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < w.cols / kQK; ++b) {
+    const uint8_t* header = group + b / 8 * kQ5SuperHeaderBytes;
+    const uint8_t* block = group + Q5BlockOffset(w.cols, b);
+    const int8_t* qa = a.q + b * kQK;
+    int32_t isum = NibbleDot(block + kQ5LowOffset, r, qa);
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t fifth = block[kQ5HighOffset + 4 * r + i];
+      for (int p = 0; p < 4; ++p) {
+        isum += 16 * ((fifth >> (2 * p) & 1) * qa[4 * p + i] +
+                      (fifth >> (2 * p + 1) & 1) * qa[16 + 4 * p + i]);
+      }
+    }
+    const float d = HalfAt(header, r) * static_cast<float>(block[r]);
+    const float min = HalfAt(header, kPackRows + r) * static_cast<float>(block[kPackRows + r]);
+    const float da = a.scale(b);
+    acc = std::fma(static_cast<float>(isum), d * da, acc);
+    acc = std::fma(-min, da * static_cast<float>(a.sum(b)), acc);
+  }
+  return acc;
+}
+
 // kQ6_Kx8: a value is d * scale_h * (q - 32) with an int8 scale per 16 columns, so per block
 // isum = scale_0 * sum_0((q - 32) a) + scale_1 * sum_1((q - 32) a), exact in int32 (and in a
 // float: |isum| <= 2 * 128 * 16 * 32 * 127 < 2^24), scaled by d * d_a with one FMA.
@@ -176,6 +202,9 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
           break;
         case PackedFormat::kQ4_Kx8:
           value = DotQ4K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+          break;
+        case PackedFormat::kQ5_Kx8:
+          value = DotQ5K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
         case PackedFormat::kQ6_Kx8:
           value = DotQ6K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));

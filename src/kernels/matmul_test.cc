@@ -19,10 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "base/float16.h"
 #include "base/thread_pool.h"
 #include "kernels/activation_quant.h"
 #include "kernels/kernel_set.h"
 #include "kernels/kernel_test_util.h"
+#include "kernels/quant_blocks.h"
 
 namespace reprise::kernels {
 namespace {
@@ -144,10 +146,10 @@ void CheckAgainstFloat(const Problem& p, const std::vector<float>& out, int64_t 
         exact += w * a;
         magnitude += std::fabs(w * a);
       }
-      // kI8x8: an exact int32 sum, then its conversion and two products. kQ4_Kx8: two FMAs
+      // kI8x8: an exact int32 sum, then its conversion and two products. K-quants: two FMAs
       // per block, of d * sum(q a) and min * sum(a), each at most 2 x the block's max |w|
       // times sum(|a|) (|d q| <= |w| + min, min <= max |w|): up to 3 x the plain magnitude.
-      const bool affine = c.format == PackedFormat::kQ4_Kx8;
+      const bool affine = c.format == PackedFormat::kQ4_Kx8 || c.format == PackedFormat::kQ5_Kx8;
       const int64_t blocks = c.k / kActivationBlock;
       const int64_t terms = static_int8 ? 3
                             : quantized ? (affine ? 2 * blocks : blocks) + 2
@@ -178,6 +180,8 @@ DType SourceFor(PackedFormat format) {
       return DType::kQ4_0;
     case PackedFormat::kQ4_Kx8:
       return DType::kQ4_K;
+    case PackedFormat::kQ5_Kx8:
+      return DType::kQ5_K;
     case PackedFormat::kQ6_Kx8:
       return DType::kQ6_K;
     case PackedFormat::kF16x8:
@@ -202,8 +206,8 @@ std::vector<Case> Cases() {
     cases.push_back({PackedFormat::kF16x8, DType::kF16, s[0], s[1], s[2]});
     cases.push_back({PackedFormat::kF32x8, DType::kF32, s[0], s[1], s[2]});
   }
-  // Q4_K into Q4_Kx8 and Q6_K into Q6_Kx8 (K a multiple of their 256-value super-blocks), and
-  // other sources through those types' quantizers.
+  // Q4_K into Q4_Kx8, Q5_K into Q5_Kx8 and Q6_K into Q6_Kx8 (K a multiple of their 256-value
+  // super-blocks), and other sources through those types' quantizers.
   for (const auto& s : std::vector<std::vector<int64_t>>{{5, 21, 512},
                                                          {1, 13, 256},
                                                          {9, 96, 768},
@@ -213,6 +217,7 @@ std::vector<Case> Cases() {
                                                          {4, 16, 1536},
                                                          {2, 1, 256}}) {
     cases.push_back({PackedFormat::kQ4_Kx8, DType::kQ4_K, s[0], s[1], s[2]});
+    cases.push_back({PackedFormat::kQ5_Kx8, DType::kQ5_K, s[0], s[1], s[2]});
     cases.push_back({PackedFormat::kQ6_Kx8, DType::kQ6_K, s[0], s[1], s[2]});
   }
   // Repacked sources, and float formats with K not a multiple of 32.
@@ -220,6 +225,7 @@ std::vector<Case> Cases() {
   cases.push_back({PackedFormat::kQ4_Kx8, DType::kF16, 6, 19, 512});
   cases.push_back({PackedFormat::kQ8_0x8, DType::kQ6_K, 3, 16, 256});
   cases.push_back({PackedFormat::kQ6_Kx8, DType::kF32, 3, 27, 768});
+  cases.push_back({PackedFormat::kQ5_Kx8, DType::kF16, 4, 25, 512});
   cases.push_back({PackedFormat::kQ8_0x8, DType::kF16, 6, 19, 160});
   cases.push_back({PackedFormat::kF32x8, DType::kBF16, 3, 9, 64});
   cases.push_back({PackedFormat::kF16x8, DType::kF16, 2, 11, 7});
@@ -268,9 +274,9 @@ TEST(MatMulTest, RangeSplitsGiveIdenticalResults) {
   std::vector<const KernelSet*> sets = SimdSets();
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
-    for (PackedFormat format :
-         {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-          PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kF32x8, PackedFormat::kI8x8}) {
+    for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
+                                PackedFormat::kQ5_Kx8, PackedFormat::kQ6_Kx8, PackedFormat::kF16x8,
+                                PackedFormat::kF32x8, PackedFormat::kI8x8}) {
       const Case c{format, SourceFor(format), 11, 45,
                    PackedColumnMultiple(format) == 256 ? 256 : 96};
       const Problem p = MakeProblem(c, *set, 77);
@@ -299,7 +305,8 @@ TEST(MatMulTest, AccumulateAddsToTheOutput) {
   sets.push_back(&ScalarKernels());
   for (const KernelSet* set : sets) {
     for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                                PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
+                                PackedFormat::kQ5_Kx8, PackedFormat::kQ6_Kx8, PackedFormat::kF16x8,
+                                PackedFormat::kI8x8}) {
       const Case c{format, SourceFor(format), 6, 21,
                    PackedColumnMultiple(format) == 256 ? 256 : 64};
       const Problem p = MakeProblem(c, *set, 9);
@@ -323,7 +330,7 @@ TEST(MatMulTest, BlockFormatsMatchScalarOnEveryTokenCount) {
       {0, 45}, {3, 29}, {8, 16}, {13, 14}, {40, 45}};
   for (const KernelSet* set : SimdSets()) {
     for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                                PackedFormat::kQ6_Kx8}) {
+                                PackedFormat::kQ5_Kx8, PackedFormat::kQ6_Kx8}) {
       const Case c{format, SourceFor(format), 12, 45,
                    PackedColumnMultiple(format) == 256 ? 256 : 128};
       const Problem p = MakeProblem(c, ScalarKernels(), 31);
@@ -356,8 +363,9 @@ TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
   auto pool = ThreadPool::Create({.num_threads = 3});
   ASSERT_TRUE(pool.ok());
   const KernelSet& set = BestKernels();
-  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                              PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
+  for (PackedFormat format :
+       {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8, PackedFormat::kQ5_Kx8,
+        PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kI8x8}) {
     const Case c{format, SourceFor(format), 37, 203,
                  PackedColumnMultiple(format) == 256 ? 256 : 192};
     const Problem p = MakeProblem(c, set, 21);
@@ -382,6 +390,53 @@ TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
       }
     });
     ASSERT_EQ(by_mn, whole) << PackedFormatName(format);
+  }
+}
+
+// Q5_K's largest values (q = 31 everywhere) against activations of +-127 everywhere: every
+// int16 pair of products is at its bound (2 * 31 * 127), so a block's 8 of them overflow int16
+// unless the kernel widens them in time. Every kernel gives the scalar one's bits and the
+// value 31 d * 127 d_a per column.
+TEST(MatMulTest, Q5KLargestProductsStayExact) {
+  constexpr int64_t kRows = 24, kCols = 512, kTokens = 6;
+  BlockQ5_K block{};
+  block.d = F32ToF16(1.0f / 64);
+  std::memset(block.scales, 0, sizeof(block.scales));
+  for (int j = 0; j < 4; ++j) block.scales[j] = 1;  // scales 0-3 = 1, 4-7 = 1, mins 0
+  for (int j = 8; j < 12; ++j) block.scales[j] = 1;
+  std::memset(block.qh, 0xff, sizeof(block.qh));
+  std::memset(block.qs, 0xff, sizeof(block.qs));
+  std::vector<uint8_t> src(static_cast<size_t>(kRows * kCols / kQK_K) * sizeof(block));
+  for (size_t i = 0; i < src.size(); i += sizeof(block))
+    std::memcpy(&src[i], &block, sizeof(block));
+  const OwnedPacked w = Pack(PackedFormat::kQ5_Kx8, DType::kQ5_K, src, kRows, kCols);
+  std::vector<float> x(static_cast<size_t>(kTokens * kCols));
+  for (int64_t m = 0; m < kTokens; ++m) {
+    for (int64_t k = 0; k < kCols; ++k)
+      x[static_cast<size_t>(m * kCols + k)] = m % 2 ? -1.0f : 1.0f;
+  }
+  std::vector<const KernelSet*> sets = SimdSets();
+  sets.push_back(&ScalarKernels());
+  for (const KernelSet* set : sets) {
+    const int64_t stride = QuantizedRowBytes(kCols);
+    std::vector<uint8_t> q8(static_cast<size_t>(stride * kTokens));
+    for (int64_t m = 0; m < kTokens; ++m) {
+      set->quantize_row(x.data() + m * kCols, kCols, q8.data() + m * stride);
+    }
+    MatMulInput input;
+    input.q8 = q8.data();
+    input.q8_stride = stride;
+    for (int64_t tokens : {int64_t{1}, int64_t{2}, int64_t{3}, kTokens}) {
+      std::vector<float> out(static_cast<size_t>(kTokens * kRows), kSentinel);
+      set->matmul(w.view, input, MatMulOutput{out.data(), kRows, false}, 0, tokens, 0, kRows);
+      for (int64_t m = 0; m < tokens; ++m) {
+        const float want = (m % 2 ? -1.0f : 1.0f) * 31.0f / 64.0f * kCols;
+        for (int64_t n = 0; n < kRows; ++n) {
+          ASSERT_NEAR(out[static_cast<size_t>(m * kRows + n)], want, 1e-3f * std::fabs(want))
+              << set->name << " tokens " << tokens << " m " << m << " n " << n;
+        }
+      }
+    }
   }
 }
 

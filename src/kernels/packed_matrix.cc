@@ -121,6 +121,52 @@ void PackQ6KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64
   }
 }
 
+// Super-block `sb` of row `r` of a Q5_Kx8 group from one Q5_K block, bit for bit: as
+// PackQ4KSuperBlock, plus each value's fifth bit (bit s of qh[j] for column j of sub-block s)
+// placed in the block's plane of fifth bits (packed_matrix.h).
+void PackQ5KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
+                       uint8_t* group) {
+  BlockQ5_K block;
+  std::memcpy(&block, src_block, sizeof(block));
+  uint8_t* header = group + sb * kQ5SuperHeaderBytes;
+  PutU16(header + 2 * r, block.d);
+  PutU16(header + 2 * kPackRows + 2 * r, block.dmin);
+  uint8_t scales[8], mins[8];
+  internal::UnpackScaleMinK4(block.scales, scales, mins);
+  for (int s = 0; s < 8; ++s) {
+    uint8_t* out = group + Q5BlockOffset(cols, sb * 8 + s);
+    out[r] = scales[s];
+    out[kPackRows + r] = mins[s];
+    const uint8_t* qs = block.qs + 32 * (s / 2);
+    uint8_t q[kQK];
+    for (int j = 0; j < kQK; ++j) {
+      const int low = s % 2 == 0 ? qs[j] & 0xf : qs[j] >> 4;
+      q[j] = static_cast<uint8_t>(low | ((block.qh[j] >> s) & 1) << 4);
+    }
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < 4; ++i) {
+        out[kQ5LowOffset + (p * kPackRows + r) * 4 + i] =
+            static_cast<uint8_t>((q[4 * p + i] & 0xf) | (q[16 + 4 * p + i] & 0xf) << 4);
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      int byte = 0;
+      for (int p = 0; p < 4; ++p) {
+        for (int h = 0; h < 2; ++h) byte |= (q[16 * h + 4 * p + i] >> 4) << (2 * p + h);
+      }
+      out[kQ5HighOffset + 4 * r + i] = static_cast<uint8_t>(byte);
+    }
+  }
+}
+
+// q (0..31) of column `j` (0..31) of row `r` in a Q5_Kx8 block.
+int Q5Value(const uint8_t* block, int64_t r, int j) {
+  const int h = j / 16, p = j % 16 / 4, i = j % 4;
+  const int low = (block[kQ5LowOffset + (p * kPackRows + r) * 4 + i] >> (4 * h)) & 0xf;
+  const int fifth = (block[kQ5HighOffset + 4 * r + i] >> (2 * p + h)) & 1;
+  return low | fifth << 4;
+}
+
 // q (0..63) of column `j` (0..31) of row `r` in a Q6_Kx8 block.
 int Q6Value(const uint8_t* block, int64_t r, int j) {
   const int h = j / 16, p = j % 16 / 4, i = j % 4;
@@ -198,6 +244,12 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
     PackQ4KRow(src_row, cols, r, group);
     return;
   }
+  if (format == PackedFormat::kQ5_Kx8 && src_type == DType::kQ5_K) {
+    for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+      PackQ5KSuperBlock(src_row + sb * sizeof(BlockQ5_K), cols, sb, r, group);
+    }
+    return;
+  }
   if (format == PackedFormat::kQ6_Kx8 && src_type == DType::kQ6_K) {
     for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
       PackQ6KSuperBlock(src_row + sb * sizeof(BlockQ6_K), cols, sb, r, group);
@@ -242,6 +294,14 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
           BlockQ4_K block;
           QuantizeRow(DType::kQ4_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
           PackQ4KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
+                            group);
+        }
+        break;
+      case PackedFormat::kQ5_Kx8:
+        for (int64_t j = 0; j < count; j += kQK_K) {  // through Q5_K's own quantizer
+          BlockQ5_K block;
+          QuantizeRow(DType::kQ5_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
+          PackQ5KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
                             group);
         }
         break;
@@ -294,6 +354,13 @@ void ZeroRow(PackedFormat format, int64_t cols, int64_t r, uint8_t* group) {
       }
       break;
     }
+    case PackedFormat::kQ5_Kx8: {
+      const BlockQ5_K zero{};  // d = dmin = 0: every value is 0
+      for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+        PackQ5KSuperBlock(reinterpret_cast<const uint8_t*>(&zero), cols, sb, r, group);
+      }
+      break;
+    }
     case PackedFormat::kQ6_Kx8: {
       BlockQ6_K zero{};  // d = 0, and every q 32 (top bits 2): every value is +0
       std::memset(zero.qh, 0xaa, sizeof(zero.qh));
@@ -338,13 +405,18 @@ const char* PackedFormatName(PackedFormat format) {
       return "q4_kx8";
     case PackedFormat::kQ6_Kx8:
       return "q6_kx8";
+    case PackedFormat::kQ5_Kx8:
+      return "q5_kx8";
   }
   return "?";
 }
 
 int64_t PackedColumnMultiple(PackedFormat format) {
   if (format == PackedFormat::kI8x8) return 4;
-  if (format == PackedFormat::kQ4_Kx8 || format == PackedFormat::kQ6_Kx8) return kQK_K;
+  if (format == PackedFormat::kQ4_Kx8 || format == PackedFormat::kQ5_Kx8 ||
+      format == PackedFormat::kQ6_Kx8) {
+    return kQK_K;
+  }
   return UsesQuantizedActivations(format) ? kQK : 1;
 }
 
@@ -356,6 +428,8 @@ PackedFormat ChoosePackedFormat(DType src) {
       return PackedFormat::kQ4_0x8;
     case DType::kQ4_K:
       return PackedFormat::kQ4_Kx8;
+    case DType::kQ5_K:
+      return PackedFormat::kQ5_Kx8;
     case DType::kQ6_K:
       return PackedFormat::kQ6_Kx8;
     case DType::kF16:
@@ -383,6 +457,8 @@ size_t PackedGroupBytes(PackedFormat format, int64_t cols) {
     case PackedFormat::kQ4_Kx8:
       return static_cast<size_t>(cols / kQK_K * kQ4KSuperHeaderBytes +
                                  cols / kQK * kQ4GroupBlockBytes);
+    case PackedFormat::kQ5_Kx8:
+      return static_cast<size_t>(Q5BlockOffset(cols, cols / kQK));
     case PackedFormat::kQ6_Kx8:
       return static_cast<size_t>(Q6BlockOffset(cols, cols / kQK));
   }
@@ -457,6 +533,19 @@ void UnpackRow(const PackedMatrix& m, int64_t row, float* dst) {
           const uint8_t byte = q[(j / 4 * kPackRows + r) * 4 + j % 4];
           dst[b * kQK + j] = d * static_cast<float>(byte & 0xf) - min;
           dst[b * kQK + j + 16] = d * static_cast<float>(byte >> 4) - min;
+        }
+      }
+      break;
+    case PackedFormat::kQ5_Kx8:
+      for (int64_t b = 0; b < m.cols / kQK; ++b) {
+        const uint8_t* header = group + b / 8 * kQ5SuperHeaderBytes;
+        const uint8_t* block = group + Q5BlockOffset(m.cols, b);
+        // As DequantizeRow: d * scale * q - dmin * min.
+        const float d = F16ToF32(GetU16(header + 2 * r)) * static_cast<float>(block[r]);
+        const float min = F16ToF32(GetU16(header + 2 * kPackRows + 2 * r)) *
+                          static_cast<float>(block[kPackRows + r]);
+        for (int j = 0; j < kQK; ++j) {
+          dst[b * kQK + j] = d * static_cast<float>(Q5Value(block, r, j)) - min;
         }
       }
       break;

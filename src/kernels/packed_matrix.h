@@ -26,6 +26,12 @@
 //            [32v, 32v + 32) holds, for row r, at bit 4j + 2h the top bits of column
 //            16h + 4(2v + j) + i (so vector v serves the nibble byte pairs 2v and 2v + 1).
 //            K a multiple of 256. 210 bytes per 256 weights (6.5625 bits, Q6_K's own).
+//   kQ5_Kx8  Q5_K regrouped bit for bit (value = d * scale * q - dmin * min, q 5 bits): as
+//            kQ4_Kx8 (the same super-block headers; per block 8 scales, 8 mins and the q's
+//            low 4 bits as kQ4_0x8's nibbles), then per block 32 bytes of fifth bits: byte
+//            4r + i holds, for row r, at bit 2p + h the fifth bit of column 16h + 4p + i (the
+//            bits of nibble byte pair p's low (h = 0) and high (h = 1) nibbles). K a multiple
+//            of 256. 180 bytes per 256 weights (5.625 bits; Q5_K's 5.5 with its packed scales).
 //   kF16x8   per group: [column 0..K-1][row 0..7] half floats.
 //   kF32x8   per group: [column 0..K-1][row 0..7] floats.
 //   kI8x8    NPU-style per-channel int8 (llm.npu's integer matmul, DESIGN.md §9): per group,
@@ -36,14 +42,15 @@
 //            the whole row in int32 before one float rescale per output. 64 + 8K bytes per
 //            group. Never chosen by default: packed on request (model/static_int8.h).
 //
-// Source types map to formats by ChoosePackedFormat: Q8_0, Q4_0, Q4_K and Q6_K are regrouped bit
-// for bit (model loading sends Q6_K to kQ8_0x8 instead where the kernel set runs that faster:
+// Source types map to formats by ChoosePackedFormat: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K are regrouped
+// bit for bit (model loading sends Q6_K to kQ8_0x8 instead where the kernel set runs that faster:
 // KernelSet::q6_k_format, model/packed_weights.h); F16 and F32 stay; BF16 widens
-// to F32 (exact); every other quantized type (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K) is
+// to F32 (exact); every other quantized type (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) is
 // dequantized and requantized to Q8_0 with round-to-nearest, which adds at most half a Q8_0
 // step (amax of the 32 values / 254) per weight on top of the source's own quantization error.
 // Any dequantizable source can be packed into any format on request (an F16 model into Q8_0,
-// for instance; into kQ4_Kx8 / kQ6_Kx8 through Q4_K's / Q6_K's own quantizer).
+// for instance; into kQ4_Kx8 / kQ5_Kx8 / kQ6_Kx8 through Q4_K's / Q5_K's / Q6_K's own
+// quantizer).
 #pragma once
 
 #include <cstddef>
@@ -70,6 +77,18 @@ inline constexpr int64_t Q6BlockOffset(int64_t cols, int64_t b) {
   return cols / 256 * kQ6SuperHeaderBytes + b * kQ6GroupBlockBytes;
 }
 
+// kQ5_Kx8: a super-block header (8 half-float d, 8 half-float dmin), and one 32-column block:
+// 8 scale and 8 min bytes, the low nibbles at kQ5LowOffset, the fifth bits at kQ5HighOffset.
+inline constexpr int64_t kQ5SuperHeaderBytes = kPackRows * 4;
+inline constexpr int64_t kQ5LowOffset = kPackRows * 2;
+inline constexpr int64_t kQ5HighOffset = kQ5LowOffset + kPackRows * 16;
+inline constexpr int64_t kQ5GroupBlockBytes = kQ5HighOffset + kPackRows * 4;  // 176
+
+// Where block `b` of a kQ5_Kx8 group of `cols` columns starts.
+inline constexpr int64_t Q5BlockOffset(int64_t cols, int64_t b) {
+  return cols / 256 * kQ5SuperHeaderBytes + b * kQ5GroupBlockBytes;
+}
+
 enum class PackedFormat : uint8_t {
   kQ8_0x8,
   kQ4_0x8,
@@ -78,6 +97,7 @@ enum class PackedFormat : uint8_t {
   kI8x8,
   kQ4_Kx8,
   kQ6_Kx8,
+  kQ5_Kx8,
 };
 
 const char* PackedFormatName(PackedFormat format);
@@ -87,15 +107,16 @@ const char* PackedFormatName(PackedFormat format);
 // read float activations.
 inline bool UsesQuantizedActivations(PackedFormat format) {
   return format == PackedFormat::kQ8_0x8 || format == PackedFormat::kQ4_0x8 ||
-         format == PackedFormat::kQ4_Kx8 || format == PackedFormat::kQ6_Kx8;
+         format == PackedFormat::kQ4_Kx8 || format == PackedFormat::kQ5_Kx8 ||
+         format == PackedFormat::kQ6_Kx8;
 }
 
 // True for kI8x8: its matmul reads rows of K int8 values quantized with one per-tensor scale
 // (MatMulInput::static_scale), no per-block metadata.
 inline bool UsesStaticInt8Activations(PackedFormat format) { return format == PackedFormat::kI8x8; }
 
-// Columns must be a multiple of this for `format` (32 for the block formats, 256 for kQ4_Kx8
-// and kQ6_Kx8, 4 for kI8x8, 1 otherwise).
+// Columns must be a multiple of this for `format` (32 for the block formats, 256 for kQ4_Kx8,
+// kQ5_Kx8 and kQ6_Kx8, 4 for kI8x8, 1 otherwise).
 int64_t PackedColumnMultiple(PackedFormat format);
 
 // The format a weight of type `src` is packed into by default.

@@ -36,9 +36,9 @@ TEST(PackedMatrixTest, ChoosesFormatsBySourceType) {
   EXPECT_EQ(ChoosePackedFormat(DType::kF32), PackedFormat::kF32x8);
   EXPECT_EQ(ChoosePackedFormat(DType::kBF16), PackedFormat::kF32x8);
   EXPECT_EQ(ChoosePackedFormat(DType::kQ4_K), PackedFormat::kQ4_Kx8);
+  EXPECT_EQ(ChoosePackedFormat(DType::kQ5_K), PackedFormat::kQ5_Kx8);
   EXPECT_EQ(ChoosePackedFormat(DType::kQ6_K), PackedFormat::kQ6_Kx8);
-  for (DType dtype :
-       {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ5_K}) {
+  for (DType dtype : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K}) {
     EXPECT_EQ(ChoosePackedFormat(dtype), PackedFormat::kQ8_0x8) << DTypeName(dtype);
     EXPECT_TRUE(CanPack(dtype));
   }
@@ -50,6 +50,7 @@ TEST(PackedMatrixTest, Sizes) {
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ8_0x8, 13, 64), 2u * 2 * 272);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_0x8, 13, 64), 2u * 2 * 144);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_Kx8, 13, 512), 2u * (2 * 32 + 16 * 144));
+  EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ5_Kx8, 13, 512), 2u * (2 * 32 + 16 * 176));
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ6_Kx8, 13, 512), 2u * (2 * 16 + 16 * 208));
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kF16x8, 13, 5), 2u * 5 * 8 * 2);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kF32x8, 8, 5), 1u * 5 * 8 * 4);
@@ -58,9 +59,12 @@ TEST(PackedMatrixTest, Sizes) {
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ4_0x8, 576, 576), RowBytes(DType::kQ4_0, 576) * 576);
   EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ6_Kx8, 1024, 768),
             RowBytes(DType::kQ6_K, 768) * 1024);
+  // Q4_K and Q5_K keep 6-bit scales and mins in a byte each: 4 bytes per 256 weights more.
+  EXPECT_EQ(PackedMatrixBytes(PackedFormat::kQ5_Kx8, 1024, 768),
+            (RowBytes(DType::kQ5_K, 768) + 3 * 4) * 1024);
 }
 
-// Regrouping and widening are exact (Q4_K's and Q6_K's values as DequantizeRow computes them,
+// Regrouping and widening are exact (the K-quants' values as DequantizeRow computes them,
 // bit for bit, from the regrouped half floats, scale (and min) bytes and bits).
 TEST(PackedMatrixTest, ExactFormatsRoundTrip) {
   struct Exact {
@@ -69,11 +73,12 @@ TEST(PackedMatrixTest, ExactFormatsRoundTrip) {
   };
   for (const Exact& e :
        {Exact{DType::kQ8_0, PackedFormat::kQ8_0x8}, Exact{DType::kQ4_0, PackedFormat::kQ4_0x8},
-        Exact{DType::kQ4_K, PackedFormat::kQ4_Kx8}, Exact{DType::kQ6_K, PackedFormat::kQ6_Kx8},
-        Exact{DType::kF16, PackedFormat::kF16x8}, Exact{DType::kF32, PackedFormat::kF32x8},
-        Exact{DType::kBF16, PackedFormat::kF32x8}, Exact{DType::kF16, PackedFormat::kF32x8}}) {
+        Exact{DType::kQ4_K, PackedFormat::kQ4_Kx8}, Exact{DType::kQ5_K, PackedFormat::kQ5_Kx8},
+        Exact{DType::kQ6_K, PackedFormat::kQ6_Kx8}, Exact{DType::kF16, PackedFormat::kF16x8},
+        Exact{DType::kF32, PackedFormat::kF32x8}, Exact{DType::kBF16, PackedFormat::kF32x8},
+        Exact{DType::kF16, PackedFormat::kF32x8}}) {
     for (int64_t rows : {1, 8, 13, 24}) {
-      const int64_t cols = e.src == DType::kQ4_K || e.src == DType::kQ6_K ? 512 : 96;
+      const int64_t cols = GetDTypeInfo(e.src).block_elements == 256 ? 512 : 96;
       const std::vector<uint8_t> src = RandomMatrix(rows * 7 + 1, e.src, rows, cols);
       const auto packed = Pack(e.format, e.src, src, rows, cols);
       std::vector<float> got(cols);
@@ -116,15 +121,16 @@ TEST(PackedMatrixTest, RequantizedTypesStayWithinHalfAQ8Step) {
   }
 }
 
-// Into Q4_Kx8 / Q6_Kx8 from other types: through Q4_K's / Q6_K's quantizer, so the packed
-// values are exactly those of the source quantized to that type and dequantized.
+// Into Q4_Kx8 / Q5_Kx8 / Q6_Kx8 from other types: through Q4_K's / Q5_K's / Q6_K's quantizer, so
+// the packed values are exactly those of the source quantized to that type and dequantized.
 TEST(PackedMatrixTest, OtherTypesReachKQuantFormatsThroughTheirQuantizers) {
   struct Target {
     PackedFormat format;
     DType through;
   };
   for (const Target& target :
-       {Target{PackedFormat::kQ4_Kx8, DType::kQ4_K}, Target{PackedFormat::kQ6_Kx8, DType::kQ6_K}}) {
+       {Target{PackedFormat::kQ4_Kx8, DType::kQ4_K}, Target{PackedFormat::kQ5_Kx8, DType::kQ5_K},
+        Target{PackedFormat::kQ6_Kx8, DType::kQ6_K}}) {
     for (DType src_type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ6_K, DType::kQ4_K}) {
       if (src_type == target.through) continue;
       const int64_t rows = 11;
@@ -151,6 +157,41 @@ TEST(PackedMatrixTest, OtherTypesReachKQuantFormatsThroughTheirQuantizers) {
 
 // Q2_K and Q3_K (no quantizer here): random block bytes with the scales set to small
 // finite halves are valid blocks; they go through the same requantization.
+// Random bytes as K-quant blocks (every bit pattern of scales, mins and values; d and dmin
+// set to a normal half float) regroup bit for bit into their own packed formats.
+TEST(PackedMatrixTest, RandomKQuantBlocksRegroupExactly) {
+  struct Layout {
+    DType dtype;
+    PackedFormat format;
+    size_t d_offset;  // byte offset of the half-float `d` (and `dmin` right after)
+    bool has_dmin;
+  };
+  for (const Layout& l : {Layout{DType::kQ4_K, PackedFormat::kQ4_Kx8, 0, true},
+                          Layout{DType::kQ5_K, PackedFormat::kQ5_Kx8, 0, true},
+                          Layout{DType::kQ6_K, PackedFormat::kQ6_Kx8, 208, false}}) {
+    const int64_t rows = 11;
+    const int64_t cols = 768;
+    Random rng(8);
+    std::vector<uint8_t> src(RowBytes(l.dtype, cols) * rows);
+    for (uint8_t& byte : src) byte = static_cast<uint8_t>(rng.NextU64());
+    const size_t block_bytes = GetDTypeInfo(l.dtype).block_bytes;
+    for (size_t offset = 0; offset < src.size(); offset += block_bytes) {
+      const uint16_t d = F32ToF16(0.01f);
+      std::memcpy(&src[offset + l.d_offset], &d, 2);
+      if (l.has_dmin) std::memcpy(&src[offset + l.d_offset + 2], &d, 2);
+    }
+    const auto packed = Pack(l.format, l.dtype, src, rows, cols);
+    std::vector<float> got(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      UnpackRow(packed.view, r, got.data());
+      const std::vector<float> want = DequantizedRow(l.dtype, src, r, cols);
+      for (int64_t j = 0; j < cols; ++j) {
+        ASSERT_EQ(got[j], want[j]) << DTypeName(l.dtype) << " row " << r << " col " << j;
+      }
+    }
+  }
+}
+
 TEST(PackedMatrixTest, RandomKQuantBlocksRequantize) {
   struct Layout {
     DType dtype;
@@ -189,8 +230,9 @@ TEST(PackedMatrixTest, RandomKQuantBlocksRequantize) {
 // Packing in row ranges (as threads would) writes every byte, the same bytes as one call,
 // whatever was in the buffer before; padding rows of the last group are zeros.
 TEST(PackedMatrixTest, RowRangesAndPaddingAreDeterministic) {
-  for (PackedFormat format : {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8,
-                              PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kF32x8}) {
+  for (PackedFormat format :
+       {PackedFormat::kQ8_0x8, PackedFormat::kQ4_0x8, PackedFormat::kQ4_Kx8, PackedFormat::kQ5_Kx8,
+        PackedFormat::kQ6_Kx8, PackedFormat::kF16x8, PackedFormat::kF32x8}) {
     const int64_t rows = 29;
     const int64_t cols = PackedColumnMultiple(format) == 256 ? 256 : 64;
     const std::vector<uint8_t> src = RandomMatrix(3, DType::kF32, rows, cols);
