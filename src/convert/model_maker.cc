@@ -70,6 +70,7 @@ Result<tokenizer::Vocab> VocabForShape(const MakeModelOptions& options, const Mo
 }
 
 constexpr uint32_t kFileTypeQ4_K_M = 15;  // llama.cpp's general.file_type "mostly Q4_K_M"
+constexpr uint32_t kFileTypeQ5_K_M = 17;  // "mostly Q5_K_M"
 
 }  // namespace
 
@@ -203,11 +204,15 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
     w.SetU32(a + "rope.scaling.original_context_length", 8192);
   }
   tokenizer::WriteVocabToGguf(vocab, w);
-  if (options.q4_k_m_mix && options.weight_type != DType::kQ4_K) {
-    return InvalidArgumentError("the Q4_K_M mix needs weight type Q4_K");
+  if (options.k_m_mix && options.weight_type != DType::kQ4_K &&
+      options.weight_type != DType::kQ5_K) {
+    return InvalidArgumentError("the K_M mix needs weight type Q4_K or Q5_K");
   }
   SetFileType(w, options.weight_type);
-  if (options.q4_k_m_mix) w.SetU32("general.file_type", kFileTypeQ4_K_M);
+  if (options.k_m_mix) {
+    w.SetU32("general.file_type",
+             options.weight_type == DType::kQ4_K ? kFileTypeQ4_K_M : kFileTypeQ5_K_M);
+  }
 
   Random rng(options.seed);
   const DType type = options.weight_type;
@@ -217,11 +222,11 @@ Result<MakeModelSummary> MakeModel(const MakeModelOptions& options, const std::s
   const uint64_t ff = static_cast<uint64_t>(shape.ffn_dim);
   const uint64_t v = static_cast<uint64_t>(shape.vocab_size);
   uint64_t params = 0;
-  // The stored type of a matrix: `type`, or Q6_K where the Q4_K_M mix puts more bits.
+  // The stored type of a matrix: `type`, or Q6_K where the K_M mix puts more bits.
   auto matrix = [&](const std::string& name, uint64_t in, uint64_t out, float stddev,
                     bool more_bits = false) -> Status {
     params += in * out;
-    const DType stored = options.q4_k_m_mix && more_bits ? DType::kQ6_K : type;
+    const DType stored = options.k_m_mix && more_bits ? DType::kQ6_K : type;
     return AddEncodedTensor(w, name, {in, out}, RandomValues(rng, in * out, stddev), stored);
   };
   auto vector = [&](const std::string& name, std::vector<float> values) -> Status {

@@ -40,10 +40,11 @@ inline constexpr int kMaxMadeLayers = 1024;
 struct MakeModelOptions {
   std::string shape = "tiny";
   DType weight_type = DType::kF16;  // F32, F16, BF16, Q8_0, Q4_0 (and the other writable types)
-  // With weight_type Q4_K: the mix llama.cpp calls Q4_K_M, the form most published GGUF files
-  // take — the output matrix (the token embedding when it is tied) and the attn_v and
-  // ffn_down matrices of the layers UsesMoreBits picks in Q6_K, the rest in Q4_K.
-  bool q4_k_m_mix = false;
+  // With weight_type Q4_K or Q5_K: the mix llama.cpp calls Q4_K_M or Q5_K_M, the forms most
+  // published GGUF files take — the output matrix (the token embedding when it is tied) and
+  // the attn_v and ffn_down matrices of the layers UsesMoreBits picks in Q6_K, the rest in
+  // weight_type.
+  bool k_m_mix = false;
   std::string vocab_path;  // tiktoken rank file; empty = synthetic vocabulary
   uint64_t seed = 1234;
   // Overrides the shape's layer count (small test files); in [1, kMaxMadeLayers].

@@ -74,15 +74,16 @@ TEST(ModelMakerTest, UsesMoreBitsPicksTheEndsAndEveryThirdLayer) {
   EXPECT_EQ(picked, (std::vector<int>{0, 1, 4, 7, 10, 13, 14, 15}));
 }
 
-// The Q4_K_M mix: Q6_K for the output matrix and for attn_v / ffn_down of the layers
-// UsesMoreBits picks, Q4_K elsewhere; the file says Q4_K_M; the model loads and computes.
-TEST(ModelMakerTest, Q4KMMixPutsQ6KWhereLlamaCppDoes) {
+// The Q4_K_M and Q5_K_M mixes: Q6_K for the output matrix and for attn_v / ffn_down of the
+// layers UsesMoreBits picks, Q4_K / Q5_K elsewhere; the file says which; the model loads and
+// computes.
+TEST(ModelMakerTest, KMMixesPutQ6KWhereLlamaCppDoes) {
   testing_support::TempDir dir;
   MakeModelOptions options;
   options.shape = "tiny-256";
   options.num_layers = 8;
   options.weight_type = DType::kQ4_K;
-  options.q4_k_m_mix = true;
+  options.k_m_mix = true;
   const std::string path = dir.path() + "/q4km.gguf";
   ASSERT_TRUE(MakeModel(options, path).ok());
   gguf::GgufFile file = std::move(gguf::GgufFile::Open(path)).value();
@@ -100,7 +101,19 @@ TEST(ModelMakerTest, Q4KMMixPutsQ6KWhereLlamaCppDoes) {
   }
   EXPECT_EQ(LastLogits(path).size(), 512u);
 
-  options.weight_type = DType::kQ8_0;  // the mix is a Q4_K recipe
+  // Q5_K_M: the same places in Q6_K, the rest in Q5_K.
+  options.weight_type = DType::kQ5_K;
+  const std::string q5_path = dir.path() + "/q5km.gguf";
+  ASSERT_TRUE(MakeModel(options, q5_path).ok());
+  gguf::GgufFile q5 = std::move(gguf::GgufFile::Open(q5_path)).value();
+  EXPECT_EQ(q5.GetU32("general.file_type").value(), 17u);
+  EXPECT_EQ(q5.FindTensor("output.weight")->dtype, DType::kQ6_K);
+  EXPECT_EQ(q5.FindTensor("blk.0.attn_v.weight")->dtype, DType::kQ6_K);
+  EXPECT_EQ(q5.FindTensor("blk.1.attn_v.weight")->dtype, DType::kQ5_K);
+  EXPECT_EQ(q5.FindTensor("blk.1.ffn_gate.weight")->dtype, DType::kQ5_K);
+  EXPECT_EQ(LastLogits(q5_path).size(), 512u);
+
+  options.weight_type = DType::kQ8_0;  // the mix is a Q4_K / Q5_K recipe
   EXPECT_FALSE(MakeModel(options, dir.path() + "/bad.gguf").ok());
 }
 

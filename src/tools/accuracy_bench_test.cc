@@ -16,7 +16,7 @@ std::string Make(const testing_support::TempDir& dir, const std::string& name,
   convert::MakeModelOptions make;
   make.shape = shape;
   make.weight_type = type;
-  make.q4_k_m_mix = q4_k_m;
+  make.k_m_mix = q4_k_m;
   const std::string path = dir.path() + "/" + name + ".gguf";
   EXPECT_TRUE(convert::MakeModel(make, path).ok());
   return path;
