@@ -9,10 +9,11 @@
 // (vdotq_laneq_s32) multiplies it with that chunk of the activations held in one lane: two
 // loads and two sdots per chunk give the 8 rows' int32 sums, with no shuffles. Q4_0's bytes
 // hold chunk p in their low nibbles and chunk p + 4 in their high ones, as do Q4_Kx8's (whose
-// mins enter in float, as - min * d_a * sum(a)). Q6_Kx8's 6-bit values are put together from
-// the same nibbles and their top bits, minus 32, and multiplied signed by signed with sdot as
-// they are; each 16-column half's int32 sums are multiplied by the half's scales. Up to 4
-// tokens share each weight load (a tile of 4 x 8 outputs).
+// mins enter in float, as - min * d_a * sum(a)) and Q5_Kx8's, whose fifth bits are set into
+// the split nibbles as 16 (q in 0..31, still an int8 for sdot). Q6_Kx8's 6-bit values are put
+// together from the same nibbles and their top bits, minus 32, and multiplied signed by signed
+// with sdot as they are; each 16-column half's int32 sums are multiplied by the half's scales.
+// Up to 4 tokens share each weight load (a tile of 4 x 8 outputs).
 //
 // The float operations are those of the scalar reference, in the same order (an exact int32
 // dot per block, then acc = fma(dot, d_w * d_a, acc); float weights one fma per column), so
@@ -34,8 +35,9 @@ namespace {
 
 constexpr int kTile = 4;  // tokens per weight load
 
-// One group of 8 rows against T tokens of quantized activations.
-template <int T, bool kQ4, bool kQ4K>
+// One group of 8 rows of block format kF (Q8_0x8, Q4_0x8, Q4_Kx8 or Q5_Kx8) against T tokens
+// of quantized activations.
+template <int T, PackedFormat kF>
 void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t m,
                 const MatMulOutput& out, int64_t n_begin, int64_t n_end) {
   const uint8_t* group = w.group(g);
@@ -52,8 +54,7 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   const int64_t scales_offset = w.cols;
   const int64_t sums_offset = w.cols + blocks * 4;
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block =
-        group + BlocksOffset(kQ4K, w.cols) + b * (kQ4 ? kQ4GroupBlockBytes : kQ8GroupBlockBytes);
+    const uint8_t* block = group + BlocksOffset(kF, w.cols) + b * GroupBlockBytes(kF);
     const uint8_t* q = block + 2 * kPackRows;
     int32x4_t s_lo[T], s_hi[T];
     int8x16_t a_first[T], a_second[T];  // the block's columns 0-15 and 16-31
@@ -63,22 +64,36 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       a_first[t] = vld1q_s8(a_q[t] + b * kQK);
       a_second[t] = vld1q_s8(a_q[t] + b * kQK + 16);
     }
-    if constexpr (kQ4) {
+    if constexpr (IsNibbles(kF)) {
       const uint8x16_t mask = vdupq_n_u8(0x0f);
-#define REPRISE_Q4_PAIR(p)                                         \
-  {                                                                \
-    const uint8x16_t w0 = vld1q_u8(q + (p)*32);                    \
-    const uint8x16_t w1 = vld1q_u8(q + (p)*32 + 16);               \
-    const int8x16_t lo0 = vreinterpretq_s8_u8(vandq_u8(w0, mask)); \
-    const int8x16_t lo1 = vreinterpretq_s8_u8(vandq_u8(w1, mask)); \
-    const int8x16_t hi0 = vreinterpretq_s8_u8(vshrq_n_u8(w0, 4));  \
-    const int8x16_t hi1 = vreinterpretq_s8_u8(vshrq_n_u8(w1, 4));  \
-    for (int t = 0; t < T; ++t) {                                  \
-      s_lo[t] = vdotq_laneq_s32(s_lo[t], lo0, a_first[t], (p));    \
-      s_hi[t] = vdotq_laneq_s32(s_hi[t], lo1, a_first[t], (p));    \
-      s_lo[t] = vdotq_laneq_s32(s_lo[t], hi0, a_second[t], (p));   \
-      s_hi[t] = vdotq_laneq_s32(s_hi[t], hi1, a_second[t], (p));   \
-    }                                                              \
+      // Q5_Kx8's fifth bits of rows 0-3 and 4-7, laid out as a nibble byte pair's bytes.
+      constexpr bool kQ5 = kF == PackedFormat::kQ5_Kx8;
+      const uint8x16_t plane0 = kQ5 ? vld1q_u8(block + kQ5HighOffset) : vdupq_n_u8(0);
+      const uint8x16_t plane1 = kQ5 ? vld1q_u8(block + kQ5HighOffset + 16) : vdupq_n_u8(0);
+#define REPRISE_Q4_PAIR(p)                                      \
+  {                                                             \
+    const uint8x16_t w0 = vld1q_u8(q + (p)*32);                 \
+    const uint8x16_t w1 = vld1q_u8(q + (p)*32 + 16);            \
+    uint8x16_t lo0 = vandq_u8(w0, mask);                        \
+    uint8x16_t lo1 = vandq_u8(w1, mask);                        \
+    uint8x16_t hi0 = vshrq_n_u8(w0, 4);                         \
+    uint8x16_t hi1 = vshrq_n_u8(w1, 4);                         \
+    if constexpr (kQ5) {                                        \
+      lo0 = WithFifthBits<2 * (p)>(lo0, plane0);                \
+      lo1 = WithFifthBits<2 * (p)>(lo1, plane1);                \
+      hi0 = WithFifthBits<2 * (p) + 1>(hi0, plane0);            \
+      hi1 = WithFifthBits<2 * (p) + 1>(hi1, plane1);            \
+    }                                                           \
+    const int8x16_t l0 = vreinterpretq_s8_u8(lo0);              \
+    const int8x16_t l1 = vreinterpretq_s8_u8(lo1);              \
+    const int8x16_t h0 = vreinterpretq_s8_u8(hi0);              \
+    const int8x16_t h1 = vreinterpretq_s8_u8(hi1);              \
+    for (int t = 0; t < T; ++t) {                               \
+      s_lo[t] = vdotq_laneq_s32(s_lo[t], l0, a_first[t], (p));  \
+      s_hi[t] = vdotq_laneq_s32(s_hi[t], l1, a_first[t], (p));  \
+      s_lo[t] = vdotq_laneq_s32(s_lo[t], h0, a_second[t], (p)); \
+      s_hi[t] = vdotq_laneq_s32(s_hi[t], h1, a_second[t], (p)); \
+    }                                                           \
   }
       REPRISE_Q4_PAIR(0)
       REPRISE_Q4_PAIR(1)
@@ -86,7 +101,7 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       REPRISE_Q4_PAIR(3)
 #undef REPRISE_Q4_PAIR
       // Q4_0's nibbles are value + 8: remove 8 x the block's activation sum.
-      for (int t = 0; t < T && !kQ4K; ++t) {
+      for (int t = 0; t < T && !IsAffine(kF); ++t) {
         int32_t sum;
         std::memcpy(&sum, a_row[t] + sums_offset + 4 * b, sizeof(sum));
         const int32x4_t offset = vdupq_n_s32(8 * sum);
@@ -114,7 +129,7 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
 #undef REPRISE_Q8_CHUNK
     }
     float32x4_t d_lo, d_hi, m_lo, m_hi;
-    if constexpr (kQ4K) {
+    if constexpr (IsAffine(kF)) {
       Q4KBlockScales(group, block, b, d_lo, d_hi, m_lo, m_hi);
     } else {
       LoadScales(block, d_lo, d_hi);
@@ -124,7 +139,7 @@ void BlockGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
       std::memcpy(&d_a, a_row[t] + scales_offset + 4 * b, sizeof(d_a));
       acc_lo[t] = vfmaq_f32(acc_lo[t], vcvtq_f32_s32(s_lo[t]), vmulq_n_f32(d_lo, d_a));
       acc_hi[t] = vfmaq_f32(acc_hi[t], vcvtq_f32_s32(s_hi[t]), vmulq_n_f32(d_hi, d_a));
-      if constexpr (kQ4K) {
+      if constexpr (IsAffine(kF)) {
         SubtractMins(m_lo, m_hi, d_a, a_row[t] + sums_offset + 4 * b, acc_lo[t], acc_hi[t]);
       }
     }
@@ -245,16 +260,16 @@ void FloatGroup(const PackedMatrix& w, int64_t g, const MatMulInput& x, int64_t 
   Store(lo, hi, out.data + m * out.stride, g, n_begin, n_end, out.accumulate);
 }
 
-template <bool kQ4, bool kQ4K = false>
+template <PackedFormat kF>
 void BlockMatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out,
                  int64_t m_begin, int64_t m_end, int64_t g_begin, int64_t g_end, int64_t n_begin,
                  int64_t n_end) {
   for (int64_t g = g_begin; g < g_end; ++g) {
     int64_t m = m_begin;
     for (; m + kTile <= m_end; m += kTile) {
-      BlockGroup<kTile, kQ4, kQ4K>(w, g, x, m, out, n_begin, n_end);
+      BlockGroup<kTile, kF>(w, g, x, m, out, n_begin, n_end);
     }
-    for (; m < m_end; ++m) BlockGroup<1, kQ4, kQ4K>(w, g, x, m, out, n_begin, n_end);
+    for (; m < m_end; ++m) BlockGroup<1, kF>(w, g, x, m, out, n_begin, n_end);
   }
 }
 
@@ -269,13 +284,16 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
   const int64_t g_end = (n_end + kPackRows - 1) / kPackRows;
   switch (w.format) {
     case PackedFormat::kQ8_0x8:
-      BlockMatMul<false>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
+      BlockMatMul<PackedFormat::kQ8_0x8>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
       return;
     case PackedFormat::kQ4_0x8:
-      BlockMatMul<true>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
+      BlockMatMul<PackedFormat::kQ4_0x8>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
       return;
     case PackedFormat::kQ4_Kx8:
-      BlockMatMul<true, true>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
+      BlockMatMul<PackedFormat::kQ4_Kx8>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
+      return;
+    case PackedFormat::kQ5_Kx8:
+      BlockMatMul<PackedFormat::kQ5_Kx8>(w, x, out, m_begin, m_end, g_begin, g_end, n_begin, n_end);
       return;
     case PackedFormat::kQ6_Kx8:
       for (int64_t g = g_begin; g < g_end; ++g) {

@@ -32,11 +32,45 @@ inline void LoadScales(const uint8_t* p, float32x4_t& lo, float32x4_t& hi) {
 
 // Q4_Kx8: K / 256 super-block headers (8 half-float d, 8 half-float dmin) before the blocks,
 // which are laid out as Q4_0x8's with 8 scale bytes and 8 min bytes as their 16-byte header.
+// Q5_Kx8 has the same headers and blocks, each followed by its 32-byte plane of fifth bits.
 constexpr int64_t kQ4KSuperHeaderBytes = kPackRows * 4;
+static_assert(kQ5SuperHeaderBytes == kQ4KSuperHeaderBytes && kQ5LowOffset == 2 * kPackRows);
 
-// Bytes before a group's first block: the super-block headers of Q4_Kx8 (kQ4K), else none.
-constexpr int64_t BlocksOffset(bool q4k, int64_t k) {
-  return q4k ? k / kQK_K * kQ4KSuperHeaderBytes : 0;
+// The block formats' shapes, for the kernels' format template parameter (kQ8_0x8, kQ4_0x8,
+// kQ4_Kx8 or kQ5_Kx8). Nibbles: Q4_0x8's 128 nibble bytes per block (Q5_Kx8: the q's low 4
+// bits). Affine: value d * q - min, d and min from the super-block header and the block's
+// scale and min bytes (Q4KBlockScales).
+constexpr bool IsNibbles(PackedFormat f) { return f != PackedFormat::kQ8_0x8; }
+constexpr bool IsAffine(PackedFormat f) {
+  return f == PackedFormat::kQ4_Kx8 || f == PackedFormat::kQ5_Kx8;
+}
+
+// Bytes of one 32-column block of a group of format `f`.
+constexpr int64_t GroupBlockBytes(PackedFormat f) {
+  return f == PackedFormat::kQ5_Kx8 ? kQ5GroupBlockBytes
+         : IsNibbles(f)             ? kQ4GroupBlockBytes
+                                    : kQ8GroupBlockBytes;
+}
+
+// Bytes before a group's first block: the super-block headers of the K-quants, else none.
+constexpr int64_t BlocksOffset(PackedFormat f, int64_t k) {
+  return IsAffine(f) ? k / kQK_K * kQ4KSuperHeaderBytes : 0;
+}
+
+// Q5_Kx8: `nibbles` (bytes 0..15) with bit kBit of `plane`'s bytes set into their bit 4, so
+// q = nibble + 16 * fifth bit (0..31, a valid int8 for sdot and smmla). Nibble byte pair p's
+// low nibbles take kBit = 2p, its high ones 2p + 1, from the plane bytes of the same rows.
+template <int kBit>
+inline uint8x16_t WithFifthBits(uint8x16_t nibbles, uint8x16_t plane) {
+  uint8x16_t at4;  // the fifth bits at bit 4
+  if constexpr (kBit < 4) {
+    at4 = vshlq_n_u8(plane, 4 - kBit);
+  } else if constexpr (kBit == 4) {
+    at4 = plane;
+  } else {
+    at4 = vshrq_n_u8(plane, kBit - 4);
+  }
+  return vbslq_u8(vdupq_n_u8(0x10), at4, nibbles);
 }
 
 // 8 bytes at `p` as two float vectors (rows 0-3, 4-7).
@@ -46,8 +80,8 @@ inline void LoadBytesAsFloats(const uint8_t* p, float32x4_t& lo, float32x4_t& hi
   hi = vcvtq_f32_u32(vmovl_u16(vget_high_u16(wide)));
 }
 
-// The float d and min (value = d * q - min) of the 8 rows of Q4_Kx8 block `b` of `group`,
-// exact: a half float times a 6-bit integer, as the scalar kernel computes them.
+// The float d and min (value = d * q - min) of the 8 rows of Q4_Kx8 (or Q5_Kx8) block `b` of
+// `group`, exact: a half float times a 6-bit integer, as the scalar kernel computes them.
 inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b, float32x4_t& d_lo,
                            float32x4_t& d_hi, float32x4_t& m_lo, float32x4_t& m_hi) {
   const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
@@ -62,8 +96,8 @@ inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b
   m_hi = vmulq_f32(sm_hi, mn_hi);
 }
 
-// Q4_Kx8's second FMA of a block for one token: acc -= min * d_a * sum(a), with sum(a) the
-// activation block sum at `sum_at`.
+// Q4_Kx8's (and Q5_Kx8's) second FMA of a block for one token: acc -= min * d_a * sum(a), with
+// sum(a) the activation block sum at `sum_at`.
 inline void SubtractMins(float32x4_t m_lo, float32x4_t m_hi, float d_a, const uint8_t* sum_at,
                          float32x4_t& acc_lo, float32x4_t& acc_hi) {
   int32_t sum;
