@@ -49,6 +49,8 @@ DType SourceType(PackedFormat format) {
       return DType::kQ4_K;
     case PackedFormat::kQ6_Kx8:  // Q6_K, regrouped
       return DType::kQ6_K;
+    case PackedFormat::kQ5_Kx8:  // Q5_K, regrouped
+      return DType::kQ5_K;
     case PackedFormat::kF16x8:
       return DType::kF16;
     case PackedFormat::kF32x8:
@@ -172,7 +174,7 @@ void BM_MatMul(benchmark::State& state) {
 void Shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
-  for (int format = 0; format < 7; ++format) {
+  for (int format = 0; format < 8; ++format) {
     for (const auto& [n, k] : shapes) {
       if (k % PackedColumnMultiple(static_cast<PackedFormat>(format)) != 0) continue;
       for (int64_t m : {1, 32, 128, 512}) {
@@ -182,15 +184,15 @@ void Shapes(benchmark::internal::Benchmark* b) {
     }
   }
   // The qwen3-0.6b shapes (hidden 1024, ffn 3072), whose K suits the K-quants' 256-column
-  // super-blocks, for Q8_0, Q4_0, Q4_K and Q6_K.
-  for (int format : {0, 1, 5, 6}) {
+  // super-blocks, for Q8_0, Q4_0, Q4_K, Q6_K and Q5_K.
+  for (int format : {0, 1, 5, 6, 7}) {
     for (const auto& [n, k] :
          std::vector<std::pair<int64_t, int64_t>>{{1024, 1024}, {3072, 1024}, {1024, 3072}}) {
       for (int64_t m : {1, 128, 512}) b->Args({format, m, n, k, 0});
     }
   }
   // One thread, for scaling.
-  for (int format = 0; format < 7; ++format) {
+  for (int format = 0; format < 8; ++format) {
     if (PackedColumnMultiple(static_cast<PackedFormat>(format)) == 256) {
       b->Args({format, 512, 1024, 1024, 1});
       b->Args({format, 1, 3072, 1024, 1});
@@ -249,10 +251,11 @@ BENCHMARK(BM_MatMulDecodeCold)
     ->Args({0, 49152, 576})
     ->Args({1, 49152, 576})
     ->Args({2, 49152, 576})
-    ->Args({0, 3072, 1024})  // qwen3-0.6b's gate: Q8_0, Q4_0, Q4_K
+    ->Args({0, 3072, 1024})  // qwen3-0.6b's gate: Q8_0, Q4_0, Q4_K, Q6_K, Q5_K
     ->Args({1, 3072, 1024})
     ->Args({5, 3072, 1024})
     ->Args({6, 3072, 1024})
+    ->Args({7, 3072, 1024})
     ->Args({0, 151936, 1024})  // qwen3-0.6b's tied output matrix: Q8_0, Q6_K
     ->Args({6, 151936, 1024})
     ->UseRealTime()

@@ -77,8 +77,8 @@ class GraphBackendTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing_support::TempDir();
     for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-256"}) {
-      for (DType type :
-           {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+      for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
+                         DType::kQ5_K, DType::kQ6_K}) {
         convert::MakeModelOptions options;
         options.shape = shape;
         options.weight_type = type;
@@ -114,8 +114,8 @@ TEST_F(GraphBackendTest, MatchesReferenceForEveryArchitectureAndType) {
   options.context_tokens = 64;
   options.prefill_capacity = 16;
   for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-256"}) {
-    for (DType type :
-         {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
+                       DType::kQ5_K, DType::kQ6_K}) {
       // Shorter than, equal to and longer than the prefill capacity.
       CompareWithReference({std::string(shape) + "/" + std::string(DTypeName(type)),
                             Path(shape, type), ToleranceFor(type)},

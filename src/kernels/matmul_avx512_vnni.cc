@@ -58,32 +58,52 @@ inline __m512 LoadPairScales(const uint8_t* a, const uint8_t* b) {
       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), 1);
 }
 
-// Q4_Kx8 / Q5_Kx8: the float d and min of each block of a group pair (Q4KBlockScales),
-// prepared once per M chunk: per block 16 d (group g's 8 rows, then group g + 1's), then 16
-// mins.
+// Q4_Kx8: the float d and min of each block of a group pair (Q4KBlockScales), prepared once
+// per M chunk: per block 16 d (group g's 8 rows, then group g + 1's), then 16 mins.
 constexpr int64_t kQ4KPairScaleBytes = 2 * 16 * 4;
 
-template <Nibbles kF>
 void PrepareQ4KPairScales(const uint8_t* a, int64_t group_bytes, int64_t k, uint8_t* dst) {
   const int64_t num_blocks = k / kQK;
-  const int64_t blocks_offset = NibbleBlocksOffset<kF>(k);
+  const int64_t blocks_offset = NibbleBlocksOffset<Nibbles::kQ4_K>(k);
   for (int64_t b = 0; b < num_blocks; ++b) {
     float* out = reinterpret_cast<float*>(dst + b * kQ4KPairScaleBytes);
     for (int g = 0; g < 2; ++g) {
       const uint8_t* group = a + g * group_bytes;
       __m256 d, min;
-      Q4KBlockScales(group, group + blocks_offset + b * NibbleBlockBytes<kF>(), b, d, min);
+      Q4KBlockScales(group, group + blocks_offset + b * kQ4GroupBlockBytes, b, d, min);
       _mm256_storeu_ps(out + 8 * g, d);
       _mm256_storeu_ps(out + 16 + 8 * g, min);
     }
   }
 }
 
-// Q5_Kx8: FifthBits for a group pair's plane.
-inline __m512i FifthBits512(__m512i plane, int bit) {
-  const __m512i at4 =
-      bit <= 4 ? _mm512_slli_epi16(plane, 4 - bit) : _mm512_srli_epi16(plane, bit - 4);
-  return _mm512_and_si512(at4, _mm512_set1_epi8(0x10));
+// Q5_Kx8 prepared once per M chunk, per block of a group pair: the 5-bit values as 8 register
+// images ([byte pair q][low, high nibbles], as SplitNibbles makes them for each group), then
+// the 16 rows' float d and 16 mins (Q4KBlockScales). Merging the fifth bits in the tiles
+// instead costs every tile 9 more ops per byte pair and group pair.
+constexpr int64_t kQ5PairBlockBytes = 8 * 64 + kQ4KPairScaleBytes;
+
+void PrepareQ5KPair(const uint8_t* a, int64_t group_bytes, int64_t k, uint8_t* dst) {
+  const int64_t blocks_offset = NibbleBlocksOffset<Nibbles::kQ5_K>(k);
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    uint8_t* out = dst + b * kQ5PairBlockBytes;
+    for (int g = 0; g < 2; ++g) {
+      const uint8_t* group = a + g * group_bytes;
+      const uint8_t* block = group + blocks_offset + b * kQ5GroupBlockBytes;
+      const __m256i plane = LoadFifthBits<Nibbles::kQ5_K>(block);
+      for (int q = 0; q < 4; ++q) {
+        __m256i lo, hi;
+        SplitNibbles<Nibbles::kQ5_K>(block + kScaleBytes, q, plane, lo, hi);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * q * 64 + 32 * g), lo);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (2 * q + 1) * 64 + 32 * g), hi);
+      }
+      __m256 d, min;
+      Q4KBlockScales(group, block, b, d, min);
+      float* scales = reinterpret_cast<float*>(out + 8 * 64);
+      _mm256_storeu_ps(scales + 8 * g, d);
+      _mm256_storeu_ps(scales + 16 + 8 * g, min);
+    }
+  }
 }
 
 // Q6_Kx8 prepared once per M chunk, per block of a group pair: the weights w = q - 32 as 8
@@ -209,8 +229,8 @@ REPRISE_ALWAYS_INLINE void PairTileQ8(const TileOperands& op, const TileTarget& 
   StoreTile<T, P>(acc, target);
 }
 
-// Q4_0, Q4_Kx8 and Q5_Kx8, the K-quants' blocks' d and min prepared by the driver
-// (op.prepared); Q5_Kx8's fifth bits set into the nibbles here (16 * bit, exact in vpdpbusd).
+// Q4_0, Q4_Kx8 and Q5_Kx8: the K-quants' blocks' d and min prepared by the driver
+// (op.prepared), and Q5_Kx8's 5-bit values (PrepareQ5KPair).
 template <Nibbles kF, int T, int P>
 REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& target) {
   constexpr bool kQ4K = IsAffine(kF);
@@ -231,12 +251,13 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
     for (int g = 0; g < 2 * P; ++g) {
       block[g] = op.groups + g * op.group_bytes + blocks_offset + b * NibbleBlockBytes<kF>();
     }
-    __m512i plane[P];
-    if constexpr (kF == Nibbles::kQ5_K) {
+    // The driver's preparation of block b of pair p: Q5_Kx8's values and scales, or Q4_Kx8's
+    // scales.
+    const uint8_t* prepared[P];
 #pragma GCC unroll 4
-      for (int p = 0; p < P; ++p) {
-        plane[p] = LoadPair(block[2 * p] + kQ5HighOffset, block[2 * p + 1] + kQ5HighOffset);
-      }
+    for (int p = 0; p < P; ++p) {
+      prepared[p] = kF == Nibbles::kQ5_K ? op.prepared + (p * num_blocks + b) * kQ5PairBlockBytes
+                                         : op.prepared + (p * num_blocks + b) * kQ4KPairScaleBytes;
     }
     __m512i isum[T][P];
 #pragma GCC unroll 4
@@ -250,13 +271,14 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
       __m512i hi[P];
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        const __m512i raw =
-            LoadPair(block[2 * p] + kScaleBytes + q * 32, block[2 * p + 1] + kScaleBytes + q * 32);
-        lo[p] = _mm512_and_si512(raw, low_mask);
-        hi[p] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
         if constexpr (kF == Nibbles::kQ5_K) {
-          lo[p] = _mm512_or_si512(lo[p], FifthBits512(plane[p], 2 * q));
-          hi[p] = _mm512_or_si512(hi[p], FifthBits512(plane[p], 2 * q + 1));
+          lo[p] = _mm512_loadu_si512(prepared[p] + 2 * q * 64);
+          hi[p] = _mm512_loadu_si512(prepared[p] + (2 * q + 1) * 64);
+        } else {
+          const __m512i raw = LoadPair(block[2 * p] + kScaleBytes + q * 32,
+                                       block[2 * p + 1] + kScaleBytes + q * 32);
+          lo[p] = _mm512_and_si512(raw, low_mask);
+          hi[p] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
         }
       }
 #pragma GCC unroll 4
@@ -277,7 +299,7 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
     for (int p = 0; p < P; ++p) {
       if constexpr (kQ4K) {
         const float* scales =
-            reinterpret_cast<const float*>(op.prepared + (p * num_blocks + b) * kQ4KPairScaleBytes);
+            reinterpret_cast<const float*>(prepared[p] + (kF == Nibbles::kQ5_K ? 8 * 64 : 0));
         dw[p] = _mm512_loadu_ps(scales);
         mw[p] = _mm512_loadu_ps(scales + 16);
       } else {
@@ -480,12 +502,16 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
   static thread_local std::vector<uint8_t> prepared;
   const int64_t pair_bytes = w.cols / kQK * kQ8PairBlockBytes;
   const int64_t q4k_pair_bytes = w.cols / kQK * kQ4KPairScaleBytes;
+  const int64_t q5k_pair_bytes = w.cols / kQK * kQ5PairBlockBytes;
   const int64_t q6k_pair_bytes = w.cols / kQK * kQ6PairBlockBytes;
   if constexpr (kKind == PairKind::kQ8) {
     prepared.resize(static_cast<size_t>(kTilePairs * pair_bytes));
     op.prepared = prepared.data();
-  } else if constexpr (kKind == PairKind::kQ4K || kKind == PairKind::kQ5K) {
+  } else if constexpr (kKind == PairKind::kQ4K) {
     prepared.resize(static_cast<size_t>(kTilePairs * q4k_pair_bytes));
+    op.prepared = prepared.data();
+  } else if constexpr (kKind == PairKind::kQ5K) {
+    prepared.resize(static_cast<size_t>(kTilePairs * q5k_pair_bytes));
     op.prepared = prepared.data();
   } else if constexpr (kKind == PairKind::kQ6K) {
     prepared.resize(static_cast<size_t>(kTilePairs * q6k_pair_bytes));
@@ -523,12 +549,17 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
           PrepareQ8Pair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
                         prepared.data() + p * pair_bytes);
         }
-      } else if constexpr (kKind == PairKind::kQ4K || kKind == PairKind::kQ5K) {
+      } else if constexpr (kKind == PairKind::kQ4K) {
         const int64_t pairs = whole ? kTilePairs : 1;
         for (int64_t p = 0; p < pairs; ++p) {
-          PrepareQ4KPairScales<kKind == PairKind::kQ5K ? Nibbles::kQ5_K : Nibbles::kQ4_K>(
-              op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
-              prepared.data() + p * q4k_pair_bytes);
+          PrepareQ4KPairScales(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
+                               prepared.data() + p * q4k_pair_bytes);
+        }
+      } else if constexpr (kKind == PairKind::kQ5K) {
+        const int64_t pairs = whole ? kTilePairs : 1;
+        for (int64_t p = 0; p < pairs; ++p) {
+          PrepareQ5KPair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
+                         prepared.data() + p * q5k_pair_bytes);
         }
       } else if constexpr (kKind == PairKind::kQ6K) {
         const int64_t pairs = whole ? kTilePairs : 1;
