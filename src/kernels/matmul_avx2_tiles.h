@@ -131,6 +131,20 @@ constexpr int64_t kActivationChunkBytes = 192 * 1024;
 
 constexpr int kMaxTileTokens = 4;
 
+// The drivers' per-thread scratch (prepared weights, biased activation rows) only grows, and
+// at its first use to at least this: which pool thread runs which matrix varies from call to
+// call, so a thread may meet a larger K only after the warm-up call, and running a compiled
+// graph must not allocate (GraphNoAllocationTest). 512 KiB covers every driver's need up to K
+// = 13,000 columns (the largest, Q5_Kx8 group pairs on zmm: 40 bytes per column).
+constexpr size_t kMinDriverScratchBytes = 512 * 1024;
+
+inline uint8_t* GrowScratch(std::vector<uint8_t>& scratch, int64_t bytes) {
+  if (scratch.size() < static_cast<size_t>(bytes)) {
+    scratch.resize(std::max(static_cast<size_t>(bytes), kMinDriverScratchBytes));
+  }
+  return scratch.data();
+}
+
 // The tile functions must inline into RunTile so that their accumulator arrays live in
 // registers; as separate functions they would go through the stack on every FMA.
 #define REPRISE_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -882,8 +896,7 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
   // weights (split nibbles, unpacked 6-bit values).
   static thread_local std::vector<uint8_t> prepared;
   if constexpr (IsPreparedKind(kKind)) {
-    if (m_end - m_begin > 1)
-      prepared.resize(static_cast<size_t>(PreparedGroupBytes<kKind>(w.cols)));
+    if (m_end - m_begin > 1) GrowScratch(prepared, PreparedGroupBytes<kKind>(w.cols));
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);

@@ -505,17 +505,13 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
   const int64_t q5k_pair_bytes = w.cols / kQK * kQ5PairBlockBytes;
   const int64_t q6k_pair_bytes = w.cols / kQK * kQ6PairBlockBytes;
   if constexpr (kKind == PairKind::kQ8) {
-    prepared.resize(static_cast<size_t>(kTilePairs * pair_bytes));
-    op.prepared = prepared.data();
+    op.prepared = GrowScratch(prepared, kTilePairs * pair_bytes);
   } else if constexpr (kKind == PairKind::kQ4K) {
-    prepared.resize(static_cast<size_t>(kTilePairs * q4k_pair_bytes));
-    op.prepared = prepared.data();
+    op.prepared = GrowScratch(prepared, kTilePairs * q4k_pair_bytes);
   } else if constexpr (kKind == PairKind::kQ5K) {
-    prepared.resize(static_cast<size_t>(kTilePairs * q5k_pair_bytes));
-    op.prepared = prepared.data();
+    op.prepared = GrowScratch(prepared, kTilePairs * q5k_pair_bytes);
   } else if constexpr (kKind == PairKind::kQ6K) {
-    prepared.resize(static_cast<size_t>(kTilePairs * q6k_pair_bytes));
-    op.prepared = prepared.data();
+    op.prepared = GrowScratch(prepared, kTilePairs * q6k_pair_bytes);
   }
   // Q6_Kx8: this thread's copy of one M chunk's activation rows with their int8 values + 128
   // (xor 0x80), the unsigned operand of its products, made once per chunk instead of once
@@ -526,7 +522,7 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
     const uint8_t* chunk_rows = rows + m0 * row_stride;
     int64_t chunk_stride = row_stride;
     if constexpr (kKind == PairKind::kQ6K) {
-      biased_rows.resize(static_cast<size_t>((m1 - m0) * row_bytes));
+      GrowScratch(biased_rows, (m1 - m0) * row_bytes);
       const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
       for (int64_t m = m0; m < m1; ++m) {
         const uint8_t* src = rows + m * row_stride;
