@@ -73,41 +73,26 @@ float DotQ4(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
 // kQ4_Kx8: a value is d * q - min with d = d_super * scale and min = dmin_super * min_6bit
 // per block, so sum(a * value) = d * sum(a * q) - min * sum(a): the exact int32 dot of nibbles
 // and activations scaled by d * d_a, then min times d_a * sum(a) subtracted, one FMA each.
-float DotQ4K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
+// kQ5_Kx8 (kQ5): the same with q = nibble + 16 * fifth bit (0..31).
+template <bool kQ5>
+float DotAffineK(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
   const uint8_t* group = w.group(n / kPackRows);
   const int64_t r = n % kPackRows;
-  const int64_t blocks_offset = w.cols / kQK_K * kQ4KSuperHeaderBytes;
   float acc = 0.0f;
   for (int64_t b = 0; b < w.cols / kQK; ++b) {
     const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
-    const uint8_t* block = group + blocks_offset + b * kQ4GroupBlockBytes;
-    const uint8_t* q = block + 2 * kPackRows;
+    const uint8_t* block =
+        kQ5 ? group + Q5BlockOffset(w.cols, b)
+            : group + w.cols / kQK_K * kQ4KSuperHeaderBytes + b * kQ4GroupBlockBytes;
     const int8_t* qa = a.q + b * kQK;
-    const int32_t isum = NibbleDot(q, r, qa);
-    const float d = HalfAt(header, r) * static_cast<float>(block[r]);
-    const float min = HalfAt(header, kPackRows + r) * static_cast<float>(block[kPackRows + r]);
-    const float da = a.scale(b);
-    acc = std::fma(static_cast<float>(isum), d * da, acc);
-    acc = std::fma(-min, da * static_cast<float>(a.sum(b)), acc);
-  }
-  return acc;
-}
-
-// kQ5_Kx8: as kQ4_Kx8, with q = nibble + 16 * fifth bit (0..31).
-float DotQ5K(const PackedMatrix& w, int64_t n, const QuantizedRowView& a) {
-  const uint8_t* group = w.group(n / kPackRows);
-  const int64_t r = n % kPackRows;
-  float acc = 0.0f;
-  for (int64_t b = 0; b < w.cols / kQK; ++b) {
-    const uint8_t* header = group + b / 8 * kQ5SuperHeaderBytes;
-    const uint8_t* block = group + Q5BlockOffset(w.cols, b);
-    const int8_t* qa = a.q + b * kQK;
-    int32_t isum = NibbleDot(block + kQ5LowOffset, r, qa);
-    for (int i = 0; i < 4; ++i) {
-      const uint8_t fifth = block[kQ5HighOffset + 4 * r + i];
-      for (int p = 0; p < 4; ++p) {
-        isum += 16 * ((fifth >> (2 * p) & 1) * qa[4 * p + i] +
-                      (fifth >> (2 * p + 1) & 1) * qa[16 + 4 * p + i]);
+    int32_t isum = NibbleDot(block + 2 * kPackRows, r, qa);
+    if constexpr (kQ5) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t fifth = block[kQ5HighOffset + 4 * r + i];
+        for (int p = 0; p < 4; ++p) {
+          isum += 16 * ((fifth >> (2 * p) & 1) * qa[4 * p + i] +
+                        (fifth >> (2 * p + 1) & 1) * qa[16 + 4 * p + i]);
+        }
       }
     }
     const float d = HalfAt(header, r) * static_cast<float>(block[r]);
@@ -201,10 +186,10 @@ void MatMul(const PackedMatrix& w, const MatMulInput& x, const MatMulOutput& out
           value = DotQ4(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
         case PackedFormat::kQ4_Kx8:
-          value = DotQ4K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+          value = DotAffineK<false>(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
         case PackedFormat::kQ5_Kx8:
-          value = DotQ5K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
+          value = DotAffineK<true>(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));
           break;
         case PackedFormat::kQ6_Kx8:
           value = DotQ6K(w, n, QuantizedRowView(x.q8 + m * x.q8_stride, w.cols));

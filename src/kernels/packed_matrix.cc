@@ -53,33 +53,45 @@ int64_t Q4KBlockOffset(int64_t cols, int64_t b) {
   return cols / kQK_K * kQ4KSuperHeaderBytes + b * kQ4GroupBlockBytes;
 }
 
-// Super-block `sb` of row `r` of a Q4_Kx8 group from one Q4_K block, bit for bit: the half
-// floats, the 6-bit scales and mins unpacked to a byte each, the nibbles regrouped (sub-blocks
+// Row `r` of super-block `sb` of a Q4_Kx8 or Q5_Kx8 group: the half floats d and dmin, the
+// 6-bit scales and mins unpacked to a byte each, and per block the values' low 4 bits placed
+// as Q4_0x8's nibbles (Q5_Kx8's fifth bits are the caller's to place). q[s][j]: the value of
+// column j of sub-block s.
+void PlaceKQuantSuperBlock(uint16_t d, uint16_t dmin, const uint8_t* packed_scales,
+                           const uint8_t (&q)[8][kQK], int64_t block_bytes, int64_t cols,
+                           int64_t sb, int64_t r, uint8_t* group) {
+  uint8_t* header = group + sb * kQ4KSuperHeaderBytes;
+  PutU16(header + 2 * r, d);
+  PutU16(header + 2 * kPackRows + 2 * r, dmin);
+  uint8_t scales[8], mins[8];
+  internal::UnpackScaleMinK4(packed_scales, scales, mins);
+  for (int s = 0; s < 8; ++s) {
+    uint8_t* out = group + cols / kQK_K * kQ4KSuperHeaderBytes + (sb * 8 + s) * block_bytes;
+    out[r] = scales[s];
+    out[kPackRows + r] = mins[s];
+    uint8_t* nibbles = out + 2 * kPackRows;
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < 4; ++i) {
+        nibbles[(p * kPackRows + r) * 4 + i] =
+            static_cast<uint8_t>((q[s][4 * p + i] & 0xf) | (q[s][16 + 4 * p + i] & 0xf) << 4);
+      }
+    }
+  }
+}
+
+// Super-block `sb` of row `r` of a Q4_Kx8 group from one Q4_K block, bit for bit (sub-blocks
 // 2c and 2c + 1 are the low and high nibbles of qs[32c .. 32c + 31]).
 void PackQ4KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
                        uint8_t* group) {
   BlockQ4_K block;
   std::memcpy(&block, src_block, sizeof(block));
-  uint8_t* header = group + sb * kQ4KSuperHeaderBytes;
-  PutU16(header + 2 * r, block.d);
-  PutU16(header + 2 * kPackRows + 2 * r, block.dmin);
-  uint8_t scales[8], mins[8];
-  internal::UnpackScaleMinK4(block.scales, scales, mins);
+  uint8_t q[8][kQK];
   for (int s = 0; s < 8; ++s) {
-    uint8_t* out = group + Q4KBlockOffset(cols, sb * 8 + s);
-    out[r] = scales[s];
-    out[kPackRows + r] = mins[s];
     const uint8_t* qs = block.qs + 32 * (s / 2);
-    uint8_t nibbles[kQK];
-    for (int j = 0; j < kQK; ++j) nibbles[j] = s % 2 == 0 ? qs[j] & 0xf : qs[j] >> 4;
-    uint8_t* q = out + 2 * kPackRows;
-    for (int p = 0; p < 4; ++p) {
-      for (int i = 0; i < 4; ++i) {
-        q[(p * kPackRows + r) * 4 + i] =
-            static_cast<uint8_t>(nibbles[4 * p + i] | nibbles[16 + 4 * p + i] << 4);
-      }
-    }
+    for (int j = 0; j < kQK; ++j) q[s][j] = s % 2 == 0 ? qs[j] & 0xf : qs[j] >> 4;
   }
+  PlaceKQuantSuperBlock(block.d, block.dmin, block.scales, q, kQ4GroupBlockBytes, cols, sb, r,
+                        group);
 }
 
 // Super-block `sb` of row `r` of a Q6_Kx8 group from one Q6_K block, bit for bit: d, the int8
@@ -128,33 +140,24 @@ void PackQ5KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64
                        uint8_t* group) {
   BlockQ5_K block;
   std::memcpy(&block, src_block, sizeof(block));
-  uint8_t* header = group + sb * kQ5SuperHeaderBytes;
-  PutU16(header + 2 * r, block.d);
-  PutU16(header + 2 * kPackRows + 2 * r, block.dmin);
-  uint8_t scales[8], mins[8];
-  internal::UnpackScaleMinK4(block.scales, scales, mins);
+  uint8_t q[8][kQK];
   for (int s = 0; s < 8; ++s) {
-    uint8_t* out = group + Q5BlockOffset(cols, sb * 8 + s);
-    out[r] = scales[s];
-    out[kPackRows + r] = mins[s];
     const uint8_t* qs = block.qs + 32 * (s / 2);
-    uint8_t q[kQK];
     for (int j = 0; j < kQK; ++j) {
       const int low = s % 2 == 0 ? qs[j] & 0xf : qs[j] >> 4;
-      q[j] = static_cast<uint8_t>(low | ((block.qh[j] >> s) & 1) << 4);
+      q[s][j] = static_cast<uint8_t>(low | ((block.qh[j] >> s) & 1) << 4);
     }
-    for (int p = 0; p < 4; ++p) {
-      for (int i = 0; i < 4; ++i) {
-        out[kQ5LowOffset + (p * kPackRows + r) * 4 + i] =
-            static_cast<uint8_t>((q[4 * p + i] & 0xf) | (q[16 + 4 * p + i] & 0xf) << 4);
-      }
-    }
+  }
+  PlaceKQuantSuperBlock(block.d, block.dmin, block.scales, q, kQ5GroupBlockBytes, cols, sb, r,
+                        group);
+  for (int s = 0; s < 8; ++s) {
+    uint8_t* plane = group + Q5BlockOffset(cols, sb * 8 + s) + kQ5HighOffset;
     for (int i = 0; i < 4; ++i) {
       int byte = 0;
       for (int p = 0; p < 4; ++p) {
-        for (int h = 0; h < 2; ++h) byte |= (q[16 * h + 4 * p + i] >> 4) << (2 * p + h);
+        for (int h = 0; h < 2; ++h) byte |= (q[s][16 * h + 4 * p + i] >> 4) << (2 * p + h);
       }
-      out[kQ5HighOffset + 4 * r + i] = static_cast<uint8_t>(byte);
+      plane[4 * r + i] = static_cast<uint8_t>(byte);
     }
   }
 }

@@ -157,8 +157,24 @@ TEST(PackedMatrixTest, OtherTypesReachKQuantFormatsThroughTheirQuantizers) {
 
 // Q2_K and Q3_K (no quantizer here): random block bytes with the scales set to small
 // finite halves are valid blocks; they go through the same requantization.
-// Random bytes as K-quant blocks (every bit pattern of scales, mins and values; d and dmin
-// set to a normal half float) regroup bit for bit into their own packed formats.
+// Random bytes as `rows` x `cols` K-quant blocks of `dtype` (every bit pattern of scales, mins
+// and values), with the half-float d at `d_offset` of each block (and dmin right after it) set
+// to 0.01, a normal value.
+std::vector<uint8_t> RandomKQuantBlocks(uint64_t seed, DType dtype, int64_t rows, int64_t cols,
+                                        size_t d_offset, bool has_dmin) {
+  Random rng(seed);
+  std::vector<uint8_t> src(RowBytes(dtype, cols) * rows);
+  for (uint8_t& byte : src) byte = static_cast<uint8_t>(rng.NextU64());
+  const size_t block_bytes = GetDTypeInfo(dtype).block_bytes;
+  const uint16_t d = F32ToF16(0.01f);
+  for (size_t offset = 0; offset < src.size(); offset += block_bytes) {
+    std::memcpy(&src[offset + d_offset], &d, 2);
+    if (has_dmin) std::memcpy(&src[offset + d_offset + 2], &d, 2);
+  }
+  return src;
+}
+
+// Random bytes as K-quant blocks regroup bit for bit into their own packed formats.
 TEST(PackedMatrixTest, RandomKQuantBlocksRegroupExactly) {
   struct Layout {
     DType dtype;
@@ -171,15 +187,8 @@ TEST(PackedMatrixTest, RandomKQuantBlocksRegroupExactly) {
                           Layout{DType::kQ6_K, PackedFormat::kQ6_Kx8, 208, false}}) {
     const int64_t rows = 11;
     const int64_t cols = 768;
-    Random rng(8);
-    std::vector<uint8_t> src(RowBytes(l.dtype, cols) * rows);
-    for (uint8_t& byte : src) byte = static_cast<uint8_t>(rng.NextU64());
-    const size_t block_bytes = GetDTypeInfo(l.dtype).block_bytes;
-    for (size_t offset = 0; offset < src.size(); offset += block_bytes) {
-      const uint16_t d = F32ToF16(0.01f);
-      std::memcpy(&src[offset + l.d_offset], &d, 2);
-      if (l.has_dmin) std::memcpy(&src[offset + l.d_offset + 2], &d, 2);
-    }
+    const std::vector<uint8_t> src =
+        RandomKQuantBlocks(8, l.dtype, rows, cols, l.d_offset, l.has_dmin);
     const auto packed = Pack(l.format, l.dtype, src, rows, cols);
     std::vector<float> got(cols);
     for (int64_t r = 0; r < rows; ++r) {
@@ -201,15 +210,8 @@ TEST(PackedMatrixTest, RandomKQuantBlocksRequantize) {
   for (const Layout& l : {Layout{DType::kQ2_K, 80, true}, Layout{DType::kQ3_K, 108, false}}) {
     const int64_t rows = 9;
     const int64_t cols = 512;
-    Random rng(5);
-    std::vector<uint8_t> src(RowBytes(l.dtype, cols) * rows);
-    for (uint8_t& byte : src) byte = static_cast<uint8_t>(rng.NextU64());
-    const size_t block_bytes = GetDTypeInfo(l.dtype).block_bytes;
-    for (size_t offset = 0; offset < src.size(); offset += block_bytes) {
-      const uint16_t d = F32ToF16(0.01f);
-      std::memcpy(&src[offset + l.d_offset], &d, 2);
-      if (l.has_dmin) std::memcpy(&src[offset + l.d_offset + 2], &d, 2);
-    }
+    const std::vector<uint8_t> src =
+        RandomKQuantBlocks(5, l.dtype, rows, cols, l.d_offset, l.has_dmin);
     const auto packed = Pack(PackedFormat::kQ8_0x8, l.dtype, src, rows, cols);
     std::vector<float> got(cols);
     for (int64_t r = 0; r < rows; ++r) {
