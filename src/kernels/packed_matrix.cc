@@ -162,12 +162,17 @@ void PackQ5KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64
   }
 }
 
+// The nibble (0..15) of column `j` (0..31) of row `r` in a Q4_Kx8 or Q5_Kx8 block.
+int NibbleValue(const uint8_t* block, int64_t r, int j) {
+  const int h = j / 16, p = j % 16 / 4, i = j % 4;
+  return (block[kQ5LowOffset + (p * kPackRows + r) * 4 + i] >> (4 * h)) & 0xf;
+}
+
 // q (0..31) of column `j` (0..31) of row `r` in a Q5_Kx8 block.
 int Q5Value(const uint8_t* block, int64_t r, int j) {
   const int h = j / 16, p = j % 16 / 4, i = j % 4;
-  const int low = (block[kQ5LowOffset + (p * kPackRows + r) * 4 + i] >> (4 * h)) & 0xf;
   const int fifth = (block[kQ5HighOffset + 4 * r + i] >> (2 * p + h)) & 1;
-  return low | fifth << 4;
+  return NibbleValue(block, r, j) | fifth << 4;
 }
 
 // q (0..63) of column `j` (0..31) of row `r` in a Q6_Kx8 block.
@@ -178,9 +183,29 @@ int Q6Value(const uint8_t* block, int64_t r, int j) {
   return low | top << 4;
 }
 
-void PackQ4KRow(const uint8_t* src_row, int64_t cols, int64_t r, uint8_t* group) {
-  for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
-    PackQ4KSuperBlock(src_row + sb * sizeof(BlockQ4_K), cols, sb, r, group);
+// The K-quant formats: each is its source type regrouped, one 256-column super-block at a time.
+struct KQuantPacking {
+  DType source;
+  void (*pack_super_block)(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
+                           uint8_t* group);
+};
+
+static_assert(sizeof(BlockQ6_K) >= sizeof(BlockQ5_K) && sizeof(BlockQ6_K) >= sizeof(BlockQ4_K));
+
+// The K-quant packing of `format`, or null for the other formats.
+const KQuantPacking* KQuantPackingOf(PackedFormat format) {
+  static constexpr KQuantPacking kQ4K{DType::kQ4_K, PackQ4KSuperBlock};
+  static constexpr KQuantPacking kQ5K{DType::kQ5_K, PackQ5KSuperBlock};
+  static constexpr KQuantPacking kQ6K{DType::kQ6_K, PackQ6KSuperBlock};
+  switch (format) {
+    case PackedFormat::kQ4_Kx8:
+      return &kQ4K;
+    case PackedFormat::kQ5_Kx8:
+      return &kQ5K;
+    case PackedFormat::kQ6_Kx8:
+      return &kQ6K;
+    default:
+      return nullptr;
   }
 }
 
@@ -243,19 +268,10 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
     }
     return;
   }
-  if (format == PackedFormat::kQ4_Kx8 && src_type == DType::kQ4_K) {
-    PackQ4KRow(src_row, cols, r, group);
-    return;
-  }
-  if (format == PackedFormat::kQ5_Kx8 && src_type == DType::kQ5_K) {
+  const KQuantPacking* k_quant = KQuantPackingOf(format);
+  if (k_quant != nullptr && src_type == k_quant->source) {
     for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
-      PackQ5KSuperBlock(src_row + sb * sizeof(BlockQ5_K), cols, sb, r, group);
-    }
-    return;
-  }
-  if (format == PackedFormat::kQ6_Kx8 && src_type == DType::kQ6_K) {
-    for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
-      PackQ6KSuperBlock(src_row + sb * sizeof(BlockQ6_K), cols, sb, r, group);
+      k_quant->pack_super_block(src_row + sb * info.block_bytes, cols, sb, r, group);
     }
     return;
   }
@@ -293,27 +309,12 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
         }
         break;
       case PackedFormat::kQ4_Kx8:
-        for (int64_t j = 0; j < count; j += kQK_K) {  // through Q4_K's own quantizer
-          BlockQ4_K block;
-          QuantizeRow(DType::kQ4_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
-          PackQ4KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
-                            group);
-        }
-        break;
       case PackedFormat::kQ5_Kx8:
-        for (int64_t j = 0; j < count; j += kQK_K) {  // through Q5_K's own quantizer
-          BlockQ5_K block;
-          QuantizeRow(DType::kQ5_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
-          PackQ5KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
-                            group);
-        }
-        break;
       case PackedFormat::kQ6_Kx8:
-        for (int64_t j = 0; j < count; j += kQK_K) {  // through Q6_K's own quantizer
-          BlockQ6_K block;
-          QuantizeRow(DType::kQ6_K, values + j, reinterpret_cast<uint8_t*>(&block), kQK_K);
-          PackQ6KSuperBlock(reinterpret_cast<const uint8_t*>(&block), cols, (start + j) / kQK_K, r,
-                            group);
+        for (int64_t j = 0; j < count; j += kQK_K) {  // through the K-quant's own quantizer
+          uint8_t block[sizeof(BlockQ6_K)];  // the largest of the three (static_assert above)
+          QuantizeRow(k_quant->source, values + j, block, kQK_K);
+          k_quant->pack_super_block(block, cols, (start + j) / kQK_K, r, group);
         }
         break;
       case PackedFormat::kF16x8:
@@ -524,34 +525,22 @@ void UnpackRow(const PackedMatrix& m, int64_t row, float* dst) {
       }
       break;
     case PackedFormat::kQ4_Kx8:
+    case PackedFormat::kQ5_Kx8: {
+      const bool q5 = m.format == PackedFormat::kQ5_Kx8;
       for (int64_t b = 0; b < m.cols / kQK; ++b) {
         const uint8_t* header = group + b / 8 * kQ4KSuperHeaderBytes;
-        const uint8_t* block = group + Q4KBlockOffset(m.cols, b);
-        // As DequantizeRow: d * scale * q - dmin * min.
-        const float d = F16ToF32(GetU16(header + 2 * r)) * static_cast<float>(block[r]);
-        const float min = F16ToF32(GetU16(header + 2 * kPackRows + 2 * r)) *
-                          static_cast<float>(block[kPackRows + r]);
-        const uint8_t* q = block + 2 * kPackRows;
-        for (int j = 0; j < kQK / 2; ++j) {
-          const uint8_t byte = q[(j / 4 * kPackRows + r) * 4 + j % 4];
-          dst[b * kQK + j] = d * static_cast<float>(byte & 0xf) - min;
-          dst[b * kQK + j + 16] = d * static_cast<float>(byte >> 4) - min;
-        }
-      }
-      break;
-    case PackedFormat::kQ5_Kx8:
-      for (int64_t b = 0; b < m.cols / kQK; ++b) {
-        const uint8_t* header = group + b / 8 * kQ5SuperHeaderBytes;
-        const uint8_t* block = group + Q5BlockOffset(m.cols, b);
+        const uint8_t* block = group + (q5 ? Q5BlockOffset(m.cols, b) : Q4KBlockOffset(m.cols, b));
         // As DequantizeRow: d * scale * q - dmin * min.
         const float d = F16ToF32(GetU16(header + 2 * r)) * static_cast<float>(block[r]);
         const float min = F16ToF32(GetU16(header + 2 * kPackRows + 2 * r)) *
                           static_cast<float>(block[kPackRows + r]);
         for (int j = 0; j < kQK; ++j) {
-          dst[b * kQK + j] = d * static_cast<float>(Q5Value(block, r, j)) - min;
+          const int q = q5 ? Q5Value(block, r, j) : NibbleValue(block, r, j);
+          dst[b * kQK + j] = d * static_cast<float>(q) - min;
         }
       }
       break;
+    }
     case PackedFormat::kQ6_Kx8:
       for (int64_t b = 0; b < m.cols / kQK; ++b) {
         const uint8_t* block = group + Q6BlockOffset(m.cols, b);
