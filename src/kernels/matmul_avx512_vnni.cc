@@ -252,12 +252,15 @@ REPRISE_ALWAYS_INLINE void PairTileQ4(const TileOperands& op, const TileTarget& 
       block[g] = op.groups + g * op.group_bytes + blocks_offset + b * NibbleBlockBytes<kF>();
     }
     // The driver's preparation of block b of pair p: Q5_Kx8's values and scales, or Q4_Kx8's
-    // scales.
-    const uint8_t* prepared[P];
+    // scales (Q4_0 has none: op.prepared is null).
+    const uint8_t* prepared[P] = {};
+    if constexpr (kQ4K) {
 #pragma GCC unroll 4
-    for (int p = 0; p < P; ++p) {
-      prepared[p] = kF == Nibbles::kQ5_K ? op.prepared + (p * num_blocks + b) * kQ5PairBlockBytes
-                                         : op.prepared + (p * num_blocks + b) * kQ4KPairScaleBytes;
+      for (int p = 0; p < P; ++p) {
+        prepared[p] =
+            op.prepared +
+            (p * num_blocks + b) * (kF == Nibbles::kQ5_K ? kQ5PairBlockBytes : kQ4KPairScaleBytes);
+      }
     }
     __m512i isum[T][P];
 #pragma GCC unroll 4
