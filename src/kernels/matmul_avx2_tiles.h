@@ -199,6 +199,9 @@ struct TileOperands {
   // Weights the driver prepared for the tile once per group and M chunk: the Q4_0 nibbles
   // split (UnpackQ4Group) for AVX2 tiles of 2+ tokens; the AVX-512 kernel's group pairs.
   const uint8_t* prepared = nullptr;
+  // Q6_Kx8 one-token calls (decode): per 16-column half of the activation row, the term that
+  // removes the values' offset of 32 (Q6KHalfSumTerms); null in tiles of a multi-token chunk.
+  const int32_t* q6_half_terms = nullptr;
 };
 
 // Bytes of one Q4_0 group's split nibbles per 32-column block: 4 byte pairs x (low, high).
@@ -246,9 +249,9 @@ inline void UnpackQ4Group(const uint8_t* group, int64_t k, uint8_t* dst) {
   }
 }
 
-// Q6_Kx8 (packed_matrix.h): the signed weights w = q - 32 of half h (columns 16h + 4p..) of
-// nibble byte pair p of a block, 8 rows x 4 columns.
-inline __m256i Q6KWeights(const uint8_t* block, int p, int h) {
+// Q6_Kx8 (packed_matrix.h): the unsigned 6-bit values q (0..63) of half h (columns 16h + 4p..)
+// of nibble byte pair p of a block, 8 rows x 4 columns.
+inline __m256i Q6KValues(const uint8_t* block, int p, int h) {
   const __m256i raw =
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQ6LowOffset + p * 32));
   const __m256i top_bits =
@@ -258,9 +261,13 @@ inline __m256i Q6KWeights(const uint8_t* block, int p, int h) {
   const __m256i top =
       shift <= 4 ? _mm256_slli_epi16(top_bits, 4 - shift) : _mm256_srli_epi16(top_bits, shift - 4);
   const __m256i low = h == 0 ? raw : _mm256_srli_epi16(raw, 4);
-  const __m256i q = _mm256_or_si256(_mm256_and_si256(low, _mm256_set1_epi8(0x0f)),
-                                    _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
-  return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
+  return _mm256_or_si256(_mm256_and_si256(low, _mm256_set1_epi8(0x0f)),
+                         _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
+}
+
+// The signed weights w = q - 32 of Q6KValues, in [-32, 31].
+inline __m256i Q6KWeights(const uint8_t* block, int p, int h) {
+  return _mm256_sub_epi8(Q6KValues(block, p, h), _mm256_set1_epi8(32));
 }
 
 // The int8 scales of half h of a Q6_Kx8 block for the 8 rows: as int32 lanes for vpmulld
@@ -539,27 +546,101 @@ REPRISE_ALWAYS_INLINE void TileQ4(const TileOperands& op, const TileTarget& targ
   }
 }
 
+// Q6_Kx8 with one token (decode), which unpacks the weights as it streams them: the values
+// stay unsigned (q in 0..63, no subtraction, vpabsb or vpsignb per chunk) and the offset is
+// removed per half with the half's activation sum S: sum((q - 32) a) = sum(q a) - 32 S.
+//  - AVX2: a pair of products q * a is at most 2 * 63 * 127, so two chunks add up in int16;
+//    each such sum is widened by a madd with the half's scales, and the offset's share,
+//    scale * 32 S, is one more madd of the scales with 16 S in both int16 halves of a lane
+//    (16 * 16 * 127 fits an int16). The term is (16 S) in both halves.
+//  - VNNI: vpdpbusd starts from the term -32 S and adds the 4 chunks' products in int32, then
+//    one vpmulld by the scales.
+// The block's int32 sum is the same exact integer as TileQ6K's, then the same FMA.
+template <bool kVnni>
+inline int32_t Q6KHalfSumTerm(int32_t half_sum) {
+  if constexpr (kVnni) return -32 * half_sum;
+  const uint32_t s16 = static_cast<uint16_t>(static_cast<int16_t>(16 * half_sum));
+  return static_cast<int32_t>(s16 | (s16 << 16));
+}
+
+// The terms of Q6KHalfSumTerm for the K / 16 halves of one quantized activation row.
+template <bool kVnni>
+inline void Q6KHalfSumTerms(const int8_t* row, int64_t k, int32_t* terms) {
+  for (int64_t half = 0; half < k / 16; ++half) {
+    int32_t sum = 0;
+    for (int i = 0; i < 16; ++i) sum += row[half * 16 + i];
+    terms[half] = Q6KHalfSumTerm<kVnni>(sum);
+  }
+}
+
+template <bool kVnni>
+REPRISE_ALWAYS_INLINE void TileQ6KOneToken(const TileOperands& op, const TileTarget& target) {
+  __m256 acc = _mm256_setzero_ps();
+  const int64_t num_blocks = op.k / kQK;
+  const int8_t* row = reinterpret_cast<const int8_t*>(op.rows);
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const uint8_t* block = op.groups + Q6BlockOffset(op.k, b);
+    _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 128), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 192), _MM_HINT_T0);
+    const int8_t* a = row + b * kQK;
+    __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i scales = Q6KScales<kVnni>(block, h);
+      const __m256i term = _mm256_set1_epi32(op.q6_half_terms[2 * b + h]);
+      __m256i scaled;
+      if constexpr (kVnni) {
+        __m256i sum = term;
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+          sum = DpBusd(sum, Q6KValues(block, p, h), Broadcast4Bytes(a + 16 * h + 4 * p));
+        }
+        scaled = _mm256_mullo_epi32(sum, scales);
+      } else {
+        __m256i pair_sum[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; ++j) {
+          const int p = 2 * j;
+          pair_sum[j] = _mm256_add_epi16(
+              _mm256_maddubs_epi16(Q6KValues(block, p, h), Broadcast4Bytes(a + 16 * h + 4 * p)),
+              _mm256_maddubs_epi16(Q6KValues(block, p + 1, h),
+                                   Broadcast4Bytes(a + 16 * h + 4 * p + 4)));
+        }
+        scaled = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(pair_sum[0], scales),
+                                                   _mm256_madd_epi16(pair_sum[1], scales)),
+                                  _mm256_madd_epi16(scales, term));
+      }
+      isum = _mm256_add_epi32(isum, scaled);
+    }
+    const __m256 da = _mm256_set1_ps(LoadFloat(op.rows + op.k + 4 * b));
+    acc =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(Q6KBlockD(op.groups, b), da), acc);
+  }
+  StoreGroup(acc, *target.out, target.m, target.group, target.n_begin, target.n_end);
+}
+
 // Q6_Kx8: per block and half, the products of the half's 4 chunks, then the half's sum times
-// its row scales (madd / vpmulld), the two halves added in int32, one FMA by d * d_a. Tiles of
-// several tokens read the weights the driver prepared (UnpackQ6Group); one token unpacks them.
+// its row scales (madd / vpmulld), the two halves added in int32, one FMA by d * d_a. The tiles
+// read the weights the driver prepared (UnpackQ6Group) once per group and M chunk; a one-token
+// call runs TileQ6KOneToken instead.
 // The halves run one after the other so that a tile of 4 tokens holds 4 running sums, not 8.
 template <bool kVnni, int T>
 REPRISE_ALWAYS_INLINE void TileQ6K(const TileOperands& op, const TileTarget& target) {
+  if constexpr (T == 1) {
+    if (op.q6_half_terms != nullptr) {
+      TileQ6KOneToken<kVnni>(op, target);
+      return;
+    }
+  }
   __m256 acc[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   const int64_t num_blocks = op.k / kQK;
   const int64_t scales_offset = op.k;
   for (int64_t b = 0; b < num_blocks; ++b) {
-    const uint8_t* block = op.groups + Q6BlockOffset(op.k, b);
-    const uint8_t* prepared = nullptr;
-    if constexpr (T > 1) prepared = op.prepared + b * kQ6PreparedBlockBytes;
-    if constexpr (T == 1) {
-      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 64), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 128), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 192), _MM_HINT_T0);
-    }
+    const uint8_t* prepared = op.prepared + b * kQ6PreparedBlockBytes;
     __m256i isum[T];
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
@@ -568,12 +649,8 @@ REPRISE_ALWAYS_INLINE void TileQ6K(const TileOperands& op, const TileTarget& tar
       for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
-        __m256i w;
-        if constexpr (T > 1) {
-          w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared + (h * 4 + p) * 32));
-        } else {
-          w = Q6KWeights(block, p, h);
-        }
+        const __m256i w =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared + (h * 4 + p) * 32));
         const __m256i abs_w = _mm256_abs_epi8(w);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
@@ -587,12 +664,8 @@ REPRISE_ALWAYS_INLINE void TileQ6K(const TileOperands& op, const TileTarget& tar
           }
         }
       }
-      __m256i scales;
-      if constexpr (T > 1) {
-        scales = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared + 256 + h * 32));
-      } else {
-        scales = Q6KScales<kVnni>(block, h);
-      }
+      const __m256i scales =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prepared + 256 + h * 32));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const __m256i scaled =
@@ -600,12 +673,7 @@ REPRISE_ALWAYS_INLINE void TileQ6K(const TileOperands& op, const TileTarget& tar
         isum[t] = h == 0 ? scaled : _mm256_add_epi32(isum[t], scaled);
       }
     }
-    __m256 dw;
-    if constexpr (T > 1) {
-      dw = _mm256_loadu_ps(reinterpret_cast<const float*>(prepared + 320));
-    } else {
-      dw = Q6KBlockD(op.groups, b);
-    }
+    const __m256 dw = _mm256_loadu_ps(reinterpret_cast<const float*>(prepared + 320));
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const __m256 da =
@@ -893,10 +961,12 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
       std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                             kMaxTileTokens * kMaxTileTokens);
   // Q4_0 / Q4_Kx8 / Q6_Kx8 with 2+ tokens: this thread's buffer of one group's prepared
-  // weights (split nibbles, unpacked 6-bit values).
+  // weights (split nibbles, unpacked 6-bit values); Q6_Kx8 with one token: the row's half
+  // sum terms (Q6KHalfSumTerms).
   static thread_local std::vector<uint8_t> prepared;
   if constexpr (IsPreparedKind(kKind)) {
-    if (m_end - m_begin > 1) GrowScratch(prepared, PreparedGroupBytes<kKind>(w.cols));
+    GrowScratch(prepared, std::max<int64_t>(PreparedGroupBytes<kKind>(w.cols),
+                                            w.cols / 16 * static_cast<int64_t>(sizeof(int32_t))));
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);
@@ -905,9 +975,16 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
       // thread (one group at a time) for the block formats, whose per-block integer work
       // hides the FMA latency; the float formats need 4 groups (4 FMA chains) for that.
       op.rows = rows + m0 * row_stride;
+      if constexpr (IsQ6KKind(kKind)) {
+        int32_t* terms = reinterpret_cast<int32_t*>(prepared.data());
+        Q6KHalfSumTerms<kKind == Kind::kQ6KVnni>(reinterpret_cast<const int8_t*>(op.rows), w.cols,
+                                                 terms);
+        op.q6_half_terms = terms;
+      }
       constexpr int kDecodeGroups = IsBlockKind(kKind) ? 1 : 4;
       RunGroupRange<kKind, 1, kDecodeGroups>(op, out, m0, group_begin, group_end, n_begin, n_end,
                                              w.data);
+      op.q6_half_terms = nullptr;
       continue;
     }
     int64_t group = group_begin;

@@ -393,23 +393,18 @@ TEST(MatMulTest, ThreadPoolSplitsGiveIdenticalResults) {
   }
 }
 
-// Q5_K's largest values (q = 31 everywhere) against activations of +-127 everywhere: every
-// int16 pair of products is at its bound (2 * 31 * 127), so a block's 8 of them overflow int16
-// unless the kernel widens them in time. Every kernel gives the scalar one's bits and the
-// value 31 d * 127 d_a per column.
-TEST(MatMulTest, Q5KLargestProductsStayExact) {
+// Every row of a 24 x 512 matrix made of copies of one K-quant super-block `block`, packed as
+// `format`, against activations of +1 (even tokens) and -1 (odd ones), which quantize to
+// +-127: each output must be +-`row_value`, on every set and token count (1 token runs the
+// decode tiles, 2-6 the prepared ones).
+template <typename Block>
+void ExpectExtremeBlocksExact(const Block& block, PackedFormat format, DType dtype,
+                              float row_value) {
   constexpr int64_t kRows = 24, kCols = 512, kTokens = 6;
-  BlockQ5_K block{};
-  block.d = F32ToF16(1.0f / 64);
-  std::memset(block.scales, 0, sizeof(block.scales));
-  for (int j = 0; j < 4; ++j) block.scales[j] = 1;  // scales 0-3 = 1, 4-7 = 1, mins 0
-  for (int j = 8; j < 12; ++j) block.scales[j] = 1;
-  std::memset(block.qh, 0xff, sizeof(block.qh));
-  std::memset(block.qs, 0xff, sizeof(block.qs));
   std::vector<uint8_t> src(static_cast<size_t>(kRows * kCols / kQK_K) * sizeof(block));
   for (size_t i = 0; i < src.size(); i += sizeof(block))
     std::memcpy(&src[i], &block, sizeof(block));
-  const OwnedPacked w = Pack(PackedFormat::kQ5_Kx8, DType::kQ5_K, src, kRows, kCols);
+  const OwnedPacked w = Pack(format, dtype, src, kRows, kCols);
   std::vector<float> x(static_cast<size_t>(kTokens * kCols));
   for (int64_t m = 0; m < kTokens; ++m) {
     for (int64_t k = 0; k < kCols; ++k)
@@ -430,13 +425,46 @@ TEST(MatMulTest, Q5KLargestProductsStayExact) {
       std::vector<float> out(static_cast<size_t>(kTokens * kRows), kSentinel);
       set->matmul(w.view, input, MatMulOutput{out.data(), kRows, false}, 0, tokens, 0, kRows);
       for (int64_t m = 0; m < tokens; ++m) {
-        const float want = (m % 2 ? -1.0f : 1.0f) * 31.0f / 64.0f * kCols;
+        const float want = (m % 2 ? -1.0f : 1.0f) * row_value;
         for (int64_t n = 0; n < kRows; ++n) {
           ASSERT_NEAR(out[static_cast<size_t>(m * kRows + n)], want, 1e-3f * std::fabs(want))
               << set->name << " tokens " << tokens << " m " << m << " n " << n;
         }
       }
     }
+  }
+}
+
+// Q5_K's largest values (q = 31 everywhere) against activations of +-127 everywhere: every
+// int16 pair of products is at its bound (2 * 31 * 127), so a block's 8 of them overflow int16
+// unless the kernel widens them in time. Every kernel gives the scalar one's bits and the
+// value 31 d * 127 d_a per column.
+TEST(MatMulTest, Q5KLargestProductsStayExact) {
+  BlockQ5_K block{};
+  block.d = F32ToF16(1.0f / 64);
+  std::memset(block.scales, 0, sizeof(block.scales));
+  for (int j = 0; j < 4; ++j) block.scales[j] = 1;  // scales 0-3 = 1, 4-7 = 1, mins 0
+  for (int j = 8; j < 12; ++j) block.scales[j] = 1;
+  std::memset(block.qh, 0xff, sizeof(block.qh));
+  std::memset(block.qs, 0xff, sizeof(block.qs));
+  ExpectExtremeBlocksExact(block, PackedFormat::kQ5_Kx8, DType::kQ5_K, 31.0f / 64.0f * 512);
+}
+
+// Q6_K's extremes: q = 63 (w = 31) and q = 0 (w = -32) with scales of 127 and -128. The AVX2
+// one-token tile keeps q unsigned and adds two chunks' products (up to 4 * 63 * 127) in int16,
+// and its offset term holds 16 * (a half's activation sum) = 16 * 16 * 127 in int16: both at
+// the edge of the range, so an extra chunk or a doubled term overflows and fails here.
+TEST(MatMulTest, Q6KLargestProductsStayExact) {
+  for (const auto& [bits, scale] : {std::pair{0xff, 127}, std::pair{0x00, -128}}) {
+    BlockQ6_K block{};
+    block.d = F32ToF16(1.0f / 1024);
+    std::memset(block.ql, bits, sizeof(block.ql));
+    std::memset(block.qh, bits, sizeof(block.qh));
+    std::memset(block.scales, static_cast<int8_t>(scale), sizeof(block.scales));
+    const float w = bits ? 31.0f : -32.0f;
+    SCOPED_TRACE(bits);
+    ExpectExtremeBlocksExact(block, PackedFormat::kQ6_Kx8, DType::kQ6_K,
+                             w * static_cast<float>(scale) / 1024.0f * 512);
   }
 }
 
