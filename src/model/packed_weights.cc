@@ -35,6 +35,17 @@ kernels::PackedFormat FormatFor(DType dtype, const PackOptions& options) {
   return kernels::ChoosePackedFormat(dtype);
 }
 
+// The output projection's format. It multiplies one row per call — the last position's
+// logits; a decode batch's few rows — except in graphs built for every position's logits, so
+// it is chosen for decode: Q6_K keeps its own Q6_Kx8 on every set (6.56 bits per weight
+// streamed per token instead of Q8_0x8's 8.5; the sets that prefer Q8_0x8 for Q6_K do so for
+// prompts' many rows).
+kernels::PackedFormat OutputFormat(DType dtype, const PackOptions& options) {
+  PackOptions decode_first = options;
+  decode_first.q6_k_format.reset();
+  return FormatFor(dtype, decode_first);
+}
+
 // Packs the row-wise concatenation of `parts` (GGUF matrices of equal row length) into one
 // packed matrix. Every part but the last has a multiple of kPackRows rows, so that no group
 // straddles two parts.
@@ -316,8 +327,8 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::Create(const gguf::GgufFil
   const bool tied = output == nullptr;
   w->tied_ = tied;
   if (tied) output = w->embedding_;
-  REPRISE_ASSIGN_OR_RETURN(w->output_, Pack(file, {output}, FormatFor(output->dtype, options), pool,
-                                            /*release_pages=*/true));
+  REPRISE_ASSIGN_OR_RETURN(w->output_, Pack(file, {output}, OutputFormat(output->dtype, options),
+                                            pool, /*release_pages=*/true));
   w->packed_bytes_ += Bytes(w->output_);
   if (!tied && file.mapped_file() != nullptr) {
     // Lookups touch scattered rows: no read-ahead around them.

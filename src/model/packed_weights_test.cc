@@ -15,9 +15,9 @@
 namespace reprise::model {
 namespace {
 
-// Q6_K matrices are packed as Q6_Kx8 (bit for bit) by default, into the format a kernel set
-// prefers when PackOptions::q6_k_format says so (Q8_0x8: within half a Q8_0 step of the file's
-// values), and into the forced format when there is one.
+// Q6_K matrices are packed as Q6_Kx8 (bit for bit) by default, the layers' into the format a
+// kernel set prefers when PackOptions::q6_k_format says so (Q8_0x8: within half a Q8_0 step of
+// the file's values), and into the forced format when there is one.
 TEST(PackedWeightsTest, Q6KMatricesGoWhereTheOptionsSay) {
   TestModelSpec spec;
   spec.num_layers = 1;
@@ -53,6 +53,9 @@ TEST(PackedWeightsTest, Q6KMatricesGoWhereTheOptionsSay) {
     ASSERT_TRUE(packed.ok()) << packed.error().ToString();
     const OwnedPackedMatrix& down = *(*packed)->layer(0).down;
     ASSERT_EQ(down.view.format, c.want);
+    // The output projection, one row per decode step, keeps Q6_Kx8 unless forced.
+    EXPECT_EQ((*packed)->output().view.format,
+              c.force_format.value_or(kernels::PackedFormat::kQ6_Kx8));
     const TestTensor& source = model.Get("blk.0.ffn_down.weight");
     const int64_t cols = down.view.cols;
     std::vector<float> row(static_cast<size_t>(cols));
