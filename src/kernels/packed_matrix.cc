@@ -94,26 +94,17 @@ void PackQ4KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64
                         group);
 }
 
-// Super-block `sb` of row `r` of a Q6_Kx8 group from one Q6_K block, bit for bit: d, the int8
-// scales of the 16-column halves, each q's low nibble (placed as Q4_0x8's) and top two bits
-// (packed_matrix.h). Q6_K's element order: see quantize_k_dequant.cc.
-void PackQ6KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
-                       uint8_t* group) {
-  BlockQ6_K block;
-  std::memcpy(&block, src_block, sizeof(block));
-  PutU16(group + sb * kQ6SuperHeaderBytes + 2 * r, block.d);
-  uint8_t q[kQK_K];
-  for (int e = 0; e < kQK_K; ++e) {
-    const int h = e / 128, k = e % 128 / 32, l = e % 32;
-    const int low = (block.ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xf;
-    const int top = (block.qh[32 * h + l] >> (2 * k)) & 3;
-    q[e] = static_cast<uint8_t>(low | top << 4);
-  }
+// Places super-block `sb` of row `r` of a Q6_Kx8 group: d, the int8 scales of the 16-column
+// halves, each of the 256 values q's (0..63, column order) low nibble (placed as Q4_0x8's)
+// and top two bits (packed_matrix.h).
+void PlaceQ6KSuperBlock(uint16_t d, const int8_t* scales, const uint8_t* q, int64_t cols,
+                        int64_t sb, int64_t r, uint8_t* group) {
+  PutU16(group + sb * kQ6SuperHeaderBytes + 2 * r, d);
   for (int s = 0; s < 8; ++s) {
     uint8_t* out = group + Q6BlockOffset(cols, sb * 8 + s);
     const uint8_t* bq = q + kQK * s;
-    out[r] = static_cast<uint8_t>(block.scales[2 * s]);
-    out[kPackRows + r] = static_cast<uint8_t>(block.scales[2 * s + 1]);
+    out[r] = static_cast<uint8_t>(scales[2 * s]);
+    out[kPackRows + r] = static_cast<uint8_t>(scales[2 * s + 1]);
     for (int p = 0; p < 4; ++p) {
       for (int i = 0; i < 4; ++i) {
         out[kQ6LowOffset + (p * kPackRows + r) * 4 + i] =
@@ -131,6 +122,45 @@ void PackQ6KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64
       }
     }
   }
+}
+
+// Super-block `sb` of row `r` of a Q6_Kx8 group from one Q6_K block, bit for bit. Q6_K's
+// element order: see quantize_k_dequant.cc.
+void PackQ6KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
+                       uint8_t* group) {
+  BlockQ6_K block;
+  std::memcpy(&block, src_block, sizeof(block));
+  uint8_t q[kQK_K];
+  for (int e = 0; e < kQK_K; ++e) {
+    const int h = e / 128, k = e % 128 / 32, l = e % 32;
+    const int low = (block.ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xf;
+    const int top = (block.qh[32 * h + l] >> (2 * k)) & 3;
+    q[e] = static_cast<uint8_t>(low | top << 4);
+  }
+  PlaceQ6KSuperBlock(block.d, block.scales, q, cols, sb, r, group);
+}
+
+// Super-block `sb` of row `r` of a Q6_Kx8 group from one Q3_K block, exactly: Q3_K's value
+// d * (sc - 32) * q3, q3 in [-4, 3] and a 6-bit sc per 16 columns, is Q6_K's d * scale *
+// (q - 32) with the same d, scale = sc - 32 and q = q3 + 32, computed in the same float steps
+// (quantize_k_dequant.cc): 6.56 bits per weight held without a second rounding, where Q8_0
+// would take 8.5 and round again. Q3_K's element order: see quantize_k_dequant.cc.
+void PackQ3KSuperBlock(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
+                       uint8_t* group) {
+  BlockQ3_K block;
+  std::memcpy(&block, src_block, sizeof(block));
+  int unpacked[16];
+  internal::UnpackScalesQ3_K(block.scales, unpacked);
+  int8_t scales[16];
+  for (int j = 0; j < 16; ++j) scales[j] = static_cast<int8_t>(unpacked[j]);
+  uint8_t q[kQK_K];
+  for (int e = 0; e < kQK_K; ++e) {
+    const int h = e / 128, k = e % 128 / 32, l = e % 32;
+    const int low = (block.qs[32 * h + l] >> (2 * k)) & 3;
+    const int minus = ((block.hmask[l] >> (4 * h + k)) & 1) ? 0 : 4;
+    q[e] = static_cast<uint8_t>(low - minus + 32);
+  }
+  PlaceQ6KSuperBlock(block.d, scales, q, cols, sb, r, group);
 }
 
 // Super-block `sb` of row `r` of a Q5_Kx8 group from one Q5_K block, bit for bit: as
@@ -272,6 +302,12 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
   if (k_quant != nullptr && src_type == k_quant->source) {
     for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
       k_quant->pack_super_block(src_row + sb * info.block_bytes, cols, sb, r, group);
+    }
+    return;
+  }
+  if (format == PackedFormat::kQ6_Kx8 && src_type == DType::kQ3_K) {
+    for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+      PackQ3KSuperBlock(src_row + sb * info.block_bytes, cols, sb, r, group);
     }
     return;
   }
@@ -434,6 +470,7 @@ PackedFormat ChoosePackedFormat(DType src) {
       return PackedFormat::kQ4_Kx8;
     case DType::kQ5_K:
       return PackedFormat::kQ5_Kx8;
+    case DType::kQ3_K:
     case DType::kQ6_K:
       return PackedFormat::kQ6_Kx8;
     case DType::kF16:

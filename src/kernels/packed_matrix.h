@@ -43,9 +43,10 @@
 //            group. Never chosen by default: packed on request (model/static_int8.h).
 //
 // Source types map to formats by ChoosePackedFormat: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K are regrouped
-// bit for bit (model loading sends Q6_K to kQ8_0x8 instead where the kernel set runs that faster:
-// KernelSet::q6_k_format, model/packed_weights.h); F16 and F32 stay; BF16 widens
-// to F32 (exact); every other quantized type (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K) is
+// bit for bit, Q3_K goes to kQ6_Kx8 exactly (its d * (sc - 32) * q3 is a Q6_K value with q = q3
+// + 32) (model loading sends Q6_K and Q3_K layer matrices to kQ8_0x8 instead where the kernel
+// set runs prompts faster that way: KernelSet::q6_k_format, model/packed_weights.h); F16 and F32
+// stay; BF16 widens to F32 (exact); every other quantized type (Q4_1, Q5_0, Q5_1, Q2_K) is
 // dequantized and requantized to Q8_0 with round-to-nearest, which adds at most half a Q8_0
 // step (amax of the 32 values / 254) per weight on top of the source's own quantization error.
 // Any dequantizable source can be packed into any format on request (an F16 model into Q8_0,

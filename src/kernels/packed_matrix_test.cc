@@ -38,7 +38,8 @@ TEST(PackedMatrixTest, ChoosesFormatsBySourceType) {
   EXPECT_EQ(ChoosePackedFormat(DType::kQ4_K), PackedFormat::kQ4_Kx8);
   EXPECT_EQ(ChoosePackedFormat(DType::kQ5_K), PackedFormat::kQ5_Kx8);
   EXPECT_EQ(ChoosePackedFormat(DType::kQ6_K), PackedFormat::kQ6_Kx8);
-  for (DType dtype : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K}) {
+  EXPECT_EQ(ChoosePackedFormat(DType::kQ3_K), PackedFormat::kQ6_Kx8);  // exactly
+  for (DType dtype : {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K}) {
     EXPECT_EQ(ChoosePackedFormat(dtype), PackedFormat::kQ8_0x8) << DTypeName(dtype);
     EXPECT_TRUE(CanPack(dtype));
   }
@@ -174,7 +175,8 @@ std::vector<uint8_t> RandomKQuantBlocks(uint64_t seed, DType dtype, int64_t rows
   return src;
 }
 
-// Random bytes as K-quant blocks regroup bit for bit into their own packed formats.
+// Random bytes as K-quant blocks regroup bit for bit into their own packed formats, and Q3_K
+// into Q6_Kx8.
 TEST(PackedMatrixTest, RandomKQuantBlocksRegroupExactly) {
   struct Layout {
     DType dtype;
@@ -184,7 +186,8 @@ TEST(PackedMatrixTest, RandomKQuantBlocksRegroupExactly) {
   };
   for (const Layout& l : {Layout{DType::kQ4_K, PackedFormat::kQ4_Kx8, 0, true},
                           Layout{DType::kQ5_K, PackedFormat::kQ5_Kx8, 0, true},
-                          Layout{DType::kQ6_K, PackedFormat::kQ6_Kx8, 208, false}}) {
+                          Layout{DType::kQ6_K, PackedFormat::kQ6_Kx8, 208, false},
+                          Layout{DType::kQ3_K, PackedFormat::kQ6_Kx8, 108, false}}) {
     const int64_t rows = 11;
     const int64_t cols = 768;
     const std::vector<uint8_t> src =

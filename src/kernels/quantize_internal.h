@@ -32,6 +32,17 @@ void QuantizeQ4_K(const float* src, uint8_t* dst, int64_t num_blocks);
 void QuantizeQ5_K(const float* src, uint8_t* dst, int64_t num_blocks);
 void QuantizeQ6_K(const float* src, uint8_t* dst, int64_t num_blocks);
 
+// Q3_K's sixteen 6-bit scales (stored + 32, so in [-32, 31] after the subtraction) from their
+// 12 bytes: the low 4 bits of scale j are the low (j < 8) or high nibble of byte j % 8, its
+// top 2 bits at shift 2 * (j / 4) of byte 8 + j % 4.
+inline void UnpackScalesQ3_K(const uint8_t* packed, int* scales) {
+  for (int j = 0; j < 16; ++j) {
+    const int low = (packed[j % 8] >> (4 * (j / 8))) & 0xf;
+    const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+    scales[j] = (low | (high << 4)) - 32;
+  }
+}
+
 // Q4_K / Q5_K keep eight 6-bit scales and eight 6-bit mins in 12 bytes: bytes 0-3 hold
 // scales 0-3 in their low 6 bits, bytes 4-7 mins 0-3; scales/mins 4-7 keep their low 4 bits
 // in the low/high nibble of bytes 8-11 and their top 2 bits in the top 2 bits of bytes 0-3

@@ -28,17 +28,6 @@ Block LoadBlock(const uint8_t* src, int64_t i) {
   return b;
 }
 
-// Q3_K's sixteen 6-bit scales (stored + 32) in 12 bytes: the low 4 bits of scale j are the
-// low (j < 8) or high nibble of byte j%8; its top 2 bits sit at shift 2*(j/4) of byte
-// 8 + j%4.
-void UnpackScalesQ3_K(const uint8_t* packed, int* scales) {
-  for (int j = 0; j < 16; ++j) {
-    const int low = (packed[j % 8] >> (4 * (j / 8))) & 0xf;
-    const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
-    scales[j] = (low | (high << 4)) - 32;
-  }
-}
-
 }  // namespace
 
 void DequantizeQ2_K(const uint8_t* src, float* dst, int64_t num_blocks) {

@@ -31,7 +31,9 @@ Result<std::vector<float>> ReadVector(const gguf::GgufFile& file, const std::str
 
 kernels::PackedFormat FormatFor(DType dtype, const PackOptions& options) {
   if (options.force_format) return *options.force_format;
-  if (dtype == DType::kQ6_K && options.q6_k_format) return *options.q6_k_format;
+  if (kernels::ChoosePackedFormat(dtype) == kernels::PackedFormat::kQ6_Kx8 && options.q6_k_format) {
+    return *options.q6_k_format;  // Q6_K and Q3_K
+  }
   return kernels::ChoosePackedFormat(dtype);
 }
 

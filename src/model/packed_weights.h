@@ -2,13 +2,13 @@
 // kernels read, and shared by every compiled graph.
 //
 // Each weight matrix is packed by kernels::PackMatrixRows (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K regrouped
-// bit for bit, F16/F32 kept, other types requantized to Q8_0). Where the formats allow, Q|K|V are
-// packed as one matrix and gate|up as another, so that each is one multiply. Norm weights,
-// biases and RoPE frequencies become float vectors. The token embedding stays in the mapped
-// file (rows are dequantized on lookup) unless it is tied to the output projection, whose
-// packed copy then serves lookups too.
-// After a tensor is packed its file pages are released, so resident memory stays near the
-// file size. The GgufFile must outlive this object (embedding lookups read it).
+// bit for bit, Q3_K held exactly as Q6_K, F16/F32 kept, other types requantized to Q8_0). Where the
+// formats allow, Q|K|V are packed as one matrix and gate|up as another, so that each is one
+// multiply. Norm weights, biases and RoPE frequencies become float vectors. The token embedding
+// stays in the mapped file (rows are dequantized on lookup) unless it is tied to the output
+// projection, whose packed copy then serves lookups too. After a tensor is packed its file pages
+// are released, so resident memory stays near the file size. The GgufFile must outlive this object
+// (embedding lookups read it).
 //
 // Immutable after Create(); thread-safe for reading.
 #pragma once
@@ -31,9 +31,10 @@ struct PackOptions {
   // Pack every matrix into this format instead of the one its type maps to (for tests and
   // experiments, e.g. an F16 model run through the Q8_0 kernels).
   std::optional<kernels::PackedFormat> force_format;
-  // Unless forced, Q6_K layer matrices go to this format instead of ChoosePackedFormat's
-  // (Q6_Kx8); CompiledModel passes its kernel set's KernelSet::q6_k_format. The output
-  // projection, which multiplies one row per decode step, keeps Q6_Kx8.
+  // Unless forced, Q6_K and Q3_K layer matrices go to this format instead of
+  // ChoosePackedFormat's (Q6_Kx8); CompiledModel passes its kernel set's
+  // KernelSet::q6_k_format. The output projection, which multiplies one row per decode step,
+  // keeps Q6_Kx8.
   std::optional<kernels::PackedFormat> q6_k_format;
   // NPU-style static INT8 (static_int8.h): unless the scheme is kPerBlock, every layer matrix
   // is repacked as kI8x8 after packing, with the per-tensor scales (and, for the shadow
