@@ -21,10 +21,11 @@ class MakeModelCommand : public Command {
         ->check(CLI::IsMember(shapes))
         ->default_val("tiny");
     sub->add_option("--type", type_,
-                    "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m "
+                    "Weight type: f32, f16, bf16, q8_0, q4_0, q3_k, q4_k, q5_k, q6_k, q4_k_m or "
+                    "q5_k_m "
                     "(Q4_K / Q5_K with Q6_K where llama.cpp's Q4_K_M / Q5_K_M put it)")
-        ->check(CLI::IsMember(
-            {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m", "q5_k_m"}))
+        ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q3_k", "q4_k", "q5_k", "q6_k",
+                               "q4_k_m", "q5_k_m"}))
         ->default_val("f16");
     sub->add_option("--vocab", options_.vocab_path,
                     "tiktoken rank file (Llama 3 or Qwen); default: a synthetic vocabulary")
@@ -41,8 +42,9 @@ class MakeModelCommand : public Command {
     if (type_ == "q4_k_m" || type_ == "q5_k_m") {
       options_.weight_type = type_ == "q4_k_m" ? DType::kQ4_K : DType::kQ5_K;
       options_.k_m_mix = true;
-    } else if (type_ == "q4_k" || type_ == "q5_k" || type_ == "q6_k") {
-      options_.weight_type = type_ == "q4_k"   ? DType::kQ4_K
+    } else if (type_ == "q3_k" || type_ == "q4_k" || type_ == "q5_k" || type_ == "q6_k") {
+      options_.weight_type = type_ == "q3_k"   ? DType::kQ3_K
+                             : type_ == "q4_k" ? DType::kQ4_K
                              : type_ == "q5_k" ? DType::kQ5_K
                                                : DType::kQ6_K;
     } else {

@@ -47,7 +47,7 @@ TEST(ModelMakerTest, EveryWeightTypeLoadsAndAgreesWithF32) {
     } cases[] = {{DType::kF16, 0.005}, {DType::kBF16, 0.03}, {DType::kQ8_0, 0.02},
                  {DType::kQ4_0, 0.25}, {DType::kQ4_1, 0.25}, {DType::kQ5_0, 0.12},
                  {DType::kQ5_1, 0.12}, {DType::kQ4_K, 0.25}, {DType::kQ5_K, 0.12},
-                 {DType::kQ6_K, 0.06}};
+                 {DType::kQ6_K, 0.06}, {DType::kQ3_K, 0.5}};
     for (const auto& c : cases) {
       options.weight_type = c.type;
       const std::string path =

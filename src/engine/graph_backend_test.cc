@@ -77,8 +77,8 @@ class GraphBackendTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing_support::TempDir();
     for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-256"}) {
-      for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
-                         DType::kQ5_K, DType::kQ6_K}) {
+      for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ3_K,
+                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
         convert::MakeModelOptions options;
         options.shape = shape;
         options.weight_type = type;
@@ -114,8 +114,8 @@ TEST_F(GraphBackendTest, MatchesReferenceForEveryArchitectureAndType) {
   options.context_tokens = 64;
   options.prefill_capacity = 16;
   for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-256"}) {
-    for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
-                       DType::kQ5_K, DType::kQ6_K}) {
+    for (DType type : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ3_K,
+                       DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
       // Shorter than, equal to and longer than the prefill capacity.
       CompareWithReference({std::string(shape) + "/" + std::string(DTypeName(type)),
                             Path(shape, type), ToleranceFor(type)},
@@ -130,6 +130,9 @@ TEST_F(GraphBackendTest, ScalarKernelsAndStrictShapesGiveTheSameLogits) {
   options.prefill_capacity = 16;
   options.scalar_kernels = true;
   CompareWithReference({"tiny-qwen3 scalar", Path("tiny-qwen3", DType::kQ8_0), 3e-2}, options,
+                       {7, 20});
+  // The scalar set packs Q3_K into Q6_Kx8 (exactly) for every matrix, as AVX2 does.
+  CompareWithReference({"tiny-256 q3_K scalar", Path("tiny-256", DType::kQ3_K), 3e-2}, options,
                        {7, 20});
   options.scalar_kernels = false;
   options.strict_shapes = true;

@@ -95,6 +95,8 @@ QuantizeKernel FindQuantizer(DType dtype) {
       return internal::QuantizeQ5_1;
     case DType::kQ8_0:
       return internal::QuantizeQ8_0;
+    case DType::kQ3_K:
+      return internal::QuantizeQ3_K;
     case DType::kQ4_K:
       return internal::QuantizeQ4_K;
     case DType::kQ5_K:

@@ -17,7 +17,7 @@ namespace reprise::kernels {
 bool CanDequantize(DType dtype);
 
 // True for the types QuantizeRow can produce: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q5_K, Q6_K.
+// Q3_K, Q4_K, Q5_K, Q6_K.
 bool CanQuantize(DType dtype);
 
 // Bytes of a row of `n` elements. Requires: n is a multiple of the type's block size.

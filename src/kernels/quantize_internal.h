@@ -28,6 +28,7 @@ void DequantizeQ3_K(const uint8_t* src, float* dst, int64_t num_blocks);
 void DequantizeQ4_K(const uint8_t* src, float* dst, int64_t num_blocks);
 void DequantizeQ5_K(const uint8_t* src, float* dst, int64_t num_blocks);
 void DequantizeQ6_K(const uint8_t* src, float* dst, int64_t num_blocks);
+void QuantizeQ3_K(const float* src, uint8_t* dst, int64_t num_blocks);
 void QuantizeQ4_K(const float* src, uint8_t* dst, int64_t num_blocks);
 void QuantizeQ5_K(const float* src, uint8_t* dst, int64_t num_blocks);
 void QuantizeQ6_K(const float* src, uint8_t* dst, int64_t num_blocks);

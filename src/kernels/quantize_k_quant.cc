@@ -1,4 +1,4 @@
-// Quantization to Q4_K, Q5_K and Q6_K (element order: see quantize_k_dequant.cc).
+// Quantization to Q3_K, Q4_K, Q5_K and Q6_K (element order: see quantize_k_dequant.cc).
 //
 // Each sub-block first gets a float scale (and min) from a small search: a grid of about
 // twenty candidate inverse scales around the one that spans the sub-block's range, each
@@ -76,9 +76,10 @@ float FitScaleMin(const float* x, int n, int nmax, float* neg_min) {
   return best_scale;
 }
 
-// Fits x[0..16) ~ scale * L with L in [-32, 31]; the scale may be negative (the layout's
-// scales are signed), which lets the largest magnitude use the -32 end.
-float FitScaleSymmetric(const float* x) {
+// Fits x[0..16) ~ scale * L with L in [lo, hi] (Q6_K: [-32, 31], Q3_K: [-4, 3]); the scale may
+// be negative (the layouts' scales are signed), which lets the largest magnitude use the `lo`
+// end.
+float FitScaleSymmetric(const float* x, int lo, int hi) {
   constexpr int n = 16;
   float amax = 0.0f;
   float max = 0.0f;
@@ -89,16 +90,16 @@ float FitScaleSymmetric(const float* x) {
     }
   }
   if (amax == 0.0f) return 0.0f;
-  float best_scale = max / -32.0f;
+  float best_scale = max / static_cast<float>(lo);
   float best_error = INFINITY;
-  // Candidates map `max` near -32 (negative scale) or near +31 (positive scale).
-  for (const float end : {-32.0f, 31.0f}) {
+  // Candidates map `max` near `lo` (negative scale) or near `hi` (positive scale).
+  for (const int end : {lo, hi}) {
     for (int s = -kSearchSteps; s <= kSearchSteps; ++s) {
-      const float iscale = (end + kSearchDelta * static_cast<float>(s)) / max;
+      const float iscale = (static_cast<float>(end) + kSearchDelta * static_cast<float>(s)) / max;
       int L[n];
       float sum_l2 = 0, sum_xl = 0;
       for (int i = 0; i < n; ++i) {
-        L[i] = NearestInt(iscale * x[i], -32, 31);
+        L[i] = NearestInt(iscale * x[i], lo, hi);
         sum_l2 += static_cast<float>(L[i] * L[i]);
         sum_xl += x[i] * static_cast<float>(L[i]);
       }
@@ -190,12 +191,52 @@ void QuantizeQ5_K(const float* src, uint8_t* dst, int64_t num_blocks) {
   }
 }
 
+// Q3_K: 16 sub-blocks of 16, L in [-4, 3] stored as L + 4 (low 2 bits in qs, the third in
+// hmask), each sub-block's scale relative to d as a 6-bit sc - 32 in [-32, 31].
+void QuantizeQ3_K(const float* src, uint8_t* dst, int64_t num_blocks) {
+  for (int64_t i = 0; i < num_blocks; ++i, src += kQK_K) {
+    float scales[16];
+    float max_scale = 0.0f;  // the signed scale of largest magnitude
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = FitScaleSymmetric(src + 16 * j, -4, 3);
+      if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
+    }
+    BlockQ3_K b;
+    int sc[16] = {};
+    if (std::fabs(max_scale) > kTinyScale) {
+      // The largest scale is stored as -32, the end of the 6-bit range with the most room.
+      const float iscale = -32.0f / max_scale;
+      b.d = F32ToF16(1.0f / iscale);
+      for (int j = 0; j < 16; ++j) sc[j] = NearestInt(iscale * scales[j], -32, 31);
+    } else {
+      b.d = F32ToF16(0.0f);
+    }
+    std::memset(b.scales, 0, sizeof(b.scales));
+    for (int j = 0; j < 16; ++j) {
+      const int stored = sc[j] + 32;
+      b.scales[j % 8] |= static_cast<uint8_t>((stored & 0xf) << (4 * (j / 8)));
+      b.scales[8 + j % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (j / 4)));
+    }
+    const float d = F16ToF32(b.d);
+    std::memset(b.qs, 0, sizeof(b.qs));
+    std::memset(b.hmask, 0, sizeof(b.hmask));
+    for (int e = 0; e < kQK_K; ++e) {
+      const float dl = d * static_cast<float>(sc[e / 16]);
+      const int stored = (dl != 0.0f ? NearestInt(src[e] / dl, -4, 3) : 0) + 4;
+      const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+      b.qs[32 * h + l] |= static_cast<uint8_t>((stored & 3) << (2 * k));
+      b.hmask[l] |= static_cast<uint8_t>((stored >> 2) << (4 * h + k));
+    }
+    Store(b, dst, i);
+  }
+}
+
 void QuantizeQ6_K(const float* src, uint8_t* dst, int64_t num_blocks) {
   for (int64_t i = 0; i < num_blocks; ++i, src += kQK_K) {
     float scales[16];
     float max_scale = 0.0f;  // the signed scale of largest magnitude
     for (int j = 0; j < 16; ++j) {
-      scales[j] = FitScaleSymmetric(src + 16 * j);
+      scales[j] = FitScaleSymmetric(src + 16 * j, -32, 31);
       if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
     }
     BlockQ6_K b;

@@ -22,7 +22,7 @@ using Bytes = std::vector<uint8_t>;
 
 const DType kQuantizable[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0,
                               DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
-                              DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                              DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
 Bytes Quantize(DType dtype, const std::vector<float>& x) {
   const auto n = static_cast<int64_t>(x.size());
@@ -164,8 +164,8 @@ struct KBound {
 };
 
 TEST(QuantizeRoundTripTest, KQuantErrorBounds) {
-  for (const KBound& k : {KBound{DType::kQ4_K, 0.09, 0.09}, KBound{DType::kQ5_K, 0.05, 0.045},
-                          KBound{DType::kQ6_K, 0.025, 0.03}}) {
+  for (const KBound& k : {KBound{DType::kQ3_K, 0.17, 0.2}, KBound{DType::kQ4_K, 0.09, 0.09},
+                          KBound{DType::kQ5_K, 0.05, 0.045}, KBound{DType::kQ6_K, 0.025, 0.03}}) {
     for (float scale : {1.0f, 1e3f}) {
       const std::vector<float> x = RandomRow(100, kRow, 256, scale);
       const std::vector<float> y = Dequantize(k.dtype, Quantize(k.dtype, x), kRow);
@@ -245,6 +245,8 @@ double ShapeBound(DType dtype) {
       return 0.068;
     case DType::kQ5_1:
       return 0.034;
+    case DType::kQ3_K:
+      return 0.2;
     case DType::kQ4_K:
       return 0.08;
     case DType::kQ5_K:
