@@ -44,6 +44,7 @@
 #include "base/check.h"
 #include "kernels/activation_quant.h"
 #include "kernels/kernel_impl.h"
+#include "kernels/matmul_scratch.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/x86_intrinsics.h"
 
@@ -130,20 +131,6 @@ inline void Q4KBlockScales(const uint8_t* group, const uint8_t* block, int64_t b
 constexpr int64_t kActivationChunkBytes = 192 * 1024;
 
 constexpr int kMaxTileTokens = 4;
-
-// The drivers' per-thread scratch (prepared weights, biased activation rows) only grows, and
-// at its first use to at least this: which pool thread runs which matrix varies from call to
-// call, so a thread may meet a larger K only after the warm-up call, and running a compiled
-// graph must not allocate (GraphNoAllocationTest). 512 KiB covers every driver's need up to K
-// = 13,000 columns (the largest, Q5_Kx8 group pairs on zmm: 40 bytes per column).
-constexpr size_t kMinDriverScratchBytes = 512 * 1024;
-
-inline uint8_t* GrowScratch(std::vector<uint8_t>& scratch, int64_t bytes) {
-  if (scratch.size() < static_cast<size_t>(bytes)) {
-    scratch.resize(std::max(static_cast<size_t>(bytes), kMinDriverScratchBytes));
-  }
-  return scratch.data();
-}
 
 // The tile functions must inline into RunTile so that their accumulator arrays live in
 // registers; as separate functions they would go through the stack on every FMA.
@@ -960,13 +947,15 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
   const int64_t chunk =
       std::max<int64_t>(kMaxTileTokens, kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                             kMaxTileTokens * kMaxTileTokens);
-  // Q4_0 / Q4_Kx8 / Q6_Kx8 with 2+ tokens: this thread's buffer of one group's prepared
-  // weights (split nibbles, unpacked 6-bit values); Q6_Kx8 with one token: the row's half
-  // sum terms (Q6KHalfSumTerms).
-  static thread_local std::vector<uint8_t> prepared;
+  // Q4_0 / Q4_Kx8 / Q5_Kx8 / Q6_Kx8 with 2+ tokens: one group's prepared weights (split
+  // nibbles, unpacked 6-bit values); Q6_Kx8 with one token: the row's half sum terms
+  // (Q6KHalfSumTerms).
+  uint8_t* prepared = nullptr;
   if constexpr (IsPreparedKind(kKind)) {
-    GrowScratch(prepared, std::max<int64_t>(PreparedGroupBytes<kKind>(w.cols),
-                                            w.cols / 16 * static_cast<int64_t>(sizeof(int32_t))));
+    prepared =
+        ThreadMatMulScratch(MatMulScratch::kPreparedWeights,
+                            std::max<int64_t>(PreparedGroupBytes<kKind>(w.cols),
+                                              w.cols / 16 * static_cast<int64_t>(sizeof(int32_t))));
   }
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);
@@ -976,7 +965,7 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
       // hides the FMA latency; the float formats need 4 groups (4 FMA chains) for that.
       op.rows = rows + m0 * row_stride;
       if constexpr (IsQ6KKind(kKind)) {
-        int32_t* terms = reinterpret_cast<int32_t*>(prepared.data());
+        int32_t* terms = reinterpret_cast<int32_t*>(prepared);
         Q6KHalfSumTerms<kKind == Kind::kQ6KVnni>(reinterpret_cast<const int8_t*>(op.rows), w.cols,
                                                  terms);
         op.q6_half_terms = terms;
@@ -993,8 +982,8 @@ void MatMulKind(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride, 
       op.groups = w.data + group * op.group_bytes;
       if constexpr (IsPreparedKind(kKind)) {
         static_assert(G == 1, "the 4- and 6-bit tiles are one group wide");
-        PrepareGroup<kKind>(op.groups, w.cols, prepared.data());
-        op.prepared = prepared.data();
+        PrepareGroup<kKind>(op.groups, w.cols, prepared);
+        op.prepared = prepared;
       }
       for (int64_t m = m0; m < m1; m += kMaxTileTokens) {
         op.rows = rows + m * row_stride;

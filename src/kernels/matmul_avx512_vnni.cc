@@ -35,6 +35,7 @@
 #include "kernels/activation_quant.h"
 #include "kernels/kernel_impl.h"
 #include "kernels/matmul_avx2_tiles.h"  // TileOperands, TileTarget, StoreGroup, the block sizes
+#include "kernels/matmul_scratch.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/x86_intrinsics.h"
 
@@ -501,41 +502,41 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
                                           kActivationChunkBytes / std::max<int64_t>(row_bytes, 1) /
                                               kMaxPairTileTokens * kMaxPairTileTokens);
   constexpr int64_t kTileGroups = 2 * kTilePairs;
-  // This thread's prepared Q8_0 weights of one tile's group pairs.
-  static thread_local std::vector<uint8_t> prepared;
+  // This thread's prepared weights of one tile's group pairs.
+  uint8_t* prepared = nullptr;
   const int64_t pair_bytes = w.cols / kQK * kQ8PairBlockBytes;
   const int64_t q4k_pair_bytes = w.cols / kQK * kQ4KPairScaleBytes;
   const int64_t q5k_pair_bytes = w.cols / kQK * kQ5PairBlockBytes;
   const int64_t q6k_pair_bytes = w.cols / kQK * kQ6PairBlockBytes;
   if constexpr (kKind == PairKind::kQ8) {
-    op.prepared = GrowScratch(prepared, kTilePairs * pair_bytes);
+    prepared = ThreadMatMulScratch(MatMulScratch::kPreparedWeights, kTilePairs * pair_bytes);
   } else if constexpr (kKind == PairKind::kQ4K) {
-    op.prepared = GrowScratch(prepared, kTilePairs * q4k_pair_bytes);
+    prepared = ThreadMatMulScratch(MatMulScratch::kPreparedWeights, kTilePairs * q4k_pair_bytes);
   } else if constexpr (kKind == PairKind::kQ5K) {
-    op.prepared = GrowScratch(prepared, kTilePairs * q5k_pair_bytes);
+    prepared = ThreadMatMulScratch(MatMulScratch::kPreparedWeights, kTilePairs * q5k_pair_bytes);
   } else if constexpr (kKind == PairKind::kQ6K) {
-    op.prepared = GrowScratch(prepared, kTilePairs * q6k_pair_bytes);
+    prepared = ThreadMatMulScratch(MatMulScratch::kPreparedWeights, kTilePairs * q6k_pair_bytes);
   }
+  op.prepared = prepared;
   // Q6_Kx8: this thread's copy of one M chunk's activation rows with their int8 values + 128
   // (xor 0x80), the unsigned operand of its products, made once per chunk instead of once
   // per token, chunk of 4 columns and group-pair step in the tiles.
-  static thread_local std::vector<uint8_t> biased_rows;
   for (int64_t m0 = m_begin; m0 < m_end; m0 += chunk) {
     const int64_t m1 = std::min(m_end, m0 + chunk);
     const uint8_t* chunk_rows = rows + m0 * row_stride;
     int64_t chunk_stride = row_stride;
     if constexpr (kKind == PairKind::kQ6K) {
-      GrowScratch(biased_rows, (m1 - m0) * row_bytes);
+      uint8_t* biased_rows = ThreadMatMulScratch(MatMulScratch::kRows, (m1 - m0) * row_bytes);
       const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
       for (int64_t m = m0; m < m1; ++m) {
         const uint8_t* src = rows + m * row_stride;
-        uint8_t* dst = biased_rows.data() + (m - m0) * row_bytes;
+        uint8_t* dst = biased_rows + (m - m0) * row_bytes;
         for (int64_t j = 0; j < w.cols; j += 64) {
           _mm512_storeu_si512(dst + j, _mm512_xor_si512(_mm512_loadu_si512(src + j), bias));
         }
         std::memcpy(dst + w.cols, src + w.cols, static_cast<size_t>(row_bytes - w.cols));
       }
-      chunk_rows = biased_rows.data();
+      chunk_rows = biased_rows;
       chunk_stride = row_bytes;
     }
     op.row_stride = chunk_stride;
@@ -546,25 +547,25 @@ void MatMulPairs(const PackedMatrix& w, const uint8_t* rows, int64_t row_stride,
         const int64_t pairs = whole ? kTilePairs : 1;
         for (int64_t p = 0; p < pairs; ++p) {
           PrepareQ8Pair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
-                        prepared.data() + p * pair_bytes);
+                        prepared + p * pair_bytes);
         }
       } else if constexpr (kKind == PairKind::kQ4K) {
         const int64_t pairs = whole ? kTilePairs : 1;
         for (int64_t p = 0; p < pairs; ++p) {
           PrepareQ4KPairScales(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
-                               prepared.data() + p * q4k_pair_bytes);
+                               prepared + p * q4k_pair_bytes);
         }
       } else if constexpr (kKind == PairKind::kQ5K) {
         const int64_t pairs = whole ? kTilePairs : 1;
         for (int64_t p = 0; p < pairs; ++p) {
           PrepareQ5KPair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
-                         prepared.data() + p * q5k_pair_bytes);
+                         prepared + p * q5k_pair_bytes);
         }
       } else if constexpr (kKind == PairKind::kQ6K) {
         const int64_t pairs = whole ? kTilePairs : 1;
         for (int64_t p = 0; p < pairs; ++p) {
           PrepareQ6KPair(op.groups + 2 * p * op.group_bytes, op.group_bytes, w.cols,
-                         prepared.data() + p * q6k_pair_bytes);
+                         prepared + p * q6k_pair_bytes);
         }
       }
       // The next groups' weights come from memory: spread prefetches of them (into L2) over
