@@ -56,8 +56,8 @@ struct ThreadPool::Worker {
   pthread_t thread{};
 };
 
-ThreadPool::ThreadPool(int num_threads, int spin_us)
-    : num_threads_(num_threads), spin_us_(spin_us) {}
+ThreadPool::ThreadPool(int num_threads, int spin_us, void (*thread_start)())
+    : num_threads_(num_threads), spin_us_(spin_us), thread_start_(thread_start) {}
 
 Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(const ThreadPoolOptions& options) {
   if (options.num_threads < 0 || options.num_threads > kMaxThreads) {
@@ -69,7 +69,9 @@ Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(const ThreadPoolOptions& 
   }
   const int num_threads =
       options.num_threads == 0 ? GetCpuFeatures().num_usable_cores : options.num_threads;
-  std::unique_ptr<ThreadPool> pool(new ThreadPool(num_threads, options.spin_us));
+  std::unique_ptr<ThreadPool> pool(
+      new ThreadPool(num_threads, options.spin_us, options.thread_start));
+  if (options.thread_start != nullptr) options.thread_start();
   REPRISE_RETURN_IF_ERROR(pool->StartWorkers());
   return pool;
 }
@@ -86,6 +88,8 @@ Status ThreadPool::StartWorkers() {
     }
     workers_.push_back(std::move(worker));
   }
+  const int num_workers = static_cast<int>(workers_.size());
+  while (num_started_.load(std::memory_order_acquire) < num_workers) sched_yield();
   return Status::Ok();
 }
 
@@ -99,7 +103,10 @@ ThreadPool::~ThreadPool() {
 
 void* ThreadPool::WorkerMain(void* arg) {
   tls_in_region = true;
-  static_cast<Worker*>(arg)->pool->WorkerLoop();
+  ThreadPool* pool = static_cast<Worker*>(arg)->pool;
+  if (pool->thread_start_ != nullptr) pool->thread_start_();
+  pool->num_started_.fetch_add(1, std::memory_order_release);
+  pool->WorkerLoop();
   return nullptr;
 }
 

@@ -37,6 +37,11 @@ struct ThreadPoolOptions {
   // How long an idle worker spins before it sleeps. Higher is lower latency for regions that
   // follow each other closely, at the cost of burning a core while idle.
   int spin_us = 200;
+  // Run once by each worker thread as it starts, before it takes part in any region, and by
+  // the thread that creates the pool; Create returns after every worker has run it. For
+  // per-thread state that must exist before the first region, so that regions allocate
+  // nothing even on a thread the OS starts late (the kernels' scratch). Must not throw.
+  void (*thread_start)() = nullptr;
 };
 
 // Thread-safe: ParallelFor may be called from any thread. Calls from different threads are
@@ -84,7 +89,8 @@ class ThreadPool {
 
   struct Worker;
 
-  ThreadPool(int num_threads, int spin_us);
+  ThreadPool(int num_threads, int spin_us, void (*thread_start)());
+  // Starts the workers and waits until each has run thread_start_.
   Status StartWorkers();
   void Run(int64_t n, int64_t grain, RangeFn fn, void* context);
   void WorkerLoop();
@@ -95,7 +101,9 @@ class ThreadPool {
 
   const int num_threads_;
   const int spin_us_;
-  std::mutex run_mutex_;  // serialises regions started by different threads
+  void (*const thread_start_)();
+  std::atomic<int> num_started_{0};  // workers that have run thread_start_
+  std::mutex run_mutex_;             // serialises regions started by different threads
 
   // The job of the current region. Written by the caller before it publishes the region in
   // claim_ (release); read by a worker only after it has claimed a range of that region

@@ -30,6 +30,43 @@ TEST(ThreadPoolTest, DefaultSizeIsAtLeastOne) {
   EXPECT_GE(pool->num_threads(), 1);
 }
 
+// thread_start runs on the creating thread and on every worker before Create returns, and
+// each thread that later runs a range has run it.
+std::mutex g_started_mutex;
+std::vector<pthread_t> g_started_threads;
+void RecordThreadStart() {
+  std::lock_guard<std::mutex> lock(g_started_mutex);
+  g_started_threads.push_back(pthread_self());
+}
+
+TEST(ThreadPoolTest, ThreadStartRunsOnEveryThreadBeforeCreateReturns) {
+  g_started_threads.clear();
+  auto pool = ThreadPool::Create({.num_threads = 4, .thread_start = RecordThreadStart});
+  ASSERT_TRUE(pool.ok());
+  std::vector<pthread_t> started;
+  {
+    std::lock_guard<std::mutex> lock(g_started_mutex);
+    started = g_started_threads;
+  }
+  ASSERT_EQ(started.size(), 4u);
+  for (size_t i = 0; i < started.size(); ++i) {
+    for (size_t j = i + 1; j < started.size(); ++j)
+      EXPECT_FALSE(pthread_equal(started[i], started[j]));
+  }
+  std::mutex mutex;
+  std::vector<pthread_t> runners;
+  for (int round = 0; round < 50; ++round) {
+    (*pool)->ParallelFor(64, 1, [&](int64_t, int64_t) {
+      std::lock_guard<std::mutex> lock(mutex);
+      runners.push_back(pthread_self());
+    });
+  }
+  for (pthread_t runner : runners) {
+    EXPECT_TRUE(std::any_of(started.begin(), started.end(),
+                            [&](pthread_t t) { return pthread_equal(t, runner); }));
+  }
+}
+
 // Every index is visited exactly once, for many (n, grain, threads) combinations.
 TEST(ThreadPoolTest, CoversEachIndexOnce) {
   for (int num_threads : {1, 2, 3, 5}) {

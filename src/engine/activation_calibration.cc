@@ -9,6 +9,7 @@
 #include "base/file_util.h"
 #include "graph/execution_context.h"
 #include "graph/executor.h"
+#include "kernels/matmul_scratch.h"
 #include "model/graph_compiler.h"
 
 namespace reprise::engine {
@@ -83,8 +84,10 @@ Result<model::ActivationCalibration> MeasureModelActivations(
 Result<model::ActivationCalibration> CalibrateActivations(const LoadedModel& model,
                                                           std::string_view text, int64_t max_tokens,
                                                           int num_threads) {
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool,
-                           ThreadPool::Create({.num_threads = num_threads}));
+  REPRISE_ASSIGN_OR_RETURN(
+      std::unique_ptr<ThreadPool> pool,
+      ThreadPool::Create(
+          {.num_threads = num_threads, .thread_start = kernels::ReserveThreadMatMulScratch}));
   return MeasureModelActivations(model, *pool, kernels::BestKernels(), text, max_tokens);
 }
 

@@ -6,6 +6,7 @@
 #include "base/memory_usage.h"
 #include "engine/activation_calibration.h"
 #include "engine/sample_text.h"
+#include "kernels/matmul_scratch.h"
 
 namespace reprise::engine {
 namespace {
@@ -60,7 +61,9 @@ Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
   if (options.shared_pool) {
     m->pool_ = options.shared_pool;
   } else {
-    REPRISE_ASSIGN_OR_RETURN(m->pool_, ThreadPool::Create({.num_threads = options.num_threads}));
+    REPRISE_ASSIGN_OR_RETURN(
+        m->pool_, ThreadPool::Create({.num_threads = options.num_threads,
+                                      .thread_start = kernels::ReserveThreadMatMulScratch}));
   }
   m->kernels_ = options.scalar_kernels ? &kernels::ScalarKernels() : &kernels::BestKernels();
   if (options.shared_weights) {

@@ -8,6 +8,7 @@
 #include "base/memory_usage.h"
 #include "graph/subgraph_scheduler.h"
 #include "kernels/kernel_set.h"
+#include "kernels/matmul_scratch.h"
 
 namespace reprise::engine {
 
@@ -99,8 +100,10 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
       // The threads split as evenly as they go; every group has at least one.
       const int share = std::max(1, threads / options.out_of_order_groups +
                                         (g < threads % options.out_of_order_groups ? 1 : 0));
-      REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool,
-                               ThreadPool::Create({.num_threads = share}));
+      REPRISE_ASSIGN_OR_RETURN(
+          std::unique_ptr<ThreadPool> pool,
+          ThreadPool::Create(
+              {.num_threads = share, .thread_start = kernels::ReserveThreadMatMulScratch}));
       b->group_executors_.push_back(std::make_unique<graph::Executor>(*pool, m.kernels()));
       b->group_pools_.push_back(std::move(pool));
     }
