@@ -119,6 +119,26 @@ float FitScaleSymmetric(const float* x, int lo, int hi) {
   return best_scale;
 }
 
+// The 16 sub-block scales of a Q3_K or Q6_K super-block: each fitted over L in [lo, hi], then
+// stored relative to one d as integers in [scale_lo, -scale_lo - 1], the largest magnitude as
+// scale_lo (the end with the most room). Returns d as a half float; 0, with every scale 0, for
+// a block whose scales are all tiny.
+uint16_t QuantizeSubBlockScales(const float* x, int lo, int hi, int scale_lo, int* scales) {
+  float fitted[16];
+  float max_scale = 0.0f;  // the signed scale of largest magnitude
+  for (int j = 0; j < 16; ++j) {
+    fitted[j] = FitScaleSymmetric(x + 16 * j, lo, hi);
+    if (std::fabs(fitted[j]) > std::fabs(max_scale)) max_scale = fitted[j];
+  }
+  if (!(std::fabs(max_scale) > kTinyScale)) {
+    for (int j = 0; j < 16; ++j) scales[j] = 0;
+    return F32ToF16(0.0f);
+  }
+  const float iscale = static_cast<float>(scale_lo) / max_scale;
+  for (int j = 0; j < 16; ++j) scales[j] = NearestInt(iscale * fitted[j], scale_lo, -scale_lo - 1);
+  return F32ToF16(1.0f / iscale);
+}
+
 // Q4_K and Q5_K share everything but the width of L: 8 sub-blocks of 32, each with a 6-bit
 // scale and min relative to the super-block's d and dmin. Fills the header fields and L.
 template <typename Block>
@@ -195,22 +215,9 @@ void QuantizeQ5_K(const float* src, uint8_t* dst, int64_t num_blocks) {
 // hmask), each sub-block's scale relative to d as a 6-bit sc - 32 in [-32, 31].
 void QuantizeQ3_K(const float* src, uint8_t* dst, int64_t num_blocks) {
   for (int64_t i = 0; i < num_blocks; ++i, src += kQK_K) {
-    float scales[16];
-    float max_scale = 0.0f;  // the signed scale of largest magnitude
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = FitScaleSymmetric(src + 16 * j, -4, 3);
-      if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
-    }
     BlockQ3_K b;
-    int sc[16] = {};
-    if (std::fabs(max_scale) > kTinyScale) {
-      // The largest scale is stored as -32, the end of the 6-bit range with the most room.
-      const float iscale = -32.0f / max_scale;
-      b.d = F32ToF16(1.0f / iscale);
-      for (int j = 0; j < 16; ++j) sc[j] = NearestInt(iscale * scales[j], -32, 31);
-    } else {
-      b.d = F32ToF16(0.0f);
-    }
+    int sc[16];
+    b.d = QuantizeSubBlockScales(src, -4, 3, -32, sc);
     std::memset(b.scales, 0, sizeof(b.scales));
     for (int j = 0; j < 16; ++j) {
       const int stored = sc[j] + 32;
@@ -233,25 +240,11 @@ void QuantizeQ3_K(const float* src, uint8_t* dst, int64_t num_blocks) {
 
 void QuantizeQ6_K(const float* src, uint8_t* dst, int64_t num_blocks) {
   for (int64_t i = 0; i < num_blocks; ++i, src += kQK_K) {
-    float scales[16];
-    float max_scale = 0.0f;  // the signed scale of largest magnitude
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = FitScaleSymmetric(src + 16 * j, -32, 31);
-      if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
-    }
     BlockQ6_K b;
+    int sc[16];
+    b.d = QuantizeSubBlockScales(src, -32, 31, -128, sc);
+    for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<int8_t>(sc[j]);
     uint8_t L[kQK_K];
-    if (std::fabs(max_scale) > kTinyScale) {
-      // The largest scale is stored as -128, the end of int8 with the most room.
-      const float iscale = -128.0f / max_scale;
-      b.d = F32ToF16(1.0f / iscale);
-      for (int j = 0; j < 16; ++j) {
-        b.scales[j] = static_cast<int8_t>(NearestInt(iscale * scales[j], -128, 127));
-      }
-    } else {
-      b.d = F32ToF16(0.0f);
-      std::memset(b.scales, 0, sizeof(b.scales));
-    }
     const float d = F16ToF32(b.d);
     for (int j = 0; j < 16; ++j) {
       const float dl = d * static_cast<float>(b.scales[j]);
