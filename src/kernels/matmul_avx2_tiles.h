@@ -39,7 +39,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "base/check.h"
 #include "kernels/activation_quant.h"

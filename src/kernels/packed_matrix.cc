@@ -214,10 +214,12 @@ int Q6Value(const uint8_t* block, int64_t r, int j) {
 }
 
 // The K-quant formats: each is its source type regrouped, one 256-column super-block at a time.
+using SuperBlockPacker = void (*)(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
+                                  uint8_t* group);
+
 struct KQuantPacking {
   DType source;
-  void (*pack_super_block)(const uint8_t* src_block, int64_t cols, int64_t sb, int64_t r,
-                           uint8_t* group);
+  SuperBlockPacker pack_super_block;
 };
 
 static_assert(sizeof(BlockQ6_K) >= sizeof(BlockQ5_K) && sizeof(BlockQ6_K) >= sizeof(BlockQ4_K));
@@ -237,6 +239,14 @@ const KQuantPacking* KQuantPackingOf(PackedFormat format) {
     default:
       return nullptr;
   }
+}
+
+// The super-block packer that regroups rows of `src` into `format` exactly, or null: each
+// K-quant format from its own source type, and Q6_Kx8 from Q3_K too.
+SuperBlockPacker ExactSuperBlockPacker(PackedFormat format, DType src) {
+  if (format == PackedFormat::kQ6_Kx8 && src == DType::kQ3_K) return PackQ3KSuperBlock;
+  const KQuantPacking* k_quant = KQuantPackingOf(format);
+  return k_quant != nullptr && k_quant->source == src ? k_quant->pack_super_block : nullptr;
 }
 
 // kI8x8: row `r` of a group from any dequantizable source, in two passes over slices (the
@@ -298,19 +308,13 @@ void PackOneRow(PackedFormat format, DType src_type, const uint8_t* src_row, int
     }
     return;
   }
+  if (const SuperBlockPacker exact = ExactSuperBlockPacker(format, src_type)) {
+    for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+      exact(src_row + sb * info.block_bytes, cols, sb, r, group);
+    }
+    return;
+  }
   const KQuantPacking* k_quant = KQuantPackingOf(format);
-  if (k_quant != nullptr && src_type == k_quant->source) {
-    for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
-      k_quant->pack_super_block(src_row + sb * info.block_bytes, cols, sb, r, group);
-    }
-    return;
-  }
-  if (format == PackedFormat::kQ6_Kx8 && src_type == DType::kQ3_K) {
-    for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
-      PackQ3KSuperBlock(src_row + sb * info.block_bytes, cols, sb, r, group);
-    }
-    return;
-  }
   if (format == PackedFormat::kF16x8 && src_type == DType::kF16) {
     for (int64_t j = 0; j < cols; ++j) {
       std::memcpy(group + (j * kPackRows + r) * 2, src_row + 2 * j, 2);

@@ -44,6 +44,16 @@ inline void UnpackScalesQ3_K(const uint8_t* packed, int* scales) {
   }
 }
 
+// The inverse of UnpackScalesQ3_K. Requires: every scale in [-32, 31].
+inline void PackScalesQ3_K(const int* scales, uint8_t* packed) {
+  for (int j = 0; j < 12; ++j) packed[j] = 0;
+  for (int j = 0; j < 16; ++j) {
+    const int stored = scales[j] + 32;
+    packed[j % 8] |= static_cast<uint8_t>((stored & 0xf) << (4 * (j / 8)));
+    packed[8 + j % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (j / 4)));
+  }
+}
+
 // Q4_K / Q5_K keep eight 6-bit scales and eight 6-bit mins in 12 bytes: bytes 0-3 hold
 // scales 0-3 in their low 6 bits, bytes 4-7 mins 0-3; scales/mins 4-7 keep their low 4 bits
 // in the low/high nibble of bytes 8-11 and their top 2 bits in the top 2 bits of bytes 0-3

@@ -218,12 +218,7 @@ void QuantizeQ3_K(const float* src, uint8_t* dst, int64_t num_blocks) {
     BlockQ3_K b;
     int sc[16];
     b.d = QuantizeSubBlockScales(src, -4, 3, -32, sc);
-    std::memset(b.scales, 0, sizeof(b.scales));
-    for (int j = 0; j < 16; ++j) {
-      const int stored = sc[j] + 32;
-      b.scales[j % 8] |= static_cast<uint8_t>((stored & 0xf) << (4 * (j / 8)));
-      b.scales[8 + j % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (j / 4)));
-    }
+    PackScalesQ3_K(sc, b.scales);
     const float d = F16ToF32(b.d);
     std::memset(b.qs, 0, sizeof(b.qs));
     std::memset(b.hmask, 0, sizeof(b.hmask));

@@ -43,9 +43,8 @@ kernels::PackedFormat FormatFor(DType dtype, const PackOptions& options) {
 // streamed per token instead of Q8_0x8's 8.5; the sets that prefer Q8_0x8 for Q6_K do so for
 // prompts' many rows).
 kernels::PackedFormat OutputFormat(DType dtype, const PackOptions& options) {
-  PackOptions decode_first = options;
-  decode_first.q6_k_format.reset();
-  return FormatFor(dtype, decode_first);
+  if (options.force_format) return *options.force_format;
+  return kernels::ChoosePackedFormat(dtype);
 }
 
 // Packs the row-wise concatenation of `parts` (GGUF matrices of equal row length) into one
