@@ -64,9 +64,13 @@ struct StoredChunk {
   uint64_t chunk_id = 0;   // the chunk's id: its content and the path of chunks before it
   uint64_t parent_id = 0;  // the chunk before it on its path (0 = the root)
   int tokens = 0;
-  int64_t bytes = 0;   // of its file
-  bool exact = false;  // KV of an exact prefill (else blended or otherwise approximate)
-  std::string made;    // how its KV was made ("prefill", "blend r 0.25 check 1", ...)
+  int64_t bytes = 0;  // of its file
+  // Exact KV: bit for bit what a prefill of its path computes (not blended, not after blended
+  // KV, not kept in a lossy codec).
+  bool exact = false;
+  // How its KV was made and kept ("computed", "blended r=0.25 @layer 1", "computed after
+  // approximate KV", "computed, kept lossy (int8-hadamard)", ...).
+  std::string made;
   bool pinned = false;
   KvCodec codec = KvCodec::kF16;
   int64_t accesses = 0;

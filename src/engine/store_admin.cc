@@ -104,8 +104,16 @@ Result<std::vector<StoredChunk>> StoreAdmin::List(const std::optional<std::strin
     c.parent_id = r.parent_id;
     c.tokens = r.num_tokens;
     c.bytes = static_cast<int64_t>(r.file_bytes);
-    c.exact = r.exact;
+    // Exact only when it is what a prefill computes, bit for bit: computed exactly and kept
+    // in a lossless codec.
+    c.exact = r.holds_exact_kv();
     c.made = kv::DescribeProvenance(r.provenance);
+    if (!r.exact && r.provenance.origin == kv::KvOrigin::kComputed) {
+      c.made += " after approximate KV";
+    }
+    if (!store::IsLosslessKvCodec(r.codec)) {
+      c.made += std::string(", kept lossy (") + std::string(store::KvCodecName(r.codec)) + ")";
+    }
     c.pinned = r.pinned;
     c.codec = PublicCodec(r.codec);
     c.accesses = r.access_count;

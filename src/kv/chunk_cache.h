@@ -33,7 +33,7 @@ struct ChunkCacheStats {
   int64_t budget_bytes = 0;
   int64_t evictions = 0;
   int64_t inserts = 0;
-  int64_t hits = 0;  // successful Find/FindByContent calls
+  int64_t hits = 0;        // successful Find/FindByContent calls
   int64_t hits_pool = 0;   // of which served from memory
   int64_t hits_flash = 0;  // of which loaded from flash (persistent stores)
 };
@@ -42,8 +42,11 @@ class ChunkCache {
  public:
   virtual ~ChunkCache() = default;
 
-  // Adds or replaces the entry with `entry.id`. Errors: ResourceExhausted when the entry alone
-  // exceeds the budget; implementation-specific I/O errors.
+  // Adds the entry with `entry.id`, or replaces the cached one — unless that one is exact: an
+  // exact entry is never replaced (by approximate KV, or by the same exact KV again). The
+  // comparison and the insert are one atomic step, whatever other sessions insert meanwhile.
+  // Errors: ResourceExhausted when the entry alone exceeds the budget; implementation-specific
+  // I/O errors.
   virtual Status Insert(std::shared_ptr<const ChunkEntry> entry) = 0;
 
   // The entry with this prefix-tree id, its KV loaded (from flash when it is not in memory),
@@ -80,8 +83,7 @@ class ChunkCache {
   // implementation that indexes words; may be empty, and the planner passes none (neither
   // implementation here reads it).
   virtual std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
-                                                     std::string_view text,
-                                                     int max_candidates) = 0;
+                                                     std::string_view text, int max_candidates) = 0;
 
   virtual ChunkCacheStats stats() = 0;
 

@@ -16,9 +16,7 @@ void EraseValue(Map& map, const Key& key, const Value& value) {
 
 }  // namespace
 
-void MemoryChunkCache::Touch(Slot& slot) {
-  lru_.splice(lru_.begin(), lru_, slot.lru);
-}
+void MemoryChunkCache::Touch(Slot& slot) { lru_.splice(lru_.begin(), lru_, slot.lru); }
 
 void MemoryChunkCache::Erase(ChunkId id) {
   auto it = slots_.find(id);
@@ -47,6 +45,12 @@ Status MemoryChunkCache::Insert(std::shared_ptr<const ChunkEntry> entry) {
                                   std::to_string(budget_bytes_));
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  // Exact KV is never replaced by approximate KV, nor by the same exact KV again (the check
+  // and the insert under one lock: another session may insert the same chunk meanwhile).
+  if (auto it = slots_.find(entry->id); it != slots_.end() && it->second.entry->exact) {
+    Touch(it->second);
+    return Status::Ok();
+  }
   Erase(entry->id);
   lru_.push_front(entry->id);
   children_.emplace(entry->parent, entry->id);
@@ -134,15 +138,22 @@ std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int
   for (const SpanCandidate& c : spans_.FindCandidates(tokens, max_candidates)) {
     const auto slot = slots_.find(c.chunk_id);
     if (slot == slots_.end()) continue;  // cannot happen: the index holds stored entries only
-    out.push_back(ChunkCandidate{c.chunk_id, static_cast<double>(c.num_shared), slot->second.entry});
+    out.push_back(
+        ChunkCandidate{c.chunk_id, static_cast<double>(c.num_shared), slot->second.entry});
   }
   return out;
 }
 
 ChunkCacheStats MemoryChunkCache::stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return ChunkCacheStats{static_cast<int64_t>(slots_.size()), bytes_, budget_bytes_, evictions_,
-                         inserts_, hits_, hits_, 0};
+  return ChunkCacheStats{static_cast<int64_t>(slots_.size()),
+                         bytes_,
+                         budget_bytes_,
+                         evictions_,
+                         inserts_,
+                         hits_,
+                         hits_,
+                         0};
 }
 
 }  // namespace reprise::kv

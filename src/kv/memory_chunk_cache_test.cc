@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace reprise::kv {
@@ -104,9 +105,9 @@ TEST(MemoryChunkCacheTest, ACallerKeepsAnEvictedEntryAlive) {
 
 TEST(MemoryChunkCacheTest, ReplacingAnEntryKeepsTheAccountingRight) {
   MemoryChunkCache cache(1 << 20);
-  auto a = MakeEntry(kRootChunkId, Range(0, 16));
+  auto a = MakeEntry(kRootChunkId, Range(0, 16), /*exact=*/false);
   ASSERT_TRUE(cache.Insert(a).ok());
-  auto again = MakeEntry(kRootChunkId, Range(0, 16));
+  auto again = MakeEntry(kRootChunkId, Range(0, 16));  // exact KV replaces approximate KV
   ASSERT_EQ(again->id, a->id);
   ASSERT_TRUE(cache.Insert(again).ok());
   const ChunkCacheStats s = cache.stats();
@@ -115,6 +116,38 @@ TEST(MemoryChunkCacheTest, ReplacingAnEntryKeepsTheAccountingRight) {
   EXPECT_EQ(cache.Find(a->id), again);
   EXPECT_EQ(cache.Children(kRootChunkId).size(), 1u);
   EXPECT_EQ(cache.FindCandidates(a->tokens, "", 8).size(), 1u);
+}
+
+// An exact entry is never replaced: not by approximate KV of the same chunk, nor by another
+// copy of the exact KV — also when sessions on several threads insert at once.
+TEST(MemoryChunkCacheTest, AnExactEntryIsNeverReplaced) {
+  MemoryChunkCache cache(1 << 20);
+  auto exact = MakeEntry(kRootChunkId, Range(0, 16));
+  ASSERT_TRUE(cache.Insert(exact).ok());
+  ASSERT_TRUE(cache.Insert(MakeEntry(kRootChunkId, Range(0, 16), /*exact=*/false)).ok());
+  EXPECT_EQ(cache.Peek(exact->id), exact);
+  ASSERT_TRUE(cache.Insert(MakeEntry(kRootChunkId, Range(0, 16))).ok());
+  EXPECT_EQ(cache.Peek(exact->id), exact);
+  EXPECT_EQ(cache.stats().num_chunks, 1);
+
+  for (int round = 0; round < 20; ++round) {
+    MemoryChunkCache shared(1 << 20);
+    auto winner = MakeEntry(kRootChunkId, Range(1000, 16));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 50; ++i) {
+          EXPECT_TRUE(shared
+                          .Insert(t == 0 && i == 0
+                                      ? winner
+                                      : MakeEntry(kRootChunkId, Range(1000, 16), false))
+                          .ok());
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(shared.Peek(winner->id), winner) << "round " << round;
+  }
 }
 
 TEST(MemoryChunkCacheTest, RejectsAnEntryLargerThanTheBudget) {

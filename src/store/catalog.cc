@@ -248,9 +248,9 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
     REPRISE_RETURN_IF_ERROR(MigrateCatalog(c->writer, kCatalogSchemaVersion));
     auto& w = c->w;
     SqliteDb& db = c->writer;
-    REPRISE_ASSIGN_OR_RETURN(
-        w.find_row_id,
-        db.Prepare("SELECT row_id FROM chunks WHERE namespace = ?1 AND chunk_id = ?2"));
+    REPRISE_ASSIGN_OR_RETURN(w.find_row_id,
+                             db.Prepare("SELECT row_id, exact, codec, file_name FROM chunks WHERE "
+                                        "namespace = ?1 AND chunk_id = ?2"));
     REPRISE_ASSIGN_OR_RETURN(w.insert, db.Prepare(kInsertSql));
     REPRISE_ASSIGN_OR_RETURN(w.replace, db.Prepare(kReplaceSql));
     REPRISE_ASSIGN_OR_RETURN(w.delete_row, db.Prepare("DELETE FROM chunks WHERE row_id = ?1"));
@@ -325,7 +325,8 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
   REPRISE_ASSIGN_OR_RETURN(r.find_content,
                            db.Prepare("SELECT " + columns +
                                       " FROM chunks WHERE namespace = ?1 AND content_hash = ?2 "
-                                      "ORDER BY exact DESC, last_access_us DESC LIMIT 1"));
+                                      "ORDER BY (exact <> 0 AND codec = 0) DESC, exact DESC, "
+                                      "last_access_us DESC LIMIT 1"));
   REPRISE_ASSIGN_OR_RETURN(r.children,
                            db.Prepare("SELECT " + columns +
                                       " FROM chunks WHERE namespace = ?1 AND parent_id = ?2 "
@@ -434,6 +435,43 @@ Result<int64_t> Catalog::InsertLocked(const CatalogRow& row, OnConflict on_confl
     REPRISE_RETURN_IF_ERROR(IndexSpansLocked(row_id, row.tokens, /*replace=*/false));
   }
   return row_id;
+}
+
+Result<std::vector<UpsertResult>> Catalog::UpsertBatch(std::span<const CatalogRow> rows) {
+  if (options_.read_only) return ReadOnlyError();
+  std::lock_guard lock(connections_->write_mutex);
+  auto& w = connections_->w;
+  REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
+                           SqliteTransaction::Begin(connections_->writer));
+  std::vector<UpsertResult> results;
+  results.reserve(rows.size());
+  for (const CatalogRow& row : rows) {
+    UpsertResult result;
+    bool keep = false;
+    {
+      ScopedReset reset(w.find_row_id);
+      REPRISE_RETURN_IF_ERROR(w.find_row_id.BindText(1, row.name_space));
+      REPRISE_RETURN_IF_ERROR(w.find_row_id.BindUint64(2, row.chunk_id));
+      REPRISE_ASSIGN_OR_RETURN(const bool found, w.find_row_id.Step());
+      if (found) {
+        result.row_id = w.find_row_id.ColumnInt64(0);
+        const int64_t codec = w.find_row_id.ColumnInt64(2);
+        const bool existing_exact =
+            IsKnownKvCodec(static_cast<uint8_t>(codec)) &&
+            HoldsExactKv(w.find_row_id.ColumnInt64(1) != 0, static_cast<KvCodec>(codec));
+        keep = existing_exact && !row.holds_exact_kv();
+        std::string file = w.find_row_id.ColumnText(3);
+        if (!keep && file != row.file_name) result.displaced_file = std::move(file);
+      }
+    }
+    if (!keep) {
+      REPRISE_ASSIGN_OR_RETURN(result.row_id, InsertLocked(row, OnConflict::kReplace));
+      result.written = true;
+    }
+    results.push_back(std::move(result));
+  }
+  REPRISE_RETURN_IF_ERROR(transaction.Commit());
+  return results;
 }
 
 Result<int64_t> Catalog::Insert(const CatalogRow& row, OnConflict on_conflict) {

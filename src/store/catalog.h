@@ -54,6 +54,8 @@ struct CatalogRow {
   kv::ChunkId chunk_id = 0;
   kv::ChunkId parent_id = kv::kRootChunkId;
   kv::ContentHash content_hash = 0;
+  // Computed exactly: a full prefill of the chunk's path. The file holds exact KV only when its
+  // codec is lossless too (holds_exact_kv).
   bool exact = false;
   int32_t num_tokens = 0;       // set by lookups; Insert stores tokens.size()
   std::vector<int32_t> tokens;  // empty in ListRows results
@@ -69,6 +71,16 @@ struct CatalogRow {
   int64_t pool_hits = 0;
   int64_t flash_hits = 0;
   kv::KvProvenance provenance;
+
+  bool holds_exact_kv() const { return HoldsExactKv(exact, codec); }
+};
+
+// What UpsertBatch did with one row.
+struct UpsertResult {
+  int64_t row_id = 0;
+  bool written = false;  // false: the existing row, holding exact KV, was kept
+  // The replaced row's file when its name differs from the new row's (the caller removes it).
+  std::string displaced_file;
 };
 
 struct CatalogStats {
@@ -122,6 +134,12 @@ class Catalog {
   // Inserts all rows in ONE transaction — all or nothing — and returns their row ids in order.
   Result<std::vector<int64_t>> InsertBatch(std::span<const CatalogRow> rows,
                                            OnConflict on_conflict = OnConflict::kFail);
+
+  // Inserts each row, or replaces the row of its (namespace, chunk_id) — unless that row holds
+  // exact KV and the new one does not: exact KV is never replaced by approximate KV. One
+  // transaction for the batch, the comparison inside it, so this holds between processes
+  // sharing the catalog too. Errors: as InsertBatch.
+  Result<std::vector<UpsertResult>> UpsertBatch(std::span<const CatalogRow> rows);
 
   // The row of chunk `chunk_id`, or nullopt. Errors: Corrupt for a row that cannot be read.
   Result<std::optional<CatalogRow>> Find(std::string_view name_space, kv::ChunkId chunk_id);

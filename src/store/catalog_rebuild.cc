@@ -40,9 +40,18 @@ Result<CatalogRebuildReport> RebuildCatalog(FileSystem& fs, Catalog& catalog,
   std::vector<std::string> remove;
   const auto flush = [&]() -> Status {
     if (batch.empty()) return Status::Ok();
-    REPRISE_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
-                             catalog.InsertBatch(batch, OnConflict::kReplace));
-    report.num_rows_restored += static_cast<int64_t>(batch.size());
+    // A chunk with both an exact file and an inexact one (a crash between the exact row's
+    // commit and the old file's removal) keeps the exact one; the other file is removed.
+    REPRISE_ASSIGN_OR_RETURN(const std::vector<UpsertResult> upserted, catalog.UpsertBatch(batch));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!upserted[i].written) {
+        remove.push_back(batch[i].file_name);
+      } else if (!upserted[i].displaced_file.empty()) {
+        remove.push_back(upserted[i].displaced_file);  // a row of this rebuild, replaced
+      } else {
+        ++report.num_rows_restored;
+      }
+    }
     batch.clear();
     return Status::Ok();
   };
@@ -57,7 +66,9 @@ Result<CatalogRebuildReport> RebuildCatalog(FileSystem& fs, Catalog& catalog,
       remove.push_back(name);
       continue;
     }
-    if (!meta->has_namespace || KvFileName(meta->name_space, meta->header.chunk_id) != name) {
+    if (!meta->has_namespace ||
+        KvFileName(meta->name_space, meta->header.chunk_id,
+                   HoldsExactKv(meta->header.exact, meta->header.codec)) != name) {
       ++report.num_files_unattributable;
       remove.push_back(name);
       continue;

@@ -22,7 +22,7 @@ struct CatalogRebuildReport {
   // Files removed: unreadable headers or payload prefixes (counted as corrupt by the store).
   int64_t num_files_corrupt = 0;
   // Files removed that were sound but cannot be attributed: version 1 files (no namespace)
-  // and files whose name is not KvFileName(namespace, chunk id).
+  // and files whose name is not KvFileName(namespace, chunk id, holds exact KV).
   int64_t num_files_unattributable = 0;
 };
 

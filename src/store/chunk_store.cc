@@ -63,7 +63,7 @@ std::shared_ptr<const kv::ChunkEntry> Skeleton(const CatalogRow& row) {
   e->id = row.chunk_id;
   e->parent = row.parent_id;
   e->content = row.content_hash;
-  e->exact = row.exact;
+  e->exact = row.holds_exact_kv();  // KV in a lossy codec is never exact
   e->provenance = row.provenance;
   e->tokens = row.tokens;
   return e;
@@ -175,8 +175,34 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
     return ResourceExhaustedError("a chunk of " + std::to_string(entry->bytes()) +
                                   " bytes exceeds the memory pool");
   }
+  // Exact KV is never replaced by approximate KV, and what flash keeps as well as this store
+  // can is not written again. The catalog is read before the pool lock; the pool is decided
+  // under it; for flash, the write-back's upsert decides for good (FlashTier::WriteBatch), as
+  // other processes may write the same chunk meanwhile.
+  const std::optional<CatalogRow> row = flash_->Find(ns, entry->id);
+  const bool flash_exact = row && row->holds_exact_kv();
   std::lock_guard<std::mutex> lock(mutex_);
+  const PoolSlot* slot = pool_->Find(ns, entry->id);
+  if ((flash_exact || (slot != nullptr && slot->entry->exact)) && !entry->exact) {
+    ++stats_.inexact_kept_out;
+    return Status::Ok();
+  }
   const bool persistent = flash_->is_persistent();
+  // The same exact KV is in memory: nothing to do, unless it still has to reach flash (its
+  // write failed, or it awaits admission: this insert is a sighting).
+  if (slot != nullptr && slot->entry->exact && (!persistent || slot->persisted || slot->dirty)) {
+    return Status::Ok();
+  }
+  // The file writing it would make: flash holds it already.
+  const bool on_flash =
+      flash_exact || (row && row->exact && entry->exact &&
+                      row->codec == EffectiveKvCodec(options_.codec, entry->kv->head_dim));
+  if (on_flash) {
+    pool_->Add(ns, std::move(entry), false, true, Now());
+    ++ns_stats_[ns].inserts;
+    EvictPoolLocked();
+    return Status::Ok();
+  }
   // Admission control: an undeclared chunk waits in memory until its content recurs.
   bool admitted = true;
   if (persistent && AdmissionActive() && !entry->declared_reusable) {
@@ -208,10 +234,11 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
 bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_exact) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (const PoolSlot* slot = pool_->Find(ns, id)) return !require_exact || slot->entry->exact;
+    const PoolSlot* slot = pool_->Find(ns, id);
+    if (slot != nullptr && (!require_exact || slot->entry->exact)) return true;
   }
   const std::optional<CatalogRow> row = flash_->Find(ns, id);
-  return row.has_value() && (!require_exact || row->exact);
+  return row.has_value() && (!require_exact || row->holds_exact_kv());
 }
 
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::Peek(const std::string& ns, kv::ChunkId id) {
@@ -252,6 +279,10 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadIntoPool(
   if (!entry) {
     ++stats_.misses;
     return nullptr;
+  }
+  if (const PoolSlot* slot = pool_->Find(ns, entry->id);
+      slot != nullptr && slot->entry->exact && !entry->exact) {
+    return slot->entry;  // exact KV came into memory meanwhile: it stays, and is the one used
   }
   pool_->Add(ns, entry, false, true, Now());
   ++stats_.hits_flash;
@@ -441,6 +472,15 @@ void ChunkStore::PersistBatch(std::span<const WriteJob> batch,
     for (size_t i : result.written) pool_->MarkWritten(batch[i].name_space, batch[i].entry.get());
     for (size_t i : result.skipped) {
       pool_->MarkNotWritten(batch[i].name_space, batch[i].entry.get());
+    }
+    // Flash holds exact KV of these: memory drops its approximate copy, so that lookups find
+    // the exact one.
+    for (size_t i : result.superseded) {
+      const std::string& ns = batch[i].name_space;
+      pool_->MarkNotWritten(ns, batch[i].entry.get());
+      const PoolSlot* slot = pool_->Find(ns, batch[i].entry->id);
+      if (slot != nullptr && slot->entry == batch[i].entry) pool_->Remove(ns, batch[i].entry->id);
+      ++stats_.inexact_kept_out;
     }
     stats_.chunks_not_persisted += static_cast<int64_t>(result.skipped.size());
     stats_.chunks_written += static_cast<int64_t>(result.written.size());

@@ -399,9 +399,21 @@ FlashBatchResult FlashTier::WriteBatch(std::span<const WriteJob> batch) {
   Status& failure = result.failure;
   // Not while Gc() changes the lock (store_lock.h: conversions briefly release it).
   std::lock_guard<std::mutex> batch_lock(batch_mutex_);
+  std::vector<size_t> row_batch_index;  // rows[j] is of batch[row_batch_index[j]]
   for (size_t i = 0; i < batch.size() && failure.ok(); ++i) {
     const kv::ChunkEntry& e = *batch[i].entry;
-    const std::string name = KvFileName(batch[i].name_space, e.id);
+    const bool holds_exact =
+        e.kv != nullptr && HoldsExactKv(e.exact, EffectiveKvCodec(options_.codec, e.kv->head_dim));
+    if (!holds_exact) {
+      // Not worth a file when the catalog keeps exact KV of it (UpsertBatch would refuse the
+      // row; it decides for good, inside its transaction).
+      const std::optional<CatalogRow> existing = Find(batch[i].name_space, e.id);
+      if (existing && existing->holds_exact_kv()) {
+        result.superseded.push_back(i);
+        continue;
+      }
+    }
+    const std::string name = KvFileName(batch[i].name_space, e.id, holds_exact);
     Result<KvFileInfo> info = WriteKvFile(*fs_, options_.dir, name, e, options_.codec,
                                           options_.model_fingerprint, batch[i].name_space);
     if (!info.ok()) {
@@ -439,15 +451,32 @@ FlashBatchResult FlashTier::WriteBatch(std::span<const WriteJob> batch) {
     row.created_us = static_cast<int64_t>(Now() * 1e6);
     row.last_access_us = row.created_us;
     rows.push_back(std::move(row));
-    written.push_back(i);
+    row_batch_index.push_back(i);
   }
-  if (!rows.empty() && catalog_) {
+  if (rows.empty()) return result;
+  if (!catalog_) {
+    written = std::move(row_batch_index);
+    return result;
+  }
+  Result<std::vector<UpsertResult>> upserted = [&] {
     std::lock_guard<std::mutex> lock(catalog_mutex_);
-    Result<std::vector<int64_t>> ids = catalog_->InsertBatch(rows, OnConflict::kReplace);
-    if (!ids.ok()) {
-      if (failure.ok()) failure = ids.error();
-      written.clear();  // the files are orphans; the next open removes them
+    return catalog_->UpsertBatch(rows);
+  }();
+  if (!upserted.ok()) {
+    if (failure.ok()) failure = upserted.error();
+    return result;  // the files are orphans; the next open removes them
+  }
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const UpsertResult& u = (*upserted)[j];
+    if (u.written) {
+      written.push_back(row_batch_index[j]);
+    } else {
+      // Another process wrote exact KV of it meanwhile: this file is no row's.
+      fs_->Remove(PathOf(rows[j].file_name)).IgnoreError();
+      result.superseded.push_back(row_batch_index[j]);
     }
+    // A replaced row's file of another name (inexact KV replaced by exact) is no row's now.
+    if (!u.displaced_file.empty()) fs_->Remove(PathOf(u.displaced_file)).IgnoreError();
   }
   return result;
 }

@@ -52,6 +52,9 @@ using VictimChooser =
 struct FlashBatchResult {
   std::vector<size_t> written;  // indices into the batch: file and row in place
   std::vector<size_t> skipped;  // their own file failed (persistence stays on)
+  // The catalog already holds exact KV for these, and they are not exact: not written (the
+  // caller drops them from memory, so that lookups find the exact KV).
+  std::vector<size_t> superseded;
   // Persistence must stop (disk full, read-only folder, catalog write failed); the caller
   // says so through DisablePersistence. Ok otherwise.
   Status failure;

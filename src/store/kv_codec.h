@@ -34,6 +34,16 @@ enum class KvCodec : uint8_t { kF16 = 0, kInt8Hadamard = 1 };
 
 std::string_view KvCodecName(KvCodec codec);
 
+// Whether decode(encode(x)) == x bit for bit (kF16). KV kept in a lossy codec is never exact,
+// whatever its computation was (kv::ChunkEntry::exact; HoldsExactKv).
+inline bool IsLosslessKvCodec(KvCodec codec) { return codec == KvCodec::kF16; }
+
+// Whether KV computed exactly (`computed_exactly`: a full prefill of the chunk's path) and kept
+// in `codec` is exact KV: bit for bit what a prefill computes.
+inline bool HoldsExactKv(bool computed_exactly, KvCodec codec) {
+  return computed_exactly && IsLosslessKvCodec(codec);
+}
+
 // Whether `value` names a codec (for values read from files and the catalog).
 bool IsKnownKvCodec(uint8_t value);
 

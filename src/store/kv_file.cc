@@ -1,16 +1,14 @@
 #include "store/kv_file.h"
 
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-
-#include <unistd.h>
-
-#include <atomic>
 
 #include "base/check.h"
 #include "base/checked_math.h"
@@ -86,11 +84,11 @@ std::optional<uint64_t> PayloadBytes(const KvFileHeader& header, uint64_t text_b
 
 }  // namespace
 
-std::string KvFileName(std::string_view name_space, kv::ChunkId chunk_id) {
+std::string KvFileName(std::string_view name_space, kv::ChunkId chunk_id, bool holds_exact_kv) {
   char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%016llx-%016llx",
+  std::snprintf(buffer, sizeof(buffer), "%016llx-%016llx%s",
                 static_cast<unsigned long long>(XXH3_64bits(name_space.data(), name_space.size())),
-                static_cast<unsigned long long>(chunk_id));
+                static_cast<unsigned long long>(chunk_id), holds_exact_kv ? "" : "-i");
   return std::string(buffer) + std::string(kKvFileSuffix);
 }
 
@@ -386,7 +384,7 @@ Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fing
   entry.id = header.chunk_id;
   entry.parent = header.parent_id;
   entry.content = header.content_hash;
-  entry.exact = header.exact;
+  entry.exact = HoldsExactKv(header.exact, header.codec);  // lossy KV is never exact
   entry.provenance = meta.provenance;
   entry.tokens = std::move(meta.tokens);
   entry.text = std::move(meta.text);
@@ -427,9 +425,9 @@ Result<kv::ChunkEntry> ReadOpenKvFile(ReadableFile& file, uint64_t expected_fing
         const std::span<int8_t> quants(piece.data(), rows * d);
         REPRISE_RETURN_IF_ERROR(
             reader.Read(std::span(reinterpret_cast<uint8_t*>(quants.data()), quants.size())));
-        REPRISE_RETURN_IF_ERROR(DecodeInt8HadamardRows(
-            std::span(scales).subspan(row, rows), quants, kv->head_dim,
-            std::span(values->data() + row * d, rows * d)));
+        REPRISE_RETURN_IF_ERROR(
+            DecodeInt8HadamardRows(std::span(scales).subspan(row, rows), quants, kv->head_dim,
+                                   std::span(values->data() + row * d, rows * d)));
       }
     }
     if (reader.digest() != header.payload_checksum) return Corrupt("payload checksum mismatch");
@@ -472,8 +470,8 @@ Result<KvFileMetadata> ReadKvFileMetadata(FileSystem& fs, const std::string& pat
   meta.header = *header;
   meta.file_bytes = file->size();
   std::vector<int32_t> positions;
-  Result<uint64_t> read = ReadPayloadPrefix(reader, *header, header->payload_bytes, &meta,
-                                            &positions);
+  Result<uint64_t> read =
+      ReadPayloadPrefix(reader, *header, header->payload_bytes, &meta, &positions);
   if (!read.ok()) return read.status().WithContext(path);
   return meta;
 }

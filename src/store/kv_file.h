@@ -7,7 +7,7 @@
 //   0      4    magic "RPKV"
 //   4      2    format version (kKvFileVersion; version 1 files are still read)
 //   6      1    codec (KvCodec)
-//   7      1    flags: bit 0 = exact; other bits 0
+//   7      1    flags: bit 0 = computed exactly (exact KV only in a lossless codec); other bits 0
 //   8      8    model fingerprint
 //   16     8    chunk id (prefix-tree node)
 //   24     8    parent chunk id
@@ -107,9 +107,12 @@ struct KvFileInfo {
 };
 
 // The file name for chunk `chunk_id` of namespace `name_space`: 16 hex digits of a hash of
-// the namespace, '-', 16 hex digits of the id, kKvFileSuffix. Deterministic, so that writing
-// the same chunk again replaces its file.
-std::string KvFileName(std::string_view name_space, kv::ChunkId chunk_id);
+// the namespace, '-', 16 hex digits of the id, "-i" unless the file holds exact KV (computed
+// exactly and kept in a lossless codec: HoldsExactKv), kKvFileSuffix. Deterministic, so that
+// writing the same chunk again replaces its file; and exact KV never shares a name with any
+// other, so that writing inexact KV cannot overwrite the exact file the catalog keeps.
+std::string KvFileName(std::string_view name_space, kv::ChunkId chunk_id,
+                       bool holds_exact_kv = true);
 
 // The whole file in memory (version kKvFileVersion, recording `name_space`). Errors:
 // InvalidArgument when the entry has no KV or its sizes do not match its shape (tokens,

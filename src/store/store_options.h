@@ -81,6 +81,9 @@ struct StoreStats {
   // This process: chunks not persisted because their own file could not be written (e.g. a
   // folder in its place); persistence stays on for the others.
   int64_t chunks_not_persisted = 0;
+  // This process: inserts of approximate KV refused because the store holds exact KV of the
+  // same chunk (exact KV is never replaced by approximate KV), in memory or on flash.
+  int64_t inexact_kept_out = 0;
   // This open: another process had the store open, so leftovers were not deleted.
   bool recovery_skipped = false;
   bool dir_mode_fixed = false;  // the store folder had group/other bits; now 0700
