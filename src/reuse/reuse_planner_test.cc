@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <vector>
@@ -184,8 +185,8 @@ TEST(ReusePlannerTest, SubChunkSpansAreFoundAboveTheMinimumLength) {
   CachePath(cache, {Concat({Range(30000, 16), span, Range(31000, 16), short_span})});
 
   // The prompt's document holds the long span between new text, and the short one.
-  const Prompt p =
-      MakePrompt({kSystem, Concat({Range(50000, 8), span, Range(51000, 8), short_span}), kQuestion});
+  const Prompt p = MakePrompt(
+      {kSystem, Concat({Range(50000, 8), span, Range(51000, 8), short_span}), kQuestion});
   PlannerOptions options;
   options.min_match_tokens = 32;
   auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
@@ -335,8 +336,18 @@ TEST(ReusePlannerTest, ShuffledPlainPassagesAreFoundWithRecallOfAtLeast95Percent
     auto plan = PlanReuse(p.tokens, p.chunks, cache, options);
     ASSERT_TRUE(plan.ok());
     if (request > 0) {
-      reusable += oracle.CountReusable(p.tokens);
-      found += plan->num_prefix + plan->num_nonprefix;
+      // Found: reused tokens the oracle calls reusable (a reused token it does not would be
+      // a false match, not recall), each from a source token of the same id.
+      const std::vector<uint8_t> mask = oracle.ReusableMask(p.tokens);
+      for (size_t i = 0; i < p.tokens.size(); ++i) {
+        const TokenSource& t = plan->tokens[i];
+        if (t.kind == TokenKind::kNew) continue;
+        const kv::ChunkEntry& source = *plan->sources[static_cast<size_t>(t.source)];
+        ASSERT_EQ(source.tokens[static_cast<size_t>(t.source_token)], p.tokens[i])
+            << "request " << request << ", token " << i;
+        if (mask[i]) ++found;
+      }
+      reusable += std::count(mask.begin(), mask.end(), uint8_t{1});
     }
     oracle.Add(p.tokens);
     kv::ChunkId parent = kv::kRootChunkId;
