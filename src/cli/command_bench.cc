@@ -320,6 +320,9 @@ class BenchCommand : public Command {
                 "--warm-corpus (all but sub-chunk matches in unretrieved segments) at a fraction "
                 "of its time and memory");
     s->add_option("--data", reuse_options_.data_dir, "The shared data folder (holds workloads/)");
+    s->add_option("--docqa-file", reuse_options_.docqa_file,
+                  "docqa workloads: a HotpotQA JSON Lines file to draw from instead of the shared "
+                  "data's (e.g. the demo kit's data/demo/hotpotqa_demo_30.jsonl)");
     s->add_option("--store", reuse_options_.engine.store_dir,
                   "Use a persistent KV store in this folder (one namespace per method); a second "
                   "run finds the chunks of the first");
@@ -417,6 +420,7 @@ class BenchCommand : public Command {
     }
     if (reuse_options_.data_dir.empty()) {
       std::optional<std::string> found = FindSharedDataDir();
+      if (!found && !reuse_options_.docqa_file.empty()) found = ".";  // the file is enough
       if (!found) {
         return PrintError(
             "bench reuse",

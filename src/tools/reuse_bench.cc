@@ -100,6 +100,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
 
   workload::WorkloadOptions wl;
   wl.data_dir = options.data_dir;
+  wl.docqa_file = options.docqa_file;
   wl.num_queries = options.num_queries;
   wl.top_chunks = options.top_chunks;
   wl.chunk_tokens = options.chunk_tokens;

@@ -28,6 +28,7 @@ struct ReuseBenchOptions {
   std::string model_path;
   std::string data_dir;  // the shared data folder (holds workloads/)
   std::string workload = "docqa";
+  std::string docqa_file;  // workload::WorkloadOptions::docqa_file
   std::vector<ReuseMethod> methods = {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull,
                                       ReuseMethod::kBlend};
   int num_queries = 20;

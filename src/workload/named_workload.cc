@@ -97,6 +97,7 @@ Result<Workload> BuildNamedWorkload(std::string_view name, const WorkloadOptions
     if (name == "docqa-distractor" || name == "docqa-shuffled" || name == "docqa-orders") {
       docqa.file = std::string(kHotpotDistractorFile);
     }
+    if (!options.docqa_file.empty()) docqa.file = options.docqa_file;
     if (name == "docqa-shuffled") docqa.shuffled_pool = 12;
     if (name == "docqa-hot") docqa.hot_pool = 12;
     if (name == "docqa-orders") docqa.orders_of = 3;

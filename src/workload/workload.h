@@ -33,6 +33,9 @@ struct WorkloadOptions {
   // skills: list at most this many skills in the shared catalogue (0 = all), so that small
   // models' contexts can hold it.
   int max_catalog_skills = 0;
+  // docqa workloads: this HotpotQA JSON Lines file (absolute, or relative to data_dir) instead
+  // of the shared data's, e.g. the demo kit's data/demo/hotpotqa_demo_30.jsonl. Empty = theirs.
+  std::string docqa_file;
 };
 
 struct Workload {
