@@ -137,12 +137,20 @@ TEST_F(CApiTest, ErrorsComeWithCodesAndMessages) {
   Create();
   reprise_request request;
   reprise_request_init(&request);
-  request.prompt = "";
+  request.prompt = "";  // generates from BOS alone
+  request.max_new_tokens = 4;
   reprise_result result;
+  ASSERT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &result, &error), REPRISE_OK)
+      << error;
+  EXPECT_EQ(result.prompt_tokens, 1);  // BOS
+  EXPECT_EQ(result.generated_tokens, 4);
+  reprise_result_free(&result);
+  request.temperature = -1.0f;
   EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &result, &error),
             REPRISE_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(error).find("empty"), std::string::npos) << error;
+  EXPECT_NE(std::string(error).find("temperature"), std::string::npos) << error;
   reprise_string_free(error);
+  request.temperature = 0.0f;
   request.num_segments = 3;  // segments NULL
   EXPECT_EQ(reprise_generate(engine_, &request, nullptr, nullptr, &result, nullptr),
             REPRISE_INVALID_ARGUMENT);

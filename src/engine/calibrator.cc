@@ -172,7 +172,12 @@ Result<CalibrationReport> CalibrateModel(const CalibrateOptions& options) {
   // The quality guard's threshold, measured with the chosen graphs, for each token selection
   // (the residual depends on which tokens a selection leaves); the report's figures are those
   // of the engine's default selection.
+  engine::CompiledModelOptions compiled;
+  compiled.num_threads = options.num_threads;
+  REPRISE_ASSIGN_OR_RETURN(std::shared_ptr<const engine::CompiledModel> compiled_model,
+                           engine::CompiledModel::Create(*model, compiled));
   engine::ReuseOptions reuse;
+  reuse.compiled = compiled_model;
   reuse.num_threads = options.num_threads;
   reuse.recompute_ratio = options.recompute_ratio;
   reuse.prefill_capacity = c.prefill_capacity;
@@ -185,8 +190,7 @@ Result<CalibrationReport> CalibrateModel(const CalibrateOptions& options) {
     reuse.selection = selection;
     REPRISE_ASSIGN_OR_RETURN(const engine::GuardCalibration guard,
                              engine::CalibrateGuard(*model, reuse, guard_options));
-    const std::string path =
-        engine::GuardCalibrationPath(options.calibration_dir, model->fingerprint(), selection);
+    const std::string path = engine::GuardCalibrationPath(options.calibration_dir, guard.key);
     REPRISE_RETURN_IF_ERROR(engine::SaveGuardCalibration(guard, path));
     report.guard_thresholds[engine::SelectionName(selection)] = guard.threshold;
     if (selection != default_selection) continue;

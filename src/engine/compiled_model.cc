@@ -5,6 +5,7 @@
 #include "base/logging.h"
 #include "base/memory_usage.h"
 #include "engine/activation_calibration.h"
+#include "engine/kv_arithmetic.h"
 #include "engine/sample_text.h"
 #include "kernels/matmul_scratch.h"
 
@@ -78,6 +79,8 @@ Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
     REPRISE_ASSIGN_OR_RETURN(
         m->weights_, model::PackedWeights::Create(model.file(), model.config(), *m->pool_, pack));
   }
+  m->kv_fingerprint_ = KvArithmeticFingerprint(model, *m->weights_, *m->kernels_);
+  m->kv_arithmetic_ = DescribeKvArithmetic(*m->weights_, *m->kernels_);
   REPRISE_LOG(kDebug) << "weights packed: " << m->weights_->packed_bytes() / 1048576.0
                       << " MiB; resident " << CurrentRssMb() << " MiB";
   return std::shared_ptr<const CompiledModel>(std::move(m));

@@ -75,6 +75,11 @@ class CompiledModel {
   // Thread-safe (ThreadPool serialises regions started by different threads).
   ThreadPool& pool() const { return *pool_; }
   const kernels::KernelSet& kernels() const { return *kernels_; }
+  // The identity of the KV these weights and kernels compute (kv_arithmetic.h): chunks are
+  // keyed by it, so KV of other arithmetic is never taken as this model's.
+  uint64_t kv_fingerprint() const { return kv_fingerprint_; }
+  // Its inputs in words (DescribeKvArithmetic).
+  const std::string& kv_arithmetic() const { return kv_arithmetic_; }
 
   // The prefill graph of `capacity` rows, the decode graph (capacity 1), a recompute graph:
   // compiled on the first call with those arguments, the same object afterwards. Errors:
@@ -104,6 +109,8 @@ class CompiledModel {
   std::shared_ptr<ThreadPool> pool_;
   std::shared_ptr<const model::PackedWeights> weights_;
   const kernels::KernelSet* kernels_ = nullptr;
+  uint64_t kv_fingerprint_ = 0;
+  std::string kv_arithmetic_;
   mutable std::mutex mutex_;
   mutable std::map<GraphKey, std::shared_ptr<const graph::CompiledGraph>> graphs_
       REPRISE_GUARDED_BY(mutex_);

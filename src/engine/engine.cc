@@ -302,12 +302,6 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
         engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
-    if (reuse.method == engine::ReuseMethod::kBlend) {
-      engine::ResolveQualityGuard(*engine->model_, options.calibration_dir,
-                                  /*measure_if_missing=*/true, &reuse);
-    } else {
-      reuse.guard_deviation = 0.0;
-    }
     engine::CompiledModelOptions compiled;
     compiled.num_threads = options.num_threads;
     compiled.pack.static_int8 =
@@ -317,6 +311,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     REPRISE_ASSIGN_OR_RETURN(engine->compiled_,
                              engine::CompiledModel::Create(*engine->model_, compiled));
     reuse.compiled = engine->compiled_;
+    // The guard's threshold is measured on the arithmetic the sessions compute with.
+    if (reuse.method == engine::ReuseMethod::kBlend) {
+      REPRISE_RETURN_IF_ERROR(
+          engine::ResolveQualityGuard(*engine->model_, options.calibration_dir, &reuse));
+    } else {
+      reuse.guard_deviation = 0.0;
+    }
     if (options.batch_decode && options.sessions > 1) {
       REPRISE_ASSIGN_OR_RETURN(
           engine->shared_->decode_batcher,
@@ -338,7 +339,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
         settings.prefetch = options.tuning.store_prefetch;
         settings.recompute_ratio = options.recompute_ratio;
         settings.compute_ms_per_token = engine::ComputeMsPerToken(reuse);
-        REPRISE_ASSIGN_OR_RETURN(engine->store_, engine::OpenChunkStore(*engine->model_, settings));
+        REPRISE_ASSIGN_OR_RETURN(
+            engine->store_,
+            engine::OpenChunkStore(*engine->model_, engine->compiled_->kv_fingerprint(), settings));
       }
     }
   }
@@ -402,8 +405,8 @@ Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space,
     if (!shared_->blend_session_guard) {
       engine::ReuseOptions guarded = options;
       guarded.guard_deviation = shared_->requested_guard;
-      engine::ResolveQualityGuard(*model_, options_.calibration_dir,
-                                  /*measure_if_missing=*/true, &guarded);
+      REPRISE_RETURN_IF_ERROR(
+          engine::ResolveQualityGuard(*model_, options_.calibration_dir, &guarded));
       shared_->blend_session_guard = guarded.guard_deviation;
     }
     options.guard_deviation = *shared_->blend_session_guard;
@@ -518,9 +521,13 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   engine::GenerationStats stats;
   const std::vector<engine::PromptSegment> segments =
       engine::BuildRequestSegments(request, model_->chat_format());
+  // An empty prompt generates from BOS alone (a base model's unconditional text), as
+  // llama.cpp allows; a model without BOS has nothing to start from.
   if (std::all_of(segments.begin(), segments.end(),
-                  [](const engine::PromptSegment& s) { return s.text.empty(); })) {
-    return InvalidArgumentError("the prompt is empty");
+                  [](const engine::PromptSegment& s) { return s.text.empty(); }) &&
+      !(tok.vocab().add_bos && tok.bos_id())) {
+    return InvalidArgumentError(
+        "the prompt is empty and this model adds no BOS token to start from");
   }
   if (session.reference_) {
     engine::InferenceBackend& reference = *session.reference_;

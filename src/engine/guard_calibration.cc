@@ -1,14 +1,20 @@
 #include "engine/guard_calibration.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "base/check.h"
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "base/random.h"
+#include "engine/compiled_model.h"
 #include "engine/sample_text.h"
 #include "kv/memory_chunk_cache.h"
 
@@ -68,9 +74,13 @@ Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOpt
       !(options.quantile <= 1) || !(options.margin >= 1)) {
     return InvalidArgumentError("guard calibration: bad options");
   }
+  if (reuse.compiled == nullptr) {
+    return InvalidArgumentError("guard calibration: no compiled model to measure");
+  }
   ReuseOptions blend = reuse;
   blend.method = ReuseMethod::kBlend;
   blend.guard_deviation = 0.0;
+  blend.decode_batcher = nullptr;  // prefills only
   const PromptSegment question{"question", "\nWhat happened next?", false, {}};
   const int budget = std::min(blend.context_tokens, model.config().context_length) - 64;
   const std::vector<std::string> texts =
@@ -91,6 +101,7 @@ Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOpt
     if (!stored.ok()) return stored.error();
   }
   GuardCalibration out;
+  int recompute_calls = 0;
   Random random(options.seed);
   std::vector<size_t> order(documents.size());
   for (int k = 0; k < options.num_orders; ++k) {
@@ -108,19 +119,22 @@ Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOpt
     REPRISE_ASSIGN_OR_RETURN(PrefillReport report, session->Prefill(prompt));
     // A call that left no reused row (all recomputed, or none) has nothing to guard: 0.
     for (const double r : report.residual_deviations) {
+      ++recompute_calls;
       if (r > 0) out.residuals.push_back(r);
     }
   }
-  if (out.residuals.empty()) {
+  if (recompute_calls == 0) {
     return InvalidArgumentError("guard calibration: no recompute call ran");
   }
+  out.key = GuardCalibrationKey(reuse);
+  out.quantile = options.quantile;
+  out.margin = options.margin;
+  if (out.residuals.empty()) return out;  // every reused token recomputed: nothing to guard
   std::sort(out.residuals.begin(), out.residuals.end());
   out.p50 = Quantile(out.residuals, 0.5);
   out.p90 = Quantile(out.residuals, 0.9);
   out.p99 = Quantile(out.residuals, 0.99);
   out.max = out.residuals.back();
-  out.quantile = options.quantile;
-  out.margin = options.margin;
   out.threshold = options.margin * Quantile(out.residuals, options.quantile);
   if (!(out.threshold > 0)) {
     return InvalidArgumentError("guard calibration: every residual was 0");
@@ -130,6 +144,7 @@ Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOpt
 
 std::string GuardCalibration::ToJson() const {
   nlohmann::json j;
+  j["key"] = key;
   j["threshold"] = threshold;
   j["quantile"] = quantile;
   j["margin"] = margin;
@@ -148,6 +163,7 @@ Result<GuardCalibration> GuardCalibration::FromJson(std::string_view text) {
   }
   GuardCalibration c;
   try {
+    c.key = j.at("key").get<std::string>();
     c.threshold = j.at("threshold").get<double>();
     c.quantile = j.at("quantile").get<double>();
     c.margin = j.at("margin").get<double>();
@@ -159,17 +175,39 @@ Result<GuardCalibration> GuardCalibration::FromJson(std::string_view text) {
   } catch (const std::exception& e) {
     return CorruptError(std::string("guard calibration: ") + e.what());
   }
-  if (!std::isfinite(c.threshold) || c.threshold <= 0 || c.threshold > 1e6) {
+  // 0 only when no reused token was left (nothing to guard).
+  if (!std::isfinite(c.threshold) || c.threshold < 0 || c.threshold > 1e6 ||
+      (c.threshold == 0) != c.residuals.empty()) {
     return CorruptError("guard calibration: bad threshold");
   }
   return c;
 }
 
-std::string GuardCalibrationPath(const std::string& dir, uint64_t fingerprint,
-                                 graph::SelectionKey selection) {
-  char name[96];
-  std::snprintf(name, sizeof(name), "guard-%016llx-%s.json",
-                static_cast<unsigned long long>(fingerprint), SelectionName(selection));
+std::string GuardCalibrationKey(const ReuseOptions& reuse) {
+  REPRISE_CHECK(reuse.compiled != nullptr);
+  const int num_layers = reuse.compiled->config().num_layers;
+  char key[768];
+  std::snprintf(
+      key, sizeof(key),
+      "kv %016llx; selection %s, probe %d; r %.6g; capacities %d/%d; check layer %d%s%s; "
+      "forced first %d; min deviation %.6g, stable %.6g over %d; chunks %d %s; match %d, %d "
+      "candidates; scheduler %s",
+      static_cast<unsigned long long>(reuse.compiled->kv_fingerprint()),
+      SelectionName(reuse.selection),
+      reuse.selection == graph::SelectionKey::kDeviation ? 0 : reuse.query_probe_tokens,
+      reuse.recompute_ratio, reuse.prefill_capacity, reuse.recompute_capacity,
+      std::min(reuse.check_layer, num_layers - 1), reuse.deviation_includes_v ? ", K+V" : "",
+      reuse.refresh_check_layer ? ", refreshed" : "", reuse.force_first_tokens,
+      reuse.recompute_min_deviation, reuse.stable_min_deviation, reuse.stable_context_tokens,
+      reuse.chunk_tokens, ChunkingModeName(reuse.chunking), reuse.min_match_tokens,
+      reuse.max_candidates, reuse::ScheduleStrategyName(reuse.scheduler));
+  return key;
+}
+
+std::string GuardCalibrationPath(const std::string& dir, std::string_view key) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "guard-%016llx.json",
+                static_cast<unsigned long long>(XXH3_64bits(key.data(), key.size())));
   return dir + "/" + name;
 }
 
@@ -182,31 +220,53 @@ Result<GuardCalibration> LoadGuardCalibration(const std::string& path) {
   return GuardCalibration::FromJson(text);
 }
 
-std::optional<GuardCalibration> ResolveQualityGuard(const LoadedModel& model,
-                                                    const std::string& dir, bool measure_if_missing,
-                                                    ReuseOptions* reuse) {
-  if (reuse->guard_deviation != kGuardCalibrated) return std::nullopt;
-  reuse->guard_deviation = 0.0;  // off unless a calibration says otherwise
-  if (dir.empty()) return std::nullopt;
-  const std::string path = GuardCalibrationPath(dir, model.fingerprint(), reuse->selection);
-  std::error_code ignored;
-  std::filesystem::create_directories(dir, ignored);
-  Result<GuardCalibration> calibration = LoadGuardCalibration(path);
-  if (!calibration.ok() && measure_if_missing) {
+Status ResolveQualityGuard(const LoadedModel& model, const std::string& dir, ReuseOptions* reuse) {
+  if (reuse->guard_deviation != kGuardCalibrated) return Status::Ok();
+  const std::string key = GuardCalibrationKey(*reuse);
+  // Thresholds measured or read in this process, by key: engines and sessions of the same
+  // settings measure once.
+  static std::mutex mutex;
+  static std::map<std::string, double> known;
+  std::lock_guard<std::mutex> lock(mutex);  // one measurement at a time, each once
+  if (auto it = known.find(key); it != known.end()) {
+    reuse->guard_deviation = it->second;
+    return Status::Ok();
+  }
+  const std::string path = dir.empty() ? std::string() : GuardCalibrationPath(dir, key);
+  Result<GuardCalibration> calibration = NotFoundError("not measured");
+  if (!path.empty()) {
+    calibration = LoadGuardCalibration(path);
+    if (calibration.ok() && calibration->key != key) {
+      calibration = NotFoundError("the kept calibration is of other settings");
+    }
+  }
+  if (!calibration.ok()) {
+    REPRISE_LOG(kInfo) << "measuring blend's quality guard for " << key;
     calibration = CalibrateGuard(model, *reuse);
-    if (calibration.ok()) {
+    if (calibration.ok() && !path.empty()) {
+      std::error_code ignored;
+      std::filesystem::create_directories(dir, ignored);
       Status saved = SaveGuardCalibration(*calibration, path);
       if (!saved.ok()) {
         REPRISE_LOG(kWarning) << "the quality guard's calibration was not saved: "
                               << saved.ToString();
       }
-    } else {
-      REPRISE_LOG(kWarning) << "quality guard off: " << calibration.error().ToString();
     }
   }
-  if (!calibration.ok()) return std::nullopt;
+  if (!calibration.ok()) {
+    return InvalidArgumentError(
+        "blend's quality guard cannot be calibrated at these settings (" +
+        calibration.error().message() +
+        "): give it a threshold (EngineOptions::quality_guard, --guard), or 0 to run "
+        "blend unguarded");
+  }
+  if (calibration->threshold == 0) {
+    REPRISE_LOG(kInfo) << "quality guard: blend recomputes every reused token at these settings; "
+                          "nothing to guard";
+  }
+  known.emplace(key, calibration->threshold);
   reuse->guard_deviation = calibration->threshold;
-  return std::move(calibration).value();
+  return Status::Ok();
 }
 
 }  // namespace reprise::engine

@@ -8,14 +8,16 @@
 // construction), and reuse that is badly wrong — KV of another text, damaged KV — lies orders of
 // magnitude above it.
 //
-// The result is kept with the calibrations (calibration.h): `reprise calibrate` measures it,
-// and an engine given a calibration folder without it measures it once at load (the quick
-// pass) and saves it. ResolveQualityGuard is the one place that turns kGuardCalibrated into
-// a threshold.
+// A threshold holds for the settings it was measured with (GuardCalibrationKey: the KV's
+// arithmetic and every reuse setting that changes the residual). ResolveQualityGuard is the one
+// place that turns kGuardCalibrated into a threshold: one kept for the same key (in this process,
+// or in the calibration folder that `reprise calibrate` and engines write), or one measured now
+// (the quick pass, ~7 prefills of up to 1k tokens) and kept — never silently none.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -38,6 +40,7 @@ struct GuardCalibrationOptions {
 };
 
 struct GuardCalibration {
+  std::string key;                // GuardCalibrationKey of the settings it was measured with
   std::vector<double> residuals;  // per recompute call that left reused rows, ascending
   double p50 = 0, p90 = 0, p99 = 0, max = 0;
   double quantile = 0, margin = 0;
@@ -47,26 +50,32 @@ struct GuardCalibration {
   static Result<GuardCalibration> FromJson(std::string_view json);
 };
 
-// Measures the honest residual distribution with `reuse` (its method, ratio and guard are
-// overridden: blend, guard off). Errors: those of the sessions; InvalidArgument for bad options,
-// a context too short for the text's documents, or when no recompute call ran.
+// Measures the honest residual distribution with `reuse` (its method and guard are overridden:
+// blend, guard off; its other settings are used as they are). Requires: reuse.compiled (the
+// arithmetic measured). Errors: those of the sessions; InvalidArgument for bad options, a
+// context too short for the text's documents, or when no recompute call left a reused row.
 Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOptions& reuse,
                                         const GuardCalibrationOptions& options = {});
 
-// The file a guard calibration is kept in, under `dir`: one per model and token selection (the
-// deviation does not depend on the machine, but the residual does depend on which tokens the
-// selection leaves: the query-aware ones leave 1.1-3x more than deviation's).
-std::string GuardCalibrationPath(const std::string& dir, uint64_t fingerprint,
-                                 graph::SelectionKey selection);
+// The settings a threshold is measured for, in words: the KV's arithmetic
+// (CompiledModel::kv_fingerprint: model, kernels, int8 scheme, calibrations) and every reuse
+// setting that changes which tokens a recompute call leaves and how far they deviate (token
+// selection, r, the graphs' capacities, check layer, adaptive thresholds, forced tokens,
+// chunking, matching, scheduler). Requires: reuse.compiled.
+std::string GuardCalibrationKey(const ReuseOptions& reuse);
+
+// The file a guard calibration of `key` is kept in, under `dir`.
+std::string GuardCalibrationPath(const std::string& dir, std::string_view key);
 Status SaveGuardCalibration(const GuardCalibration& calibration, const std::string& path);
+// Errors: those of reading the file; Corrupt for a malformed one.
 Result<GuardCalibration> LoadGuardCalibration(const std::string& path);
 
-// When reuse->guard_deviation is kGuardCalibrated: the threshold kept in `dir` for this
-// model and reuse->selection, measured now (the quick pass) and saved there when missing and
-// `measure_if_missing`; 0 (off) without `dir` or when the measurement fails (logged). Other values
-// are left as set. Returns the calibration used, if any.
-std::optional<GuardCalibration> ResolveQualityGuard(const LoadedModel& model,
-                                                    const std::string& dir, bool measure_if_missing,
-                                                    ReuseOptions* reuse);
+// When reuse->guard_deviation is kGuardCalibrated: sets it to the threshold of
+// GuardCalibrationKey(*reuse) — kept in this process, else in `dir` (may be empty: none), else
+// measured now (CalibrateGuard) and kept in both; 0 only when blend keeps no reused token at
+// these settings (r = 1: nothing to guard), said in the log. Other values are left as set.
+// Requires: reuse->compiled. Errors: InvalidArgument when no threshold can be measured (e.g. a
+// context too short for the calibration text), saying to set one (or 0 for none).
+Status ResolveQualityGuard(const LoadedModel& model, const std::string& dir, ReuseOptions* reuse);
 
 }  // namespace reprise::engine

@@ -110,7 +110,6 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     return InvalidArgumentError("stable context tokens must be >= 1");
   }
   std::unique_ptr<ReuseSession> s(new ReuseSession(model, options, cache));
-  s->fingerprint_ = model.fingerprint();
   GraphBackendOptions graph_options;
   graph_options.context_tokens = options.context_tokens;
   graph_options.num_threads = options.num_threads;
@@ -144,6 +143,8 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   } else {
     REPRISE_ASSIGN_OR_RETURN(s->backend_, GraphBackend::Create(model, graph_options));
   }
+  // Chunks are keyed by the arithmetic that computed them, not by the model file alone.
+  s->fingerprint_ = s->backend_->compiled().kv_fingerprint();
   reuse::ChunkMergeOptions merge;
   merge.prefill_capacity = s->backend_->prefill_capacity();
   merge.recompute_capacity = std::max(1, s->backend_->recompute_capacity());
@@ -224,7 +225,7 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
     }
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
   }
-  if (prompt_.empty() || segments.empty()) return InvalidArgumentError("the prompt is empty");
+  if (prompt_.empty()) return InvalidArgumentError("the prompt is empty");
   if (max_prompt_tokens > 0 && static_cast<int>(prompt_.size()) > max_prompt_tokens) {
     return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
                                 " tokens, more than max_prompt_tokens (" +

@@ -292,7 +292,7 @@ class ReuseSession {
   int last_segment_first_chunk_ = 0;           // and its first chunk
   bool prefilled_ = false;                     // the last Prefill completed
   kv::ChunkCache* prefilled_cache_ = nullptr;  // the cache it was planned against
-  uint64_t fingerprint_ = 0;
+  uint64_t fingerprint_ = 0;  // CompiledModel::kv_fingerprint: the chunks' content hashes
   std::unique_ptr<GraphBackend> backend_;
   std::unique_ptr<reuse::ChunkMergeScheduler> scheduler_;
   std::unique_ptr<SegmentChunker> chunker_;

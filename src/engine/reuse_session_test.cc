@@ -31,6 +31,12 @@ double RelativeError(std::span<const float> a, std::span<const float> b) {
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
+// The KV identity of `model` compiled with the default options (what a store of its KV is
+// opened with).
+uint64_t KvFingerprintOf(const LoadedModel& model) {
+  return std::move(CompiledModel::Create(model, {})).value()->kv_fingerprint();
+}
+
 std::string Words(int seed, int count) {
   static const char* kWords[] = {"river",  "stone", "light",  "cloud",  "green",  "table",
                                  "winter", "paper", "music",  "garden", "silver", "window",
@@ -455,7 +461,6 @@ TEST_F(ReuseSessionTest, QualityGuardPrefillsCallsWhoseReusedKvDeviatesTooMuch) 
   const std::vector<int32_t> doc_tokens =
       model->tokenizer().Encode(Words(7, 12), tokenizer::EncodeOptions{false, false});
   ASSERT_LE(doc_tokens.size(), 64u);
-  const kv::ContentHash doc = kv::HashTokens(model->fingerprint(), doc_tokens);
   const std::vector<float> truth = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
 
   ReuseOptions options = Options(ReuseMethod::kBlend);
@@ -476,18 +481,31 @@ TEST_F(ReuseSessionTest, QualityGuardPrefillsCallsWhoseReusedKvDeviatesTooMuch) 
   EXPECT_EQ(kept.guard_fallbacks, 0);
 
   // The same chunk with its KV negated.
+  // (A cache never replaces exact KV: the damaged copy goes into a cache of its own.)
   auto poison = [&](kv::MemoryChunkCache& cache) {
-    auto session = std::move(ReuseSession::Create(*model, options, &cache)).value();
+    kv::MemoryChunkCache scratch(64 << 20);
+    auto session = std::move(ReuseSession::Create(*model, options, &scratch)).value();
     ASSERT_TRUE(session->Prefill(alone).ok());
     ASSERT_TRUE(session->StoreChunks().ok());
-    std::shared_ptr<const kv::ChunkEntry> good = cache.FindByContent(doc);
-    ASSERT_NE(good, nullptr);
-    auto bad = std::make_shared<kv::ChunkEntry>(*good);
-    auto kv = std::make_shared<kv::ChunkKv>(*good->kv);
-    for (uint16_t& x : kv->k) x ^= 0x8000;
-    for (uint16_t& x : kv->v) x ^= 0x8000;
-    bad->kv = kv;
-    ASSERT_TRUE(cache.Insert(bad).ok());
+    const kv::ContentHash doc =
+        kv::HashTokens(session->backend().compiled().kv_fingerprint(), doc_tokens);
+    bool damaged_doc = false;
+    for (kv::ChunkId id : session->chunk_ids()) {
+      std::shared_ptr<const kv::ChunkEntry> good = scratch.Peek(id);
+      ASSERT_NE(good, nullptr);
+      if (good->content != doc) {
+        ASSERT_TRUE(cache.Insert(good).ok());
+        continue;
+      }
+      auto bad = std::make_shared<kv::ChunkEntry>(*good);
+      auto kv = std::make_shared<kv::ChunkKv>(*good->kv);
+      for (uint16_t& x : kv->k) x ^= 0x8000;
+      for (uint16_t& x : kv->v) x ^= 0x8000;
+      bad->kv = kv;
+      ASSERT_TRUE(cache.Insert(bad).ok());
+      damaged_doc = true;
+    }
+    ASSERT_TRUE(damaged_doc);
   };
   kv::MemoryChunkCache damaged(64 << 20), damaged2(64 << 20);
   poison(damaged);
@@ -706,7 +724,7 @@ TEST_F(ReuseSessionTest, AChunkFileDamagedOnFlashIsPlannedAroundNotUsed) {
   testing_support::TempDir dir;
   store::StoreOptions store_options;
   store_options.dir = dir.path() + "/store";
-  store_options.model_fingerprint = model->fingerprint();
+  store_options.model_fingerprint = KvFingerprintOf(*model);
   store_options.prefetch = false;
   std::vector<kv::ChunkId> ids;
   {

@@ -20,7 +20,9 @@ Result<int64_t> BudgetMibToBytes(int64_t mib, std::string_view what) {
 }
 
 Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& model,
+                                                          uint64_t kv_fingerprint,
                                                           const StoreSettings& settings) {
+  if (kv_fingerprint == 0) return InvalidArgumentError("a store needs the KV's fingerprint");
   store::StoreOptions options;
   options.dir = settings.dir;
   REPRISE_ASSIGN_OR_RETURN(options.pool_bytes, BudgetMibToBytes(settings.pool_mb, "pool budget"));
@@ -32,7 +34,7 @@ Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& mod
   } else {
     return InvalidArgumentError("unknown KV codec '" + settings.codec + "' (f16, int8)");
   }
-  options.model_fingerprint = model.fingerprint();
+  options.model_fingerprint = kv_fingerprint;
   options.cost_aware = settings.cost_aware;
   options.prefetch = settings.prefetch;
   options.admit_after_sightings = settings.admit_after;

@@ -36,9 +36,12 @@ struct StoreSettings {
   double compute_ms_per_token = 0.0;
 };
 
-// Errors: InvalidArgument (bad codec, budgets outside [1, kMaxBudgetMib]), those of
+// Opens the store for KV of `kv_fingerprint` (CompiledModel::kv_fingerprint: the model and
+// the arithmetic that computes its KV); rows of any other are not seen. Errors:
+// InvalidArgument (bad codec, budgets outside [1, kMaxBudgetMib], no fingerprint), those of
 // ChunkStore::Open.
 Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& model,
+                                                          uint64_t kv_fingerprint,
                                                           const StoreSettings& settings);
 
 }  // namespace reprise::engine
