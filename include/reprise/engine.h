@@ -160,10 +160,10 @@ struct EngineOptions {
   // check layer (relative squared error of K) is prefilled in full. 0 = off. The scale
   // depends on the model and the settings: kQualityGuardCalibrated (the default) takes the
   // threshold calibrated for them — 20x the 99th percentile of the deviation that honest
-  // reuse of a built-in text leaves, measured once (a few prefills of up to 1k tokens at
-  // load) and kept in `calibration_dir` when set, else for this process. Engine::Create fails
-  // when it cannot be measured (a context too short for the text): never silently off. What
-  // it promises: docs/reliability.md, "The quality guard".
+  // reuse of a built-in text leaves, measured once (~7 prefills of up to 1k tokens, at load)
+  // and kept in `calibration_dir`, else in `<store_dir>/calibrations`, else for this process.
+  // Engine::Create fails when it cannot be measured (a context too short for the text): never
+  // silently off. What it promises: docs/reliability.md, "The quality guard".
   double quality_guard = kQualityGuardCalibrated;
   // blend's adaptive recompute: of the r share, tokens whose KV barely deviates at the check
   // layer (relative squared error of K below this) keep their cached KV, so a history that
@@ -218,7 +218,8 @@ struct EngineOptions {
   // a document retrieved once) does not evict what recurs. 1 = write every chunk. 1-1000.
   int store_admit_after = 1;
   // Where `reprise calibrate` keeps its results, and engines their guard thresholds and
-  // activation ranges; empty = do not look (measured at load when needed, kept in memory).
+  // activation ranges (measured at load when missing); empty = none (guard thresholds are
+  // then kept beside the store, or in memory).
   std::string calibration_dir;
   ReuseTuning tuning;
 };

@@ -157,6 +157,7 @@ struct Engine::Shared {
   // for blend sessions of an engine whose own method is not blend (resolved at the first).
   double requested_guard = kQualityGuardCalibrated;
   std::optional<double> blend_session_guard;
+  std::string guard_dir;  // where guard thresholds are kept; empty = this process only
   std::mutex mutex;
   // Namespace -> its cache (a view of the store, or a memory cache of its own).
   std::map<std::string, std::unique_ptr<kv::ChunkCache>> caches;
@@ -253,6 +254,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   REPRISE_RETURN_IF_ERROR(store::ValidateNamespaceName(options.name_space));
   std::unique_ptr<Engine> engine(new Engine());
   engine->options_ = options;
+  const std::string& calibration_dir = options.calibration_dir;
   REPRISE_ASSIGN_OR_RETURN(engine->model_, engine::LoadedModel::Load(options.model_path));
   engine->context_tokens_ = options.context_tokens > 0
                                 ? options.context_tokens
@@ -299,7 +301,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.shard_pipeline = tuning.shard_pipeline;
     reuse.scheduler = static_cast<reuse::ScheduleStrategy>(tuning.scheduler);
     engine->is_calibrated_ =
-        engine::ApplyCalibration(options.calibration_dir, engine->model_->fingerprint(), &reuse);
+        engine::ApplyCalibration(calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
     if (options.recompute_capacity > 0) reuse.recompute_capacity = options.recompute_capacity;
     engine::CompiledModelOptions compiled;
@@ -307,17 +309,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     compiled.pack.static_int8 =
         engine::StaticInt8For(options.int8_scheme, options.outlier_fraction);
     compiled.pack.force_format = ForcedFormat(options.weight_format);
-    compiled.calibration_dir = options.calibration_dir;
+    compiled.calibration_dir = calibration_dir;
     REPRISE_ASSIGN_OR_RETURN(engine->compiled_,
                              engine::CompiledModel::Create(*engine->model_, compiled));
     reuse.compiled = engine->compiled_;
-    // The guard's threshold is measured on the arithmetic the sessions compute with.
-    if (reuse.method == engine::ReuseMethod::kBlend) {
-      REPRISE_RETURN_IF_ERROR(
-          engine::ResolveQualityGuard(*engine->model_, options.calibration_dir, &reuse));
-    } else {
-      reuse.guard_deviation = 0.0;
-    }
     if (options.batch_decode && options.sessions > 1) {
       REPRISE_ASSIGN_OR_RETURN(
           engine->shared_->decode_batcher,
@@ -343,6 +338,18 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
             engine->store_,
             engine::OpenChunkStore(*engine->model_, engine->compiled_->kv_fingerprint(), settings));
       }
+    }
+    // The guard's threshold, measured on the arithmetic the sessions compute with, is kept in
+    // the calibration folder, else beside the persistent store the app gave (measured once,
+    // not at every load), else for this process.
+    engine->shared_->guard_dir = !calibration_dir.empty() ? calibration_dir
+                                 : engine->store_         ? options.store_dir + "/calibrations"
+                                                          : std::string();
+    if (reuse.method == engine::ReuseMethod::kBlend) {
+      REPRISE_RETURN_IF_ERROR(
+          engine::ResolveQualityGuard(*engine->model_, engine->shared_->guard_dir, &reuse));
+    } else {
+      reuse.guard_deviation = 0.0;
     }
   }
   // The first slot now: it compiles the graphs and checks the options.
@@ -405,8 +412,7 @@ Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space,
     if (!shared_->blend_session_guard) {
       engine::ReuseOptions guarded = options;
       guarded.guard_deviation = shared_->requested_guard;
-      REPRISE_RETURN_IF_ERROR(
-          engine::ResolveQualityGuard(*model_, options_.calibration_dir, &guarded));
+      REPRISE_RETURN_IF_ERROR(engine::ResolveQualityGuard(*model_, shared_->guard_dir, &guarded));
       shared_->blend_session_guard = guarded.guard_deviation;
     }
     options.guard_deviation = *shared_->blend_session_guard;

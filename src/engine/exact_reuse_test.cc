@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <filesystem>
 #include <latch>
 #include <ostream>
 #include <string>
@@ -247,6 +248,24 @@ TEST(QualityGuardTest, IsOnWithDefaultOptions) {
   ASSERT_FALSE(small.ok());
   EXPECT_NE(small.error().message().find("quality_guard"), std::string::npos)
       << small.error().ToString();
+}
+
+// With a persistent store and no calibration folder, the threshold is kept beside the store:
+// measured by the first engine, read by the next.
+TEST(QualityGuardTest, IsKeptBesideTheStore) {
+  testing_support::TempDir dir;
+  EngineOptions options = Options(ReuseMethod::kBlend);
+  options.store_dir = dir.path() + "/store";
+  options.recompute_ratio = 0.27;  // settings no other test of this process measured
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(options.store_dir + "/calibrations")) {
+    files += entry.path().filename().string().starts_with("guard-");
+  }
+  EXPECT_EQ(files, 1);
+  EXPECT_GT((*engine)->quality_guard(), 0.0);
 }
 
 // An empty prompt generates from BOS alone, as the model was trained to start a story.
