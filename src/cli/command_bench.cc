@@ -1,6 +1,7 @@
 // `reprise bench prefill|decode`: tokens/s of the inference backends, optionally side by side
 // with llama.cpp's llama-bench on the same file and threads (ratios from the same run).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -417,6 +418,13 @@ class BenchCommand : public Command {
     if (!report_path_.empty()) {
       Status can_write = CheckReportPath(report_path_);
       if (!can_write.ok()) return PrintError("bench reuse", can_write);
+    }
+    if (!reuse_options_.docqa_file.empty()) {
+      // A path on the command line is the shell's: relative to the working folder.
+      std::error_code error;
+      const std::filesystem::path absolute =
+          std::filesystem::absolute(reuse_options_.docqa_file, error);
+      if (!error) reuse_options_.docqa_file = absolute.string();
     }
     if (reuse_options_.data_dir.empty()) {
       std::optional<std::string> found = FindSharedDataDir();

@@ -161,9 +161,12 @@ TEST_F(DemoTest, ReportsAnswerAgreement) {
       std::regex(
           R"(blend answers: first token equal to the full prefill's in (\d+)/(\d+) requests, whole 8-token answers in (\d+)/(\d+))")))
       << first_->out;
+  // Four requests; blend's first token is the full prefill's in each, and its whole 8-token
+  // answer in at least 3 (4/4 and 4/4 with the AVX-512, AVX2 and scalar kernels alike).
   EXPECT_EQ(std::stoi(m[2]), 4);
-  EXPECT_LE(std::stoi(m[1]), 4);
-  EXPECT_LE(std::stoi(m[3]), std::stoi(m[1]));
+  EXPECT_EQ(std::stoi(m[4]), 4);
+  EXPECT_EQ(std::stoi(m[1]), 4) << first_->out;
+  EXPECT_GE(std::stoi(m[3]), 3) << first_->out;
   EXPECT_NE(first_->out.find("answer (full prefill, greedy): "), std::string::npos);
 }
 
