@@ -5,6 +5,8 @@ find_package(SQLite3 REQUIRED)
 find_package(nlohmann_json 3.11 REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(ZLIB REQUIRED)
+# Boost.Beast and Asio, header-only (the HTTP server).
+find_package(Boost 1.74 REQUIRED)
 find_package(CLI11 REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
