@@ -90,21 +90,25 @@ int TransportShared::count() const {
 // ---------------------------------------------------------------------------------------------
 // Exchange
 
-Exchange::Exchange(std::weak_ptr<Connection> connection, Connection::Executor strand,
+Exchange::Exchange(std::shared_ptr<Connection> connection, Connection::Executor strand,
                    net::io_context& io)
-    : connection_(std::move(connection)), strand_(std::move(strand)) {
+    : strand_(std::move(strand)) {
+  connection_ = std::move(connection);
   work_.emplace(io.get_executor());
 }
 
 void Exchange::Post(Connection::OutputKind kind, HttpResponse response) {
-  if (gone_.load(std::memory_order_acquire)) return;
+  std::shared_ptr<Connection> connection;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connection = connection_;
+  }
+  if (!connection) return;  // answered, or the client is gone
   // The exchange rides along: the connection tells its own answer from a stale one by its
   // address, which must not be reused while this is queued.
-  net::post(strand_, [connection = connection_, self = shared_from_this(), kind,
+  net::post(strand_, [connection = std::move(connection), self = shared_from_this(), kind,
                       response = std::move(response)]() mutable {
-    if (std::shared_ptr<Connection> open = connection.lock()) {
-      open->Emit(self.get(), kind, std::move(response));
-    }
+    connection->Emit(self.get(), kind, std::move(response));
   });
 }
 
@@ -148,12 +152,14 @@ void Exchange::NotifyGone() {
   if (on_gone_) std::exchange(on_gone_, nullptr)();
   gone_.store(true, std::memory_order_release);
   work_.reset();
+  connection_.reset();
 }
 
 void Exchange::Detach() {
   std::lock_guard<std::mutex> lock(mutex_);
   on_gone_ = nullptr;
   work_.reset();
+  connection_.reset();
 }
 
 void Exchange::ReleaseWork() {
@@ -368,7 +374,7 @@ void Connection::Dispatch() {
   head_written_ = false;
   chunked_ = false;
   answer_complete_ = false;
-  exchange_ = std::make_shared<Exchange>(weak_from_this(), stream_.get_executor(), *shared_.io);
+  exchange_ = std::make_shared<Exchange>(shared_from_this(), stream_.get_executor(), *shared_.io);
   StartWatch();
   shared_.handler.Handle(std::move(request), exchange_);
 }

@@ -146,10 +146,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 // The ResponseStream of one request: posts what the handler gives onto the connection's
-// strand, and keeps the I/O context running until the answer ended.
+// strand. Until the answer has been written (Detach) or the client is gone (NotifyGone) it
+// keeps the connection alive — no read or write of the connection may be pending while a
+// handler works — and the I/O context running.
 class Exchange final : public ResponseStream, public std::enable_shared_from_this<Exchange> {
  public:
-  Exchange(std::weak_ptr<Connection> connection, Connection::Executor strand,
+  Exchange(std::shared_ptr<Connection> connection, Connection::Executor strand,
            boost::asio::io_context& io);
 
   void Send(HttpResponse response) override;
@@ -168,13 +170,14 @@ class Exchange final : public ResponseStream, public std::enable_shared_from_thi
   void Post(Connection::OutputKind kind, HttpResponse response);
   void ReleaseWork();
 
-  std::weak_ptr<Connection> connection_;
   Connection::Executor strand_;
   // Release-acquire: whoever sees it true sees the callback already run.
   std::atomic<bool> gone_{false};
   std::atomic<bool> ended_{false};  // Send or End was called: later calls are dropped
   std::mutex mutex_;
   std::function<void()> on_gone_ REPRISE_GUARDED_BY(mutex_);
+  // Reset by Detach and NotifyGone, which breaks the cycle with Connection::exchange_.
+  std::shared_ptr<Connection> connection_ REPRISE_GUARDED_BY(mutex_);
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_
       REPRISE_GUARDED_BY(mutex_);
 };

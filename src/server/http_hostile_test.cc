@@ -203,10 +203,11 @@ class HostileClientTest : public ::testing::Test {
   }
 
   std::string MetricsText() { return Ask(GetRequest("/metrics"), kPatient).body; }
-  // Requests running and waiting, as /metrics says.
+  // Requests running, waiting and answered, as /metrics says.
   double RequestsTaken() {
     const std::string text = MetricsText();
-    return Metric(text, "reprise_requests_running") + Metric(text, "reprise_queue_length");
+    return Metric(text, "reprise_requests_running") + Metric(text, "reprise_queue_length") +
+           Metric(text, R"(reprise_requests_total{endpoint="chat",code="200"})");
   }
 
   // The time /health takes to answer 200 on a fresh connection; kPatient when it fails.
@@ -318,13 +319,15 @@ TEST_F(HostileClientTest, DrainLetsRunningAndQueuedRequestsFinish) {
   std::vector<RawResponse> answers(3);
   std::vector<std::thread> clients;
   for (int i = 0; i < 3; ++i) {
+    // The first runs for a while (200 tokens), the other two wait behind it.
     clients.emplace_back([&, i] {
-      answers[i] = Ask(PostRequest("/v1/chat/completions",
-                                   ChatBody("request " + std::to_string(i), 24, i != 2).dump()));
+      answers[i] = Ask(PostRequest(
+          "/v1/chat/completions",
+          ChatBody("request " + std::to_string(i), i == 0 ? 200 : 24, i != 2).dump()));
     });
-    // In this order: the first runs, the other two wait.
     EXPECT_TRUE(WaitFor([&] { return RequestsTaken() >= i + 1; }, kPatient)) << i;
   }
+  EXPECT_EQ(Metric(MetricsText(), "reprise_queue_length"), 2) << "the first ended too soon";
   StopAndWait();
   for (std::thread& t : clients) t.join();
   for (int i = 0; i < 3; ++i) {
@@ -411,7 +414,10 @@ TEST_F(HostileClientTest, PipelinedRequestsAreAnsweredInOrder) {
   std::optional<RawResponse> health = client.ReadResponse(kPatient);
   std::optional<RawResponse> generated = client.ReadResponse(kPatient);
   std::optional<RawResponse> models = client.ReadResponse(kPatient);
-  ASSERT_TRUE(health && generated && models) << "a pipelined request was not answered";
+  ASSERT_TRUE(health && generated && models)
+      << "a pipelined request was not answered: " << (health ? health->head : "no health")
+      << (generated ? generated->head + generated->body : "no completion")
+      << (models ? models->head : "no models");
   EXPECT_EQ(health->status, 200);
   EXPECT_NE(health->body.find("ok"), std::string::npos);
   EXPECT_EQ(generated->status, 200);
@@ -423,6 +429,20 @@ TEST_F(HostileClientTest, PipelinedRequestsAreAnsweredInOrder) {
   std::optional<RawResponse> again = client.ReadResponse(kPatient);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 200);
+  // More pipelined bytes than the server reads ahead while it answers (it stops reading
+  // them, and must still answer and go on): a completion, then 2000 asks of /health.
+  std::string many = PostRequest("/v1/completions", completion);
+  for (int i = 0; i < 2000; ++i) many += GetRequest("/health");
+  ASSERT_GT(many.size(), 64u * 1024);
+  ASSERT_TRUE(client.Send(many));
+  std::optional<RawResponse> first = client.ReadResponse(kPatient);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(json::parse(first->body)["object"], "text_completion");
+  for (int i = 0; i < 2000; ++i) {
+    std::optional<RawResponse> next = client.ReadResponse(kPatient);
+    ASSERT_TRUE(next && next->status == 200) << "pipelined /health " << i;
+  }
 }
 
 // Issue 41, 6: broken framing closed the connection without an answer.
