@@ -29,8 +29,7 @@ void ConnectionLimits::Ticket::Release() {
   if (limits_ != nullptr) std::exchange(limits_, nullptr)->Release(client_);
 }
 
-ConnectionLimits::Ticket ConnectionLimits::Admit(const std::string& client,
-                                                 std::string* refusal) {
+ConnectionLimits::Ticket ConnectionLimits::Admit(const std::string& client, std::string* refusal) {
   std::lock_guard<std::mutex> lock(mutex_);
   refusal->clear();
   if (open_ >= max_total_) {

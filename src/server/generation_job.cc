@@ -27,7 +27,8 @@ std::string NewResponseId(Endpoint endpoint) {
 std::string Event(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
 HttpError ShuttingDown() {
-  return HttpError{503, ErrorBody(503, "the server is shutting down; the request was not finished")};
+  return HttpError{503,
+                   ErrorBody(503, "the server is shutting down; the request was not finished")};
 }
 
 }  // namespace
@@ -79,8 +80,8 @@ void GenerationJob::Refuse(const HttpError& error) {
 
 void GenerationJob::Run() {
   std::string body = std::move(request_.body);
-  if (std::optional<HttpError> bad = DecodeContentEncoding(
-          request_.Header("Content-Encoding"), body, context_.max_body_bytes)) {
+  if (std::optional<HttpError> bad = DecodeContentEncoding(request_.Header("Content-Encoding"),
+                                                           body, context_.max_body_bytes)) {
     Refuse(*bad);
     return;
   }
@@ -93,11 +94,11 @@ void GenerationJob::Run() {
     return;
   }
   if (!parsed->model.empty() && parsed->model != context_.model_name) {
-    Refuse(HttpError{404, ErrorBody(404,
-                                    "The model '" + parsed->model +
-                                        "' does not exist: this server serves '" +
-                                        context_.model_name + "'",
-                                    "model_not_found")});
+    Refuse(HttpError{
+        404, ErrorBody(404,
+                       "The model '" + parsed->model + "' does not exist: this server serves '" +
+                           context_.model_name + "'",
+                       "model_not_found")});
     return;
   }
   GenerateRequest generate = std::move(parsed->generate);
@@ -132,11 +133,10 @@ void GenerationJob::Run() {
     response_->Write(Event(StreamChunk(header, piece, first, "")));
     first = false;
   };
-  Result<GenerateResult> result =
-      context_.engine.Generate(generate, [&](std::string_view piece) {
-        take(stops.Feed(piece));
-        return !stops.found();
-      });
+  Result<GenerateResult> result = context_.engine.Generate(generate, [&](std::string_view piece) {
+    take(stops.Feed(piece));
+    return !stops.found();
+  });
   if (result.ok()) take(stops.Flush());
   const bool stop_sequence_hit = stops.found();
   *admission = RequestQueue::Admission();  // the session is free for the next request

@@ -37,7 +37,7 @@ struct JobContext {
   Engine& engine;
   RequestQueue& queue;
   Metrics& metrics;
-  std::string model_name;  // the id requests may name
+  std::string model_name;      // the id requests may name
   int64_t max_body_bytes = 0;  // inflated
   RequestLimits limits;
   int max_prompt_tokens = 0;  // 0 = the context's limit
@@ -69,8 +69,8 @@ class GenerationJob {
   void Refuse(const HttpError& error);
   // Answers from the generation's result; `began` says whether a streamed head went out.
   void Conclude(const Result<GenerateResult>& result, const ResponseHeader& header,
-                const ServeRequest& request, std::string text, bool began,
-                bool stop_sequence_hit, double queue_ms);
+                const ServeRequest& request, std::string text, bool began, bool stop_sequence_hit,
+                double queue_ms);
   // Whether the request was stopped by Cancel (not by its client).
   bool shut_down() const { return shut_down_.load(std::memory_order_acquire); }
   void Count(int http_status);

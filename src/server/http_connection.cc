@@ -6,7 +6,6 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
-
 #include <cctype>
 #include <cstdio>
 #include <iterator>
@@ -171,8 +170,8 @@ void Exchange::ReleaseWork() {
 // ---------------------------------------------------------------------------------------------
 // Connection: reading
 
-Connection::Connection(tcp::socket socket, TransportShared& shared,
-                       ConnectionLimits::Ticket ticket, std::string client)
+Connection::Connection(tcp::socket socket, TransportShared& shared, ConnectionLimits::Ticket ticket,
+                       std::string client)
     : shared_(shared),
       ticket_(std::move(ticket)),
       client_(std::move(client)),
@@ -224,11 +223,10 @@ void Connection::ReadRequest() {
     return;
   }
   if (!deadline_set_) stream_.expires_after(shared_.options.idle_timeout);
-  stream_.async_read_some(
-      buffer_.prepare(kReadPiece),
-      [self = shared_from_this()](beast::error_code error, size_t bytes) {
-        self->OnFirstBytes(error, bytes);
-      });
+  stream_.async_read_some(buffer_.prepare(kReadPiece),
+                          [self = shared_from_this()](beast::error_code error, size_t bytes) {
+                            self->OnFirstBytes(error, bytes);
+                          });
 }
 
 void Connection::OnFirstBytes(beast::error_code error, size_t bytes) {
@@ -246,10 +244,9 @@ void Connection::ReadHead() {
     stream_.expires_after(shared_.options.request_timeout);
     deadline_set_ = true;
   }
-  http::async_read_header(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code error, size_t) {
-                            self->OnHead(error);
-                          });
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code error, size_t) { self->OnHead(error); });
 }
 
 void Connection::OnHead(beast::error_code error) {
@@ -314,10 +311,9 @@ void Connection::ReadBody() {
     Dispatch();
     return;
   }
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code error, size_t) {
-                     self->OnBody(error);
-                   });
+  http::async_read(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code error, size_t) { self->OnBody(error); });
 }
 
 void Connection::OnBody(beast::error_code error) {
@@ -369,7 +365,6 @@ void Connection::Dispatch() {
   head_request_ = message.method() == http::verb::head;
   parser_.reset();
   deadline_set_ = false;
-  stream_.expires_never();
   phase_ = Phase::kHandling;
   head_written_ = false;
   chunked_ = false;
@@ -385,11 +380,13 @@ void Connection::Dispatch() {
 void Connection::StartWatch() {
   if (watching_ || phase_ != Phase::kHandling || buffer_.size() >= kMaxReadAhead) return;
   watching_ = true;
-  stream_.async_read_some(
-      buffer_.prepare(kReadPiece),
-      [self = shared_from_this()](beast::error_code error, size_t bytes) {
-        self->OnWatch(error, bytes);
-      });
+  // No deadline: the answer may take long. (A write started while no watch read was pending
+  // set the read side's expiry too.)
+  stream_.expires_never();
+  stream_.async_read_some(buffer_.prepare(kReadPiece),
+                          [self = shared_from_this()](beast::error_code error, size_t bytes) {
+                            self->OnWatch(error, bytes);
+                          });
 }
 
 void Connection::OnWatch(beast::error_code error, size_t bytes) {
@@ -430,8 +427,7 @@ std::string Connection::Head(int status, const std::string& content_type,
                              const HttpHeaders& headers, std::optional<size_t> content_length) {
   if (shared_.draining.load(std::memory_order_relaxed)) keep_alive_ = false;
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " +
-                     std::string(http::obsolete_reason(static_cast<http::status>(status))) +
-                     "\r\n";
+                     std::string(http::obsolete_reason(static_cast<http::status>(status))) + "\r\n";
   if (!content_type.empty()) head += "Content-Type: " + content_type + "\r\n";
   if (content_length) {
     head += "Content-Length: " + std::to_string(*content_length) + "\r\n";
@@ -455,8 +451,7 @@ void Connection::Emit(const Exchange* from, OutputKind kind, HttpResponse respon
       if (head_written_) return;
       head_written_ = true;
       // The answer to HEAD is the head GET would have (RFC 9110 §9.3.2).
-      Queue(Head(response.status, response.content_type, response.headers,
-                 response.body.size()) +
+      Queue(Head(response.status, response.content_type, response.headers, response.body.size()) +
             (head_request_ ? std::string() : response.body));
       answer_complete_ = true;
       break;
@@ -502,10 +497,9 @@ void Connection::WriteQueued() {
   for (const std::string& bytes : writing_bytes_) buffers.push_back(net::buffer(bytes));
   // A watch read may be pending: this sets the write's deadline only.
   stream_.expires_after(shared_.options.write_timeout);
-  net::async_write(stream_, buffers,
-                   [self = shared_from_this()](beast::error_code error, size_t) {
-                     self->OnWritten(error);
-                   });
+  net::async_write(stream_, buffers, [self = shared_from_this()](beast::error_code error, size_t) {
+    self->OnWritten(error);
+  });
 }
 
 void Connection::OnWritten(beast::error_code error) {
@@ -558,10 +552,9 @@ void Connection::Linger() {
 void Connection::LingerRead(bool first) {
   if (first) stream_.expires_after(kLingerTime);
   linger_buffer_.resize(4096);
-  stream_.async_read_some(net::buffer(linger_buffer_),
-                          [self = shared_from_this()](beast::error_code error, size_t) {
-                            self->OnLinger(error);
-                          });
+  stream_.async_read_some(
+      net::buffer(linger_buffer_),
+      [self = shared_from_this()](beast::error_code error, size_t) { self->OnLinger(error); });
 }
 
 void Connection::OnLinger(beast::error_code error) {

@@ -7,6 +7,7 @@
 // Thread-safe: its own work runs on its strand; Close and StopIfIdle post there.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,8 +15,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -132,14 +131,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Phase phase_ = Phase::kWaiting;
   bool deadline_set_ = false;  // the current request's deadline is running
   bool watching_ = false;      // a watch read is pending
-  bool keep_alive_ = true;  // of the current request
+  bool keep_alive_ = true;     // of the current request
   bool http10_ = false;
   bool head_request_ = false;  // HEAD: the answer has a head only
   bool head_written_ = false;  // of the current answer
   bool chunked_ = false;       // the current answer is chunked
   bool answer_complete_ = false;
   bool writing_ = false;
-  std::vector<std::string> queued_;   // to write after the current write
+  std::vector<std::string> queued_;  // to write after the current write
   std::vector<std::string> writing_bytes_;
   std::shared_ptr<Exchange> exchange_;
   std::vector<char> linger_buffer_;

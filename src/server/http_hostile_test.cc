@@ -4,12 +4,12 @@
 // kind of client at once. Bounds on time are generous ("promptly" is seconds, not
 // milliseconds) so that a loaded 2-core machine or a sanitizer build does not fail them.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/resource.h>
 #include <zlib.h>
 
 #include <atomic>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -100,7 +100,8 @@ std::string ChatText(const RawResponse& response) {
 double Metric(const std::string& text, const std::string& series) {
   size_t at = 0;
   while ((at = text.find(series + " ", at)) != std::string::npos) {
-    if (at == 0 || text[at - 1] == '\n') return std::strtod(text.c_str() + at + series.size(), nullptr);
+    if (at == 0 || text[at - 1] == '\n')
+      return std::strtod(text.c_str() + at + series.size(), nullptr);
     at += series.size();
   }
   return 0.0;
@@ -252,10 +253,10 @@ TEST_F(HostileClientTest, DeeplyNestedBodiesAreRefusedAndTheServerLives) {
       {"tool parameters",
        R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":)" +
            objects + "}}]}"},
-      {"content part", R"({"messages":[{"role":"user","content":[{"type":"text","text":)" +
-                           objects + "}]}]}"},
-      {"tool type", R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":)" + arrays +
-                        "}]}"},
+      {"content part",
+       R"({"messages":[{"role":"user","content":[{"type":"text","text":)" + objects + "}]}]}"},
+      {"tool type",
+       R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":)" + arrays + "}]}"},
       {"unknown field", R"({"messages":[{"role":"user","content":"hi"}],"x":)" + objects + "}"},
   };
   for (const auto& [where, body] : bodies) {
@@ -265,12 +266,11 @@ TEST_F(HostileClientTest, DeeplyNestedBodiesAreRefusedAndTheServerLives) {
   }
   // A legitimately nested tool schema is still taken.
   json tools = ChatBody("hi", 2);
-  tools["tools"] = json::array({{{"type", "function"},
-                                 {"function",
-                                  {{"name", "f"},
-                                   {"parameters",
-                                    {{"type", "object"},
-                                     {"properties", {{"x", {{"type", "array"}}}}}}}}}}});
+  tools["tools"] = json::array(
+      {{{"type", "function"},
+        {"function",
+         {{"name", "f"},
+          {"parameters", {{"type", "object"}, {"properties", {{"x", {{"type", "array"}}}}}}}}}}});
   EXPECT_EQ(Ask(PostRequest("/v1/chat/completions", tools.dump())).status, 200);
   EXPECT_LT(HealthLatency(), kPatient);
 }
@@ -321,9 +321,9 @@ TEST_F(HostileClientTest, DrainLetsRunningAndQueuedRequestsFinish) {
   for (int i = 0; i < 3; ++i) {
     // The first runs for a while (200 tokens), the other two wait behind it.
     clients.emplace_back([&, i] {
-      answers[i] = Ask(PostRequest(
-          "/v1/chat/completions",
-          ChatBody("request " + std::to_string(i), i == 0 ? 200 : 24, i != 2).dump()));
+      answers[i] = Ask(
+          PostRequest("/v1/chat/completions",
+                      ChatBody("request " + std::to_string(i), i == 0 ? 200 : 24, i != 2).dump()));
     });
     EXPECT_TRUE(WaitFor([&] { return RequestsTaken() >= i + 1; }, kPatient)) << i;
   }
@@ -459,9 +459,10 @@ TEST_F(HostileClientTest, BrokenFramingIsAnswered400) {
        head + "Content-Length: " + length + "\r\nContent-Length: " + length + "\r\n\r\n" + body},
       {"length and chunked",
        head + "Content-Length: " + length + "\r\nTransfer-Encoding: chunked\r\n\r\n" + body},
-      {"bad chunk size", head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body + "\r\n0\r\n\r\n"},
-      {"chunk size overflow",
-       head + "Transfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n" + body + "\r\n0\r\n\r\n"},
+      {"bad chunk size",
+       head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body + "\r\n0\r\n\r\n"},
+      {"chunk size overflow", head + "Transfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n" +
+                                  body + "\r\n0\r\n\r\n"},
   };
   for (const auto& [what, request] : requests) {
     LoopbackClient client = Connect();
@@ -491,8 +492,9 @@ TEST_F(HostileClientTest, AuthorizationIsReadAsTheRfcSays) {
     const RawResponse response = Ask(PostRequest("/v1/chat/completions", body, header));
     EXPECT_EQ(response.status, 200) << header << response.body;
   }
-  for (const char* header : {"", "Authorization: Bearer key-b\r\n", "Authorization: Basic key-a\r\n",
-                             "Authorization: Bearerkey-a\r\n", "Authorization: key-a\r\n"}) {
+  for (const char* header :
+       {"", "Authorization: Bearer key-b\r\n", "Authorization: Basic key-a\r\n",
+        "Authorization: Bearerkey-a\r\n", "Authorization: key-a\r\n"}) {
     ExpectOpenAiError(Ask(PostRequest("/v1/chat/completions", body, header)), 401, header);
   }
   ExpectOpenAiError(
@@ -534,8 +536,8 @@ TEST_F(HostileClientTest, ClientGoneDuringPrefillCancelsIt) {
   ASSERT_TRUE(client.Send(
       PostRequest("/v1/chat/completions", ChatBody(long_prompt, 8, /*stream=*/true).dump())));
   // Gone once its prefill has started.
-  ASSERT_TRUE(WaitFor([&] { return Metric(MetricsText(), "reprise_requests_running") == 1; },
-                      kPatient));
+  ASSERT_TRUE(
+      WaitFor([&] { return Metric(MetricsText(), "reprise_requests_running") == 1; }, kPatient));
   client.Close(/*reset=*/true);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -561,8 +563,9 @@ TEST_F(HostileClientTest, RequestDeadlineIsForTheWholeHeadAndBody) {
   LoopbackClient head = Connect();
   LoopbackClient body = Connect();
   ASSERT_TRUE(head.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"));
-  ASSERT_TRUE(body.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                        "Content-Length: 100000\r\n\r\n{"));
+  ASSERT_TRUE(
+      body.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                "Content-Length: 100000\r\n\r\n{"));
   bool head_closed = false;
   bool body_closed = false;
   const Clock::time_point start = Clock::now();
@@ -610,8 +613,9 @@ TEST_F(HostileClientTest, OversizedHeadsAndBodiesAreRefused) {
   for (int i = 0; i < 150; ++i) many += "X-H" + std::to_string(i) + ": v\r\n";
   ExpectOpenAiError(Ask(GetRequest("/health", many)), 431, "150 headers");
   LoopbackClient client = Connect();
-  ASSERT_TRUE(client.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                          "Content-Length: 1000000000\r\n\r\n"));
+  ASSERT_TRUE(
+      client.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                  "Content-Length: 1000000000\r\n\r\n"));
   std::optional<RawResponse> refused = client.ReadResponse(kPatient);
   ASSERT_TRUE(refused) << "no answer before the body";
   ExpectOpenAiError(*refused, 413, "a body of 1 GB");
@@ -707,8 +711,9 @@ TEST_F(HostileClientTest, LoadOfEveryKindOfClientAtOnce) {
   constexpr int kGone = 6;
   constexpr int kSlow = 80;
   auto request = [](int i) {
-    return PostRequest("/v1/chat/completions",
-                       ChatBody("Tell me story number " + std::to_string(i), 24, i % 2 == 0).dump());
+    return PostRequest(
+        "/v1/chat/completions",
+        ChatBody("Tell me story number " + std::to_string(i), 24, i % 2 == 0).dump());
   };
   std::vector<std::string> sequential(kClients);
   for (int i = 0; i < kClients; ++i) {

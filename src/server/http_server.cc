@@ -52,8 +52,8 @@ struct HttpServer::Impl final : RequestHandler {
     return HttpResponse{status, kJson, ErrorBody(status, message), {}};
   }
 
-  void Answer(ResponseStream& response, const std::string& endpoint, int status,
-              std::string body, const char* content_type = kJson, HttpHeaders headers = {}) {
+  void Answer(ResponseStream& response, const std::string& endpoint, int status, std::string body,
+              const char* content_type = kJson, HttpHeaders headers = {}) {
     metrics.CountRequest(endpoint, status);
     response.Send(HttpResponse{status, content_type, std::move(body), std::move(headers)});
   }
@@ -108,13 +108,12 @@ void HttpServer::Impl::Handle(HttpRequest request, std::shared_ptr<ResponseStrea
   const std::string& path = request.path;
   const bool get = request.method == "GET" || request.method == "HEAD";
   auto only = [&](const char* endpoint, const char* allowed) {
-    Answer(*response, endpoint, 405,
-           ErrorBody(405, "use " + std::string(allowed) + " for " + path), kJson,
-           {{"Allow", allowed}});
+    Answer(*response, endpoint, 405, ErrorBody(405, "use " + std::string(allowed) + " for " + path),
+           kJson, {{"Allow", allowed}});
   };
   if (path == "/v1/chat/completions" || path == "/v1/completions") {
-    const Endpoint endpoint = path == "/v1/chat/completions" ? Endpoint::kChat
-                                                             : Endpoint::kCompletion;
+    const Endpoint endpoint =
+        path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletion;
     if (request.method != "POST") {
       only(endpoint == Endpoint::kChat ? "chat" : "completions", "POST");
       return;
@@ -146,8 +145,7 @@ void HttpServer::Impl::Handle(HttpRequest request, std::shared_ptr<ResponseStrea
   }
 }
 
-void HttpServer::Impl::HandleGenerate(HttpRequest request,
-                                      std::shared_ptr<ResponseStream> response,
+void HttpServer::Impl::HandleGenerate(HttpRequest request, std::shared_ptr<ResponseStream> response,
                                       Endpoint endpoint) {
   const std::string endpoint_name = endpoint == Endpoint::kChat ? "chat" : "completions";
   if (draining.load()) {

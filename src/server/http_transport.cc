@@ -4,7 +4,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-
 #include <exception>
 #include <thread>
 
@@ -131,8 +130,8 @@ Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(const TransportOpti
   auto impl = std::make_unique<Impl>(options, handler);
   boost::system::error_code error;
   tcp::resolver resolver(impl->io);
-  const auto endpoints = resolver.resolve(options.host, std::to_string(options.port),
-                                          tcp::resolver::passive, error);
+  const auto endpoints =
+      resolver.resolve(options.host, std::to_string(options.port), tcp::resolver::passive, error);
   if (error || endpoints.empty()) {
     return InvalidArgumentError("cannot resolve the address '" + options.host +
                                 "': " + error.message());

@@ -35,10 +35,10 @@ namespace reprise::server {
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // as sent: the path and the query
-  std::string path;    // the target up to '?'
-  int version = 11;    // 10: HTTP/1.0, 11: HTTP/1.1
+  std::string method;   // "GET", "POST", ...
+  std::string target;   // as sent: the path and the query
+  std::string path;     // the target up to '?'
+  int version = 11;     // 10: HTTP/1.0, 11: HTTP/1.1
   HttpHeaders headers;  // in the order sent, names as sent
   std::string body;     // chunked bodies de-chunked; a Content-Encoding is still on it
   std::string client;   // the client's address

@@ -25,8 +25,7 @@ Status FieldError(std::string_view field, std::string_view what) {
 Result<json> ParseObject(std::string_view body, int max_depth) {
   bool too_deep = false;
   const json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start ||
-         event == json::parse_event_t::array_start) &&
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
         depth >= max_depth) {
       too_deep = true;
       return false;
@@ -123,8 +122,9 @@ Result<std::string> ContentText(const json& content, std::string_view field) {
     const json& type = Field(part, "type");
     if (!type.is_string()) return FieldError(where + ".type", "must be a string");
     if (type != "text") {
-      return FieldError(where + ".type", "'" + type.get<std::string>() +
-                                             "' is not supported: this model takes text parts only");
+      return FieldError(
+          where + ".type",
+          "'" + type.get<std::string>() + "' is not supported: this model takes text parts only");
     }
     REPRISE_ASSIGN_OR_RETURN(std::string piece, StringField(Field(part, "text"), where + ".text"));
     text += piece;

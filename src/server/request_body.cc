@@ -73,8 +73,8 @@ class Inflater {
 
 }  // namespace
 
-std::optional<HttpError> DecodeContentEncoding(std::string_view content_encoding,
-                                               std::string& body, int64_t max_bytes) {
+std::optional<HttpError> DecodeContentEncoding(std::string_view content_encoding, std::string& body,
+                                               int64_t max_bytes) {
   std::string unsupported;
   const std::optional<Coding> coding = CodingOf(content_encoding, &unsupported);
   if (!coding) return Refuse(415, unsupported);

@@ -20,7 +20,7 @@ namespace reprise::server {
 // absent), at most `max_bytes` of it. nullopt when it decoded; otherwise the answer to give:
 // 415 (a coding not supported), 413 (it inflates past max_bytes), 400 (not valid gzip or
 // deflate data).
-std::optional<HttpError> DecodeContentEncoding(std::string_view content_encoding,
-                                               std::string& body, int64_t max_bytes);
+std::optional<HttpError> DecodeContentEncoding(std::string_view content_encoding, std::string& body,
+                                               int64_t max_bytes);
 
 }  // namespace reprise::server

@@ -35,9 +35,11 @@ TEST(RequestBodyTest, IdentityAndNoEncodingLeaveTheBody) {
 
 TEST(RequestBodyTest, GzipAndDeflateInflate) {
   const std::string text(100000, 'x');
-  for (const auto& [encoding, coded] :
-       {std::pair<std::string, std::string>{"gzip", Gzip(text)}, {"x-gzip", Gzip(text)},
-        {"GZip", Gzip(text)}, {"deflate", Compress(text, 15)}, {"identity, gzip", Gzip(text)}}) {
+  for (const auto& [encoding, coded] : {std::pair<std::string, std::string>{"gzip", Gzip(text)},
+                                        {"x-gzip", Gzip(text)},
+                                        {"GZip", Gzip(text)},
+                                        {"deflate", Compress(text, 15)},
+                                        {"identity, gzip", Gzip(text)}}) {
     std::string body = coded;
     EXPECT_EQ(StatusOf(DecodeContentEncoding(encoding, body, 1 << 20)), 0) << encoding;
     EXPECT_EQ(body, text) << encoding;

@@ -694,8 +694,8 @@ TEST_F(CliHostileStoreTest, EmptyFoldersAndImpossibleNamespacesAreRefused) {
     EXPECT_NE(o.err.find("must not be empty"), std::string::npos) << args << ": " << o.err;
   }
   const std::string long_name(200, 'n');
-  Outcome serve = Reprise("serve -m " + model_ + " --port 0 --namespace " + long_name,
-                          "timeout 60");
+  Outcome serve =
+      Reprise("serve -m " + model_ + " --port 0 --namespace " + long_name, "timeout 60");
   EXPECT_EQ(serve.exit_code, 2) << serve.err;
   EXPECT_NE(serve.err.find("at most 128"), std::string::npos) << serve.err;
   for (const char* sub : {"ls", "stats", "pin", "clear"}) {

@@ -31,8 +31,7 @@ std::string Trim(std::string_view text) {
 
 }  // namespace
 
-std::optional<LoopbackClient> LoopbackClient::Connect(int port,
-                                                      const std::string& source_address) {
+std::optional<LoopbackClient> LoopbackClient::Connect(int port, const std::string& source_address) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;
   LoopbackClient client(fd);
