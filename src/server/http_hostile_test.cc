@@ -5,7 +5,6 @@
 // milliseconds) so that a loaded 2-core machine or a sanitizer build does not fail them.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +14,7 @@
 
 #include "convert/model_maker.h"
 #include "server/http_server.h"
+#include "server/server_test_support.h"
 #include "support/loopback_client.h"
 #include "support/temp_dir.h"
 
@@ -32,17 +32,7 @@ using std::chrono::seconds;
 
 const std::string kDemoModel = std::string(REPRISE_SOURCE_DIR) + "/data/demo/stories260K.gguf";
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+using test_support::kAddressSanitizer;
 
 // "Promptly": what /health must answer within while the server is under attack or load.
 constexpr milliseconds kPrompt(2000);
@@ -56,25 +46,8 @@ json ChatBody(const std::string& user, int max_tokens, bool stream = false) {
               {"stream", stream}};
 }
 
-// The JSON payloads of an SSE body, without [DONE]; `done` tells whether it ended with it.
 std::vector<json> Events(const std::string& body, bool* done) {
-  std::vector<json> events;
-  *done = false;
-  size_t at = 0;
-  while (true) {
-    const size_t end = body.find("\n\n", at);
-    if (end == std::string::npos) break;
-    const std::string event = body.substr(at, end - at);
-    at = end + 2;
-    if (event.rfind("data: ", 0) != 0) continue;
-    const std::string data = event.substr(6);
-    if (data == "[DONE]") {
-      *done = true;
-      continue;
-    }
-    events.push_back(json::parse(data, nullptr, false));
-  }
-  return events;
+  return test_support::SseEvents(body, done);
 }
 
 // The reply text of a chat answer, streamed or whole; "" when it is not a complete 200.
@@ -114,20 +87,7 @@ double PeakRssMb() {
   return usage.ru_maxrss / 1024.0;
 }
 
-// `text` compressed in the gzip format.
-std::string Gzip(const std::string& text) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, text.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+std::string Gzip(const std::string& text) { return test_support::Compress(text, 15 + 16); }
 
 // Waits until `done` holds, polling, at most `timeout`; returns whether it held.
 template <typename Predicate>
@@ -158,36 +118,16 @@ class HostileClientTest : public ::testing::Test {
   static void TearDownTestSuite() { delete dir_; }
 
   void Start(ServerOptions options = {}, int sessions = 2, const std::string& model = kDemoModel) {
-    EngineOptions engine_options;
-    engine_options.model_path = model;
-    engine_options.context_tokens = 2048;
-    engine_options.num_threads = 2;
-    engine_options.sessions = sessions;
-    engine_options.reuse = ReuseMethod::kBlend;
-    engine_options.cache_mb = 64;
-    Result<std::unique_ptr<Engine>> engine = Engine::Create(engine_options);
-    ASSERT_TRUE(engine.ok()) << engine.error().ToString();
-    engine_ = std::move(*engine);
-    options.port = 0;
-    options.model_name = "test-model";
-    options.max_running = sessions;
-    Result<std::unique_ptr<HttpServer>> server = HttpServer::Create(*engine_, options);
-    ASSERT_TRUE(server.ok()) << server.error().ToString();
-    server_ = std::move(*server);
-    serving_ = std::thread([this] { served_ = server_->Serve(); });
+    server_ = std::make_unique<test_support::RunningServer>(model, sessions, 2048, options);
+    ASSERT_TRUE(server_->ok()) << server_->error();
   }
 
   // Drains the server as SIGTERM does and waits for Serve to return.
   void StopAndWait() {
-    if (!server_) return;
-    server_->Stop();
-    if (serving_.joinable()) serving_.join();
+    if (server_ && server_->ok()) server_->Stop();
   }
 
-  void TearDown() override {
-    StopAndWait();
-    server_.reset();
-  }
+  void TearDown() override { StopAndWait(); }
 
   LoopbackClient Connect() {
     std::optional<LoopbackClient> client = LoopbackClient::Connect(server_->port());
@@ -219,6 +159,23 @@ class HostileClientTest : public ::testing::Test {
     return std::chrono::duration_cast<milliseconds>(Clock::now() - start);
   }
 
+  // Three chat requests on threads of their own, each sent once the server has taken the one
+  // before: with one session the first (streamed, `first_tokens` long) runs and the second
+  // (streamed) and third (whole), 24 tokens each, wait behind it. The threads fill `answers`.
+  std::vector<std::thread> RunningAndTwoWaiting(int first_tokens,
+                                                std::vector<RawResponse>& answers) {
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 3; ++i) {
+      clients.emplace_back([this, &answers, first_tokens, i] {
+        answers[i] = Ask(PostRequest(
+            "/v1/chat/completions",
+            ChatBody("request " + std::to_string(i), i == 0 ? first_tokens : 24, i != 2).dump()));
+      });
+      EXPECT_TRUE(WaitFor([&] { return RequestsTaken() >= i + 1; }, kPatient)) << i;
+    }
+    return clients;
+  }
+
   static void ExpectOpenAiError(const RawResponse& response, int status, const std::string& what) {
     EXPECT_EQ(response.status, status) << what << ": " << response.head << response.body;
     EXPECT_TRUE(response.complete) << what;
@@ -229,10 +186,7 @@ class HostileClientTest : public ::testing::Test {
 
   static testing_support::TempDir* dir_;
   static std::string slow_model_;
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread serving_;
-  Status served_;
+  std::unique_ptr<test_support::RunningServer> server_;
 };
 testing_support::TempDir* HostileClientTest::dir_ = nullptr;
 std::string HostileClientTest::slow_model_;
@@ -317,16 +271,7 @@ TEST_F(HostileClientTest, DrainLetsRunningAndQueuedRequestsFinish) {
   options.drain_seconds = 600;
   Start(options, /*sessions=*/1, slow_model_);
   std::vector<RawResponse> answers(3);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < 3; ++i) {
-    // The first runs for a while (200 tokens), the other two wait behind it.
-    clients.emplace_back([&, i] {
-      answers[i] = Ask(
-          PostRequest("/v1/chat/completions",
-                      ChatBody("request " + std::to_string(i), i == 0 ? 200 : 24, i != 2).dump()));
-    });
-    EXPECT_TRUE(WaitFor([&] { return RequestsTaken() >= i + 1; }, kPatient)) << i;
-  }
+  std::vector<std::thread> clients = RunningAndTwoWaiting(/*first_tokens=*/200, answers);
   EXPECT_EQ(Metric(MetricsText(), "reprise_queue_length"), 2) << "the first ended too soon";
   StopAndWait();
   for (std::thread& t : clients) t.join();
@@ -335,7 +280,7 @@ TEST_F(HostileClientTest, DrainLetsRunningAndQueuedRequestsFinish) {
     EXPECT_TRUE(answers[i].complete) << i;
     EXPECT_FALSE(ChatText(answers[i]).empty()) << i << ": " << answers[i].body;
   }
-  EXPECT_TRUE(served_.ok()) << served_.ToString();
+  EXPECT_TRUE(server_->served().ok()) << server_->served().ToString();
 }
 
 // ... and past --drain-seconds, what has not finished ends with a clean error: 503 before the
@@ -345,14 +290,7 @@ TEST_F(HostileClientTest, DrainPastItsDeadlineEndsRequestsCleanly) {
   options.drain_seconds = 0;
   Start(options, /*sessions=*/1, slow_model_);
   std::vector<RawResponse> answers(3);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < 3; ++i) {
-    clients.emplace_back([&, i] {
-      answers[i] = Ask(PostRequest("/v1/chat/completions",
-                                   ChatBody("request " + std::to_string(i), 2000, i != 2).dump()));
-    });
-    EXPECT_TRUE(WaitFor([&] { return RequestsTaken() >= i + 1; }, kPatient)) << i;
-  }
+  std::vector<std::thread> clients = RunningAndTwoWaiting(/*first_tokens=*/2000, answers);
   StopAndWait();
   for (std::thread& t : clients) t.join();
   for (int i = 0; i < 3; ++i) {

@@ -1,25 +1,13 @@
 #include "server/request_body.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
+
+#include "server/server_test_support.h"
 
 namespace reprise::server {
 namespace {
 
-// `text` compressed: windowBits 15 + 16 for gzip, 15 for zlib (HTTP's deflate).
-std::string Compress(const std::string& text, int window_bits) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, text.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+using test_support::Compress;
 
 std::string Gzip(const std::string& text) { return Compress(text, 15 + 16); }
 
