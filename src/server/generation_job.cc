@@ -80,7 +80,7 @@ void GenerationJob::Refuse(const HttpError& error) {
 
 void GenerationJob::Run() {
   std::string body = std::move(request_.body);
-  if (std::optional<HttpError> bad = DecodeContentEncoding(request_.Header("Content-Encoding"),
+  if (std::optional<HttpError> bad = DecodeContentEncoding(request_.HeaderList("Content-Encoding"),
                                                            body, context_.max_body_bytes)) {
     Refuse(*bad);
     return;

@@ -261,6 +261,9 @@ TEST_F(HostileClientTest, GzipBodyIsLimitedByItsInflatedSize) {
       400, "corrupt gzip");
   ExpectOpenAiError(Ask(PostRequest("/v1/chat/completions", small, "Content-Encoding: br\r\n")),
                     415, "brotli");
+  ExpectOpenAiError(Ask(PostRequest("/v1/chat/completions", Gzip(Gzip(small)),
+                                    "Content-Encoding: gzip\r\nContent-Encoding: gzip\r\n")),
+                    415, "two Content-Encoding headers");
   EXPECT_LT(HealthLatency(), kPatient);
 }
 

@@ -28,6 +28,16 @@ int HttpRequest::CountHeader(std::string_view name) const {
   return count;
 }
 
+std::string HttpRequest::HeaderList(std::string_view name) const {
+  std::string list;
+  for (const auto& [key, value] : headers) {
+    if (!detail::EqualsIgnoringCase(key, name)) continue;
+    if (!list.empty()) list += ", ";
+    list += value;
+  }
+  return list;
+}
+
 struct HttpTransport::Impl {
   Impl(const TransportOptions& options, RequestHandler& handler)
       : limits(options.max_connections, options.max_connections_per_client),

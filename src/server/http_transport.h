@@ -47,6 +47,9 @@ struct HttpRequest {
   std::string_view Header(std::string_view name) const;
   // How many headers are named `name`.
   int CountHeader(std::string_view name) const;
+  // The values of every header named `name`, joined with ", ": repeated headers are one list
+  // (RFC 9110 §5.3).
+  std::string HeaderList(std::string_view name) const;
 };
 
 struct HttpResponse {
