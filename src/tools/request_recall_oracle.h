@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "reprise/engine.h"
@@ -25,6 +26,9 @@ class RequestRecallOracle {
 
   // The reusable tokens of `request`'s prompt; then remembers the prompt.
   int64_t CountThenAdd(const GenerateRequest& request);
+  // The same token by token: one byte per prompt token (as PromptTokenizer gives them), 1
+  // where the token is reusable; then remembers the prompt.
+  std::vector<uint8_t> MaskThenAdd(const GenerateRequest& request);
 
  private:
   RequestRecallOracle(std::unique_ptr<PromptTokenizer> tokenizer, int window)
