@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <span>
 #include <thread>
 
 namespace reprise::cli {
@@ -36,17 +38,37 @@ const std::string* FindString(const json& object, const char* key) {
   return value != nullptr && value->is_string() ? &value->get_ref<const std::string&>() : nullptr;
 }
 
-void ReadInt(const json& object, const char* key, int64_t* out) {
-  const json* value = Find(object, key);
-  if (value == nullptr || !value->is_number()) return;
-  if (value->is_number_integer()) {
-    *out = value->is_number_unsigned()
-               ? static_cast<int64_t>(std::min<uint64_t>(value->get<uint64_t>(), INT64_MAX))
-               : value->get<int64_t>();
-    return;
+// A number as an int64_t (clamped, truncated); false for anything else.
+bool ToInt(const json& value, int64_t* out) {
+  if (!value.is_number()) return false;
+  if (value.is_number_integer()) {
+    *out = value.is_number_unsigned()
+               ? static_cast<int64_t>(std::min<uint64_t>(value.get<uint64_t>(), INT64_MAX))
+               : value.get<int64_t>();
+    return true;
   }
-  const double d = value->get<double>();  // finite: JSON has no NaN or infinity
+  const double d = value.get<double>();  // finite: JSON has no NaN or infinity
   *out = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d);
+  return true;
+}
+
+void ReadInt(const json& object, const char* key, int64_t* out) {
+  if (const json* value = Find(object, key)) ToInt(*value, out);
+}
+
+// [[begin, end], ...] with 0 <= begin <= end; nullopt for anything else.
+std::optional<std::vector<std::pair<int64_t, int64_t>>> ReadRuns(const json& value) {
+  if (!value.is_array()) return std::nullopt;
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (const json& run : value) {
+    int64_t begin = -1, end = -1;
+    if (!run.is_array() || run.size() != 2 || !ToInt(run[0], &begin) || !ToInt(run[1], &end) ||
+        begin < 0 || end < begin) {
+      return std::nullopt;
+    }
+    runs.emplace_back(begin, end);
+  }
+  return runs;
 }
 
 void ReadDouble(const json& object, const char* key, double* out) {
@@ -178,6 +200,12 @@ void ReadUsage(const json& response, ServeUsage* usage) {
     ReadInt(*r, "chunks_from_flash", &usage->chunks_from_flash);
     ReadDouble(*r, "decode_tokens_per_second", &usage->server_decode_tokens_per_second);
     if (const std::string* name = FindString(*r, "namespace")) usage->reprise_namespace = *name;
+    if (const json* value = Find(*r, "found_runs")) {
+      if (auto runs = ReadRuns(*value)) {
+        usage->has_found_runs = true;
+        usage->found_runs = std::move(*runs);
+      }
+    }
   }
   if (const json* t = FindObject(response, "timings")) {
     usage->has_timings = true;
@@ -186,6 +214,18 @@ void ReadUsage(const json& response, ServeUsage* usage) {
     ReadInt(*t, "cache_n", &usage->timings_cache_n);
     ReadDouble(*t, "predicted_per_second", &usage->timings_predicted_per_second);
   }
+}
+
+int64_t PromptTokensOf(const ServeUsage& usage) {
+  if (usage.prompt_tokens >= 0) return usage.prompt_tokens;
+  if (usage.timings_prompt_n >= 0 && usage.timings_cache_n >= 0) {
+    return usage.timings_prompt_n + usage.timings_cache_n;
+  }
+  return -1;
+}
+
+int64_t CachedTokensOf(const ServeUsage& usage) {
+  return usage.cached_tokens >= 0 ? usage.cached_tokens : usage.timings_cache_n;
 }
 
 std::string DescribeErrorBody(std::string_view body) {
@@ -247,6 +287,21 @@ Result<DocumentsMode> ParseDocumentsMode(std::string_view name) {
                               "' (known: auto, field, inline)");
 }
 
+Result<ServeEndpoint> ParseServeEndpoint(std::string_view name) {
+  if (name == "chat") return ServeEndpoint::kChat;
+  if (name == "completions") return ServeEndpoint::kCompletions;
+  return InvalidArgumentError("unknown endpoint '" + std::string(name) +
+                              "' (known: chat, completions)");
+}
+
+std::string_view ServeEndpointName(ServeEndpoint endpoint) {
+  return endpoint == ServeEndpoint::kChat ? "chat" : "completions";
+}
+
+std::string_view ServeEndpointPath(ServeEndpoint endpoint) {
+  return endpoint == ServeEndpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+}
+
 std::string_view DocumentsModeName(DocumentsMode mode) {
   switch (mode) {
     case DocumentsMode::kAuto:
@@ -259,14 +314,54 @@ std::string_view DocumentsModeName(DocumentsMode mode) {
   return "?";
 }
 
+namespace {
+
+// "Document <id>:\n<text>", as the engine titles a document (engine/request_segments.cc).
+std::string Titled(std::string_view kind, const workload::TraceText& item) {
+  std::string out(kind);
+  if (!item.id.empty()) out += " " + item.id;
+  return out + ":\n" + item.text;
+}
+
+// The skills, then the documents, titled, in the order the engine places them.
+std::vector<std::string> TitledContext(const workload::TraceRequest& request) {
+  std::vector<std::string> texts;
+  for (const workload::TraceText& s : request.skills) texts.push_back(Titled("Skill", s));
+  for (const workload::TraceText& d : request.documents) texts.push_back(Titled("Document", d));
+  return texts;
+}
+
+// The fields every request body shares.
+void AddCommonFields(const workload::TraceRequest& request, const ChatBodyOptions& options,
+                     json& body) {
+  body["max_tokens"] = request.max_tokens > 0 ? request.max_tokens : options.max_tokens;
+  body["temperature"] = 0;
+  body["seed"] = options.seed;
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+}
+
+}  // namespace
+
 json BuildChatBody(const workload::TraceRequest& request,
                    const std::vector<workload::TraceMessage>& messages,
                    const ChatBodyOptions& options) {
   json body = json::object();
   if (!options.model.empty()) body["model"] = options.model;
   json out_messages = json::array();
-  for (const workload::TraceMessage& message : messages) {
-    out_messages.push_back({{"role", message.role}, {"content", message.content}});
+  const bool is_inline = options.documents == DocumentsMode::kInline;
+  size_t m = 0;
+  for (; m < messages.size() && messages[m].role == "system"; ++m) {
+    out_messages.push_back({{"role", "system"}, {"content", messages[m].content}});
+  }
+  if (is_inline) {
+    // Where the engine puts the `documents` and `skills` fields, as it renders them.
+    for (std::string& text : TitledContext(request)) {
+      out_messages.push_back({{"role", "system"}, {"content", std::move(text)}});
+    }
+  }
+  for (; m < messages.size(); ++m) {
+    out_messages.push_back({{"role", messages[m].role}, {"content", messages[m].content}});
   }
   auto texts = [](const std::vector<workload::TraceText>& items) {
     json array = json::array();
@@ -275,36 +370,42 @@ json BuildChatBody(const workload::TraceRequest& request,
     }
     return array;
   };
-  if (options.documents == DocumentsMode::kInline) {
-    std::string blocks;
-    for (const workload::TraceText& d : request.documents) {
-      blocks += "\n\nDocument " + d.id + ":\n" + d.text;
-    }
-    for (const workload::TraceText& s : request.skills) {
-      blocks += "\n\nSkill " + s.id + ":\n" + s.text;
-    }
-    if (!blocks.empty()) {
-      auto system = std::find_if(out_messages.begin(), out_messages.end(), [](const json& m) {
-        return m["role"] == "system";
-      });
-      if (system != out_messages.end()) {
-        (*system)["content"] = (*system)["content"].get<std::string>() + blocks;
-      } else {
-        // One object (a braced list here would insert each pair as an element of its own).
-        json system_message = {{"role", "system"}, {"content", blocks.substr(2)}};
-        out_messages.insert(out_messages.begin(), std::move(system_message));
-      }
-    }
-  } else {
+  if (!is_inline) {
     if (!request.documents.empty()) body["documents"] = texts(request.documents);
     if (!request.skills.empty()) body["skills"] = texts(request.skills);
   }
   body["messages"] = std::move(out_messages);
-  body["max_tokens"] = request.max_tokens > 0 ? request.max_tokens : options.max_tokens;
-  body["temperature"] = 0;
-  body["seed"] = options.seed;
-  body["stream"] = true;
-  body["stream_options"] = {{"include_usage", true}};
+  AddCommonFields(request, options, body);
+  return body;
+}
+
+std::string PlainPrompt(const workload::TraceRequest& request,
+                        const std::vector<workload::TraceMessage>& messages) {
+  std::string text;
+  const auto add_line = [&text](std::string_view line) {
+    text += line;
+    if (!line.ends_with('\n')) text += '\n';
+  };
+  size_t m = 0;
+  for (; m < messages.size() && messages[m].role == "system"; ++m) add_line(messages[m].content);
+  for (const std::string& block : TitledContext(request)) text += block + "\n\n";
+  for (; m < messages.size(); ++m) {
+    if (m + 1 == messages.size()) {
+      text += messages[m].content;
+    } else {
+      add_line(messages[m].content);
+    }
+  }
+  return text;
+}
+
+json BuildCompletionBody(const workload::TraceRequest& request,
+                         const std::vector<workload::TraceMessage>& messages,
+                         const ChatBodyOptions& options) {
+  json body = json::object();
+  if (!options.model.empty()) body["model"] = options.model;
+  body["prompt"] = PlainPrompt(request, messages);
+  AddCommonFields(request, options, body);
   return body;
 }
 
@@ -412,8 +513,8 @@ Result<ModelInfo> ServeClient::FindModel(std::string_view wanted) {
                        std::string(wanted) + "'");
 }
 
-Result<RequestMeasurement> ServeClient::Send(const json& body) {
-  const std::string path = prefix_ + "/v1/chat/completions";
+Result<RequestMeasurement> ServeClient::Send(const json& body, ServeEndpoint endpoint) {
+  const std::string path = prefix_ + std::string(ServeEndpointPath(endpoint));
   httplib::Request request;
   request.method = "POST";
   request.path = path;
@@ -502,6 +603,7 @@ std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasureme
   }
   for (PhaseSummary& phase : phases) {
     std::vector<double> ttft, latency, decode;
+    bool all_found = true, all_cached = true;
     auto add = [](int64_t value, int64_t* sum) {
       if (value >= 0) *sum = (*sum < 0 ? 0 : *sum) + value;
     };
@@ -522,14 +624,28 @@ std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasureme
       add(u.tokens_new, &phase.tokens_new);
       add(u.chunks_from_memory, &phase.chunks_from_memory);
       add(u.chunks_from_flash, &phase.chunks_from_flash);
-      if (r.tokens_reusable >= 0 && r.tokens_found >= 0) {
+      if (r.tokens_reusable >= 0) {
         add(r.tokens_reusable, &phase.tokens_reusable);
         add(r.tokens_found, &phase.tokens_found);
+        add(r.tokens_cached, &phase.tokens_cached);
+        all_found = all_found && r.tokens_found >= 0;
+        all_cached = all_cached && r.tokens_cached >= 0;
+      }
+      const int64_t prompt = PromptTokensOf(u);
+      if (r.oracle_prompt_tokens >= 0 && prompt >= 0) {
+        phase.num_prompt_mismatches =
+            std::max(phase.num_prompt_mismatches, 0) + (prompt != r.oracle_prompt_tokens);
       }
     }
+    if (!all_found) phase.tokens_found = -1;
+    if (!all_cached) phase.tokens_cached = -1;
     if (phase.tokens_reusable > 0) {
-      phase.reuse_recall =
-          static_cast<double>(phase.tokens_found) / static_cast<double>(phase.tokens_reusable);
+      const auto share = [&](int64_t count) {
+        return count < 0 ? -1.0
+                         : static_cast<double>(count) / static_cast<double>(phase.tokens_reusable);
+      };
+      phase.reuse_recall = share(phase.tokens_found);
+      phase.cached_recall = share(phase.tokens_cached);
     }
     phase.ttft_ms = SummarizeTimes(std::move(ttft));
     phase.latency_ms = SummarizeTimes(std::move(latency));
@@ -563,9 +679,10 @@ std::string ServeBenchText(const ServeBenchRun& run) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof(line),
-                "bench serve: trace %s, %zu requests to %s, model %s, documents %s, context %d "
-                "tokens (estimated)\n",
+                "bench serve: trace %s, %zu requests to %s, model %s, endpoint %s, documents "
+                "%s, context %d tokens (estimated)\n",
                 run.trace.c_str(), run.requests.size(), run.url.c_str(), run.model.c_str(),
+                std::string(ServeEndpointName(run.endpoint)).c_str(),
                 std::string(DocumentsModeName(run.documents)).c_str(), run.context_tokens);
   out += line;
   std::snprintf(line, sizeof(line), "%4s  %-5s  %-32s %7s %7s %9s %8s %9s %7s %7s %7s %7s\n",
@@ -607,10 +724,19 @@ std::string ServeBenchText(const ServeBenchRun& run) {
     out += line;
     if (p.tokens_reusable >= 0) {
       std::snprintf(line, sizeof(line),
-                    "  reuse recall %s%% (%s tokens served from the cache of %s reusable: covered "
-                    "by a window of an earlier prompt)\n",
+                    "  reusable %s tokens (covered by a window of an earlier prompt); found in "
+                    "the cache %s of them (recall %s%%); cached_tokens %s (%s%% of reusable)\n",
+                    Count(p.tokens_reusable).c_str(), Count(p.tokens_found).c_str(),
                     p.reuse_recall >= 0 ? Fixed(100.0 * p.reuse_recall).c_str() : "-",
-                    Count(p.tokens_found).c_str(), Count(p.tokens_reusable).c_str());
+                    Count(p.tokens_cached).c_str(),
+                    p.cached_recall >= 0 ? Fixed(100.0 * p.cached_recall).c_str() : "-");
+      out += line;
+    }
+    if (p.num_prompt_mismatches > 0) {
+      std::snprintf(line, sizeof(line),
+                    "  WARNING: %d of %d requests got prompt_tokens other than the oracle's "
+                    "count: the server was sent, or made, another prompt\n",
+                    p.num_prompt_mismatches, p.num_requests);
       out += line;
     }
   }
@@ -652,8 +778,10 @@ json ServeBenchJson(const ServeBenchRun& run) {
                   {"prompt_tokens", Nullable(u.prompt_tokens)},
                   {"completion_tokens", Nullable(u.completion_tokens)},
                   {"cached_tokens", Nullable(u.cached_tokens)},
+                  {"oracle_prompt_tokens", Nullable(r.oracle_prompt_tokens)},
                   {"tokens_reusable", Nullable(r.tokens_reusable)},
-                  {"tokens_found", Nullable(r.tokens_found)}};
+                  {"tokens_found", Nullable(r.tokens_found)},
+                  {"tokens_cached", Nullable(r.tokens_cached)}};
     if (u.has_reprise) {
       entry["reprise"] = {{"ttft_ms", Nullable(u.server_ttft_ms)},
                           {"tokens_prefix", Nullable(u.tokens_prefix)},
@@ -666,6 +794,7 @@ json ServeBenchJson(const ServeBenchRun& run) {
                           {"decode_tokens_per_second",
                            Nullable(u.server_decode_tokens_per_second)},
                           {"namespace", u.reprise_namespace}};
+      if (u.has_found_runs) entry["reprise"]["found_runs"] = u.found_runs;
     }
     if (u.has_timings) {
       entry["timings"] = {{"prompt_ms", Nullable(u.timings_prompt_ms)},
@@ -677,28 +806,34 @@ json ServeBenchJson(const ServeBenchRun& run) {
   }
   json summary = json::array();
   for (const PhaseSummary& p : SummarizeServeBench(run.requests)) {
-    summary.push_back({{"phase", p.phase},
-                       {"requests", p.num_requests},
-                       {"ttft_ms", TimeJson(p.ttft_ms)},
-                       {"latency_ms", TimeJson(p.latency_ms)},
-                       {"decode_tokens_per_second", TimeJson(p.decode_tokens_per_second)},
-                       {"prompt_tokens", Nullable(p.prompt_tokens)},
-                       {"completion_tokens", Nullable(p.completion_tokens)},
-                       {"cached_tokens", Nullable(p.cached_tokens)},
-                       {"tokens_prefix", Nullable(p.tokens_prefix)},
-                       {"tokens_prefix_inexact", Nullable(p.tokens_prefix_inexact)},
-                       {"tokens_reused", Nullable(p.tokens_reused)},
-                       {"tokens_recomputed", Nullable(p.tokens_recomputed)},
-                       {"tokens_new", Nullable(p.tokens_new)},
-                       {"chunks_from_memory", Nullable(p.chunks_from_memory)},
-                       {"chunks_from_flash", Nullable(p.chunks_from_flash)},
-                       {"tokens_reusable", Nullable(p.tokens_reusable)},
-                       {"tokens_found", Nullable(p.tokens_found)},
-                       {"reuse_recall", Nullable(p.reuse_recall)}});
+    summary.push_back(
+        {{"phase", p.phase},
+         {"requests", p.num_requests},
+         {"ttft_ms", TimeJson(p.ttft_ms)},
+         {"latency_ms", TimeJson(p.latency_ms)},
+         {"decode_tokens_per_second", TimeJson(p.decode_tokens_per_second)},
+         {"prompt_tokens", Nullable(p.prompt_tokens)},
+         {"completion_tokens", Nullable(p.completion_tokens)},
+         {"cached_tokens", Nullable(p.cached_tokens)},
+         {"tokens_prefix", Nullable(p.tokens_prefix)},
+         {"tokens_prefix_inexact", Nullable(p.tokens_prefix_inexact)},
+         {"tokens_reused", Nullable(p.tokens_reused)},
+         {"tokens_recomputed", Nullable(p.tokens_recomputed)},
+         {"tokens_new", Nullable(p.tokens_new)},
+         {"chunks_from_memory", Nullable(p.chunks_from_memory)},
+         {"chunks_from_flash", Nullable(p.chunks_from_flash)},
+         {"tokens_reusable", Nullable(p.tokens_reusable)},
+         {"tokens_found", Nullable(p.tokens_found)},
+         {"tokens_cached", Nullable(p.tokens_cached)},
+         {"reuse_recall", Nullable(p.reuse_recall)},
+         {"cached_recall", Nullable(p.cached_recall)},
+         {"prompt_mismatches",
+          p.num_prompt_mismatches >= 0 ? json(p.num_prompt_mismatches) : json(nullptr)}});
   }
   return {{"trace", run.trace},
           {"url", run.url},
           {"model", run.model},
+          {"endpoint", ServeEndpointName(run.endpoint)},
           {"documents", DocumentsModeName(run.documents)},
           {"context_tokens", run.context_tokens},
           {"dropped_history_messages", run.num_dropped_history_messages},
@@ -711,6 +846,32 @@ json ServeBenchJson(const ServeBenchRun& run) {
 }
 
 // ----- The run
+
+void SetRecall(std::span<const uint8_t> reusable, RequestMeasurement& m) {
+  m.oracle_prompt_tokens = static_cast<int64_t>(reusable.size());
+  m.tokens_reusable = std::count(reusable.begin(), reusable.end(), uint8_t{1});
+  m.tokens_cached = CachedTokensOf(m.usage);
+  m.tokens_found = -1;
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  if (m.usage.has_found_runs) {
+    runs = m.usage.found_runs;
+  } else if (m.tokens_cached >= 0) {
+    // OpenAI's cached_tokens are the prompt's start that matched a cached prompt (so are
+    // vLLM's and SGLang's; llama-server's --cache-reuse shifts the cached chunks it finds
+    // into that start).
+    runs = {{0, m.tokens_cached}};
+  } else {
+    return;
+  }
+  const auto size = static_cast<int64_t>(reusable.size());
+  m.tokens_found = 0;
+  for (const auto& [begin, end] : runs) {
+    // A run past the oracle's prompt (another prompt: see num_prompt_mismatches) counts only
+    // where both have tokens.
+    const int64_t b = std::min(begin, size), e = std::min(end, size);
+    m.tokens_found += std::count(reusable.begin() + b, reusable.begin() + e, uint8_t{1});
+  }
+}
 
 Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
                                     const ServeProgressFn& on_request) {
@@ -737,10 +898,19 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   } else {
     run.model = model->id;
   }
+  run.endpoint = options.endpoint;
   run.documents = options.documents;
-  if (run.documents == DocumentsMode::kAuto) {
-    run.documents = model.ok() && model->owned_by == "reprise" ? DocumentsMode::kField
-                                                               : DocumentsMode::kInline;
+  if (run.endpoint == ServeEndpoint::kCompletions) {
+    // One plain text: the documents are part of it, for every server.
+    if (run.documents == DocumentsMode::kField) {
+      return InvalidArgumentError(
+          "--documents field needs the chat endpoint (with /v1/completions the documents are "
+          "part of the prompt text)");
+    }
+    run.documents = DocumentsMode::kInline;
+  } else if (run.documents == DocumentsMode::kAuto) {
+    run.documents =
+        model.ok() && model->owned_by == "reprise" ? DocumentsMode::kField : DocumentsMode::kInline;
   }
   run.context_tokens = options.context_tokens > 0                     ? options.context_tokens
                        : model.ok() && model->context_tokens > 0 ? model->context_tokens
@@ -789,29 +959,32 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   for (int wave = 0; wave < total; wave += options.clients) {
     const int n = std::min(options.clients, total - wave);
     std::vector<json> bodies;
-    std::vector<int64_t> reusable(static_cast<size_t>(n), -1);
+    std::vector<std::optional<std::vector<uint8_t>>> masks(static_cast<size_t>(n));
     for (int j = 0; j < n; ++j) {
       const int i = wave + j;
       const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
-      bodies.push_back(BuildChatBody(request, window.Messages(request), body_options));
-      if (options.count_reusable) {
-        Result<int64_t> counted = options.count_reusable(bodies.back());
-        if (!counted.ok()) {
-          return counted.error().WithContext("request " + std::to_string(i + 1) + " (" +
-                                             request.id + "): counting its reusable tokens");
+      const std::vector<workload::TraceMessage> messages = window.Messages(request);
+      bodies.push_back(run.endpoint == ServeEndpoint::kChat
+                           ? BuildChatBody(request, messages, body_options)
+                           : BuildCompletionBody(request, messages, body_options));
+      if (options.reusable_mask) {
+        Result<std::vector<uint8_t>> mask = options.reusable_mask(bodies.back(), run.endpoint);
+        if (!mask.ok()) {
+          return mask.error().WithContext("request " + std::to_string(i + 1) + " (" + request.id +
+                                          "): counting its reusable tokens");
         }
-        reusable[static_cast<size_t>(j)] = *counted;
+        masks[static_cast<size_t>(j)] = std::move(mask).value();
       }
     }
     std::vector<Result<RequestMeasurement>> measured(static_cast<size_t>(n), Status::Ok());
     if (n == 1) {
-      measured[0] = clients[0]->Send(bodies[0]);
+      measured[0] = clients[0]->Send(bodies[0], run.endpoint);
     } else {
       std::vector<std::thread> senders;
       for (int j = 0; j < n; ++j) {
         senders.emplace_back([&, j] {
           measured[static_cast<size_t>(j)] =
-              clients[static_cast<size_t>(j)]->Send(bodies[static_cast<size_t>(j)]);
+              clients[static_cast<size_t>(j)]->Send(bodies[static_cast<size_t>(j)], run.endpoint);
         });
       }
       for (std::thread& t : senders) t.join();
@@ -827,15 +1000,8 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
       }
       m->id = request.id;
       m->phase = request.phase;
-      if (reusable[static_cast<size_t>(j)] >= 0) {
-        m->tokens_reusable = reusable[static_cast<size_t>(j)];
-        const ServeUsage& u = m->usage;
-        if (u.has_reprise && u.tokens_prefix >= 0 && u.tokens_reused >= 0 &&
-            u.tokens_recomputed >= 0) {
-          m->tokens_found = u.tokens_prefix + u.tokens_reused + u.tokens_recomputed;
-        } else if (u.cached_tokens >= 0) {
-          m->tokens_found = u.cached_tokens;
-        }
+      if (const std::optional<std::vector<uint8_t>>& mask = masks[static_cast<size_t>(j)]) {
+        SetRecall(*mask, *m);
       }
       window.AddReply(request, m->reply);
       if (on_request) on_request(*m, i, total);
