@@ -342,6 +342,15 @@ TEST_F(CliTest, BenchSessionsComparesSessionsWithEngines) {
   EXPECT_NE(text.out.find("each further session of it:"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("each further engine (baseline"), std::string::npos) << text.out;
   EXPECT_NE(Reprise("bench sessions -m " + model_ + " -n 0").exit_code, 0);
+  EXPECT_LE(j["prompt_tokens"].get<int>(), 64);
+  // By default each request fills its context (its whole KV cache is written): the prompt and
+  // the 4 generated tokens leave at most one slot and one word of the filler free.
+  o = Reprise("bench sessions -m " + model_ + " -t 1 -c 1024 -n 1 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["context_tokens"].get<int>(), 1024);
+  EXPECT_LE(j["tokens_per_request"].get<int>(), 1024 - 1);
+  EXPECT_GE(j["tokens_per_request"].get<int>(), 1024 - 4) << o.out;
 }
 
 TEST_F(CliTest, BenchAccuracyComparesTheGraphsWithTheReferenceForward) {
