@@ -11,6 +11,8 @@
 #include <optional>
 #include <span>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 namespace reprise::cli {
 namespace {
@@ -873,17 +875,25 @@ void SetRecall(std::span<const uint8_t> reusable, RequestMeasurement& m) {
   }
 }
 
-Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
-                                    const ServeProgressFn& on_request) {
-  REPRISE_ASSIGN_OR_RETURN(workload::ServeTraceKind kind,
-                           workload::ParseServeTraceKind(options.trace));
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ServeClient> client,
-                           ServeClient::Create({.url = options.url,
-                                                .api_key = options.api_key,
-                                                .now_ms = options.now_ms}));
+namespace {
+
+// One server of a run: its clients (one per concurrent request), what it was found to be and
+// its requests' bodies.
+struct ServerUnderTest {
+  std::vector<std::unique_ptr<ServeClient>> clients;
   ServeBenchRun run;
+  ChatBodyOptions body_options;
+};
+
+// Connects to `url`, finds the model and resolves the documents mode.
+Result<ServerUnderTest> OpenServer(const ServeBenchOptions& options, const std::string& url) {
+  ServerUnderTest server;
+  REPRISE_ASSIGN_OR_RETURN(
+      std::unique_ptr<ServeClient> client,
+      ServeClient::Create({.url = url, .api_key = options.api_key, .now_ms = options.now_ms}));
+  ServeBenchRun& run = server.run;
   run.trace = options.trace;
-  run.url = options.url;
+  run.url = url;
   run.model = options.model;
   Result<ModelInfo> model = client->FindModel(options.model);
   if (!model.ok()) {
@@ -915,12 +925,59 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   run.context_tokens = options.context_tokens > 0                     ? options.context_tokens
                        : model.ok() && model->context_tokens > 0 ? model->context_tokens
                                                                  : kDefaultContextTokens;
-  if (run.context_tokens <= options.max_tokens) {
-    return InvalidArgumentError("the context (" + std::to_string(run.context_tokens) +
+  run.clients = options.clients;
+  server.body_options = {.model = run.model,
+                         .max_tokens = options.max_tokens,
+                         .seed = options.seed,
+                         .documents = run.documents};
+  server.clients.push_back(std::move(client));
+  while (static_cast<int>(server.clients.size()) < options.clients) {
+    REPRISE_ASSIGN_OR_RETURN(
+        std::unique_ptr<ServeClient> another,
+        ServeClient::Create({.url = url, .api_key = options.api_key, .now_ms = options.now_ms}));
+    server.clients.push_back(std::move(another));
+  }
+  return server;
+}
+
+}  // namespace
+
+Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
+                                    const ServeProgressFn& on_request) {
+  REPRISE_ASSIGN_OR_RETURN(std::vector<ServeBenchRun> runs,
+                           RunServeBenchSideBySide(options, {options.url}, on_request));
+  return std::move(runs.front());
+}
+
+Result<std::vector<ServeBenchRun>> RunServeBenchSideBySide(const ServeBenchOptions& options,
+                                                           const std::vector<std::string>& urls,
+                                                           const ServeProgressFn& on_request) {
+  REPRISE_ASSIGN_OR_RETURN(workload::ServeTraceKind kind,
+                           workload::ParseServeTraceKind(options.trace));
+  if (urls.empty()) return InvalidArgumentError("no server URL");
+  if (options.clients < 1) return InvalidArgumentError("clients must be >= 1");
+  if (options.clients > 1 && kind == workload::ServeTraceKind::kChatSession) {
+    return InvalidArgumentError(
+        "the chat-session trace is one conversation (each turn follows the last reply): it "
+        "takes one client");
+  }
+  if (options.clients > 1 && urls.size() > 1) {
+    return InvalidArgumentError("servers side by side take one client");
+  }
+  std::vector<ServerUnderTest> servers;
+  for (const std::string& url : urls) {
+    REPRISE_ASSIGN_OR_RETURN(ServerUnderTest server, OpenServer(options, url));
+    servers.push_back(std::move(server));
+  }
+  // One trace for all: the first server's context when the options give none.
+  const int context_tokens = servers.front().run.context_tokens;
+  for (ServerUnderTest& server : servers) server.run.context_tokens = context_tokens;
+  if (context_tokens <= options.max_tokens) {
+    return InvalidArgumentError("the context (" + std::to_string(context_tokens) +
                                 " tokens) leaves no room for a prompt after --max-tokens " +
                                 std::to_string(options.max_tokens));
   }
-  const int max_prompt_tokens = run.context_tokens - options.max_tokens;
+  const int max_prompt_tokens = context_tokens - options.max_tokens;
 
   workload::ServeTraceOptions trace_options;
   trace_options.data_dir = options.data_dir;
@@ -932,43 +989,33 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   REPRISE_ASSIGN_OR_RETURN(workload::ServeTrace trace,
                            workload::BuildServeTrace(kind, trace_options));
 
+  // Every server is sent the same history: the chat-session trace records the dataset's
+  // replies, not the servers'.
   workload::ChatWindow window(max_prompt_tokens, workload::EstimateTokens);
-  const ChatBodyOptions body_options{.model = run.model,
-                                     .max_tokens = options.max_tokens,
-                                     .seed = options.seed,
-                                     .documents = run.documents};
+  const ServeEndpoint endpoint = options.endpoint;
   const int total = static_cast<int>(trace.requests.size());
-  if (options.clients < 1) return InvalidArgumentError("clients must be >= 1");
-  if (options.clients > 1 && kind == workload::ServeTraceKind::kChatSession) {
-    return InvalidArgumentError(
-        "the chat-session trace is one conversation (each turn follows the last reply): it "
-        "takes one client");
-  }
-  run.clients = options.clients;
-  // One client per concurrent request (a ServeClient sends one request at a time).
-  std::vector<std::unique_ptr<ServeClient>> clients;
-  clients.push_back(std::move(client));
-  while (static_cast<int>(clients.size()) < options.clients) {
-    REPRISE_ASSIGN_OR_RETURN(
-        std::unique_ptr<ServeClient> another,
-        ServeClient::Create(
-            {.url = options.url, .api_key = options.api_key, .now_ms = options.now_ms}));
-    clients.push_back(std::move(another));
-  }
+  const size_t num_servers = servers.size();
   const auto replay_start = std::chrono::steady_clock::now();
+  std::vector<double> busy_ms(num_servers, 0.0);
   for (int wave = 0; wave < total; wave += options.clients) {
     const int n = std::min(options.clients, total - wave);
-    std::vector<json> bodies;
+    // [server][request of the wave]
+    std::vector<std::vector<json>> bodies(num_servers);
     std::vector<std::optional<std::vector<uint8_t>>> masks(static_cast<size_t>(n));
     for (int j = 0; j < n; ++j) {
       const int i = wave + j;
       const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
       const std::vector<workload::TraceMessage> messages = window.Messages(request);
-      bodies.push_back(run.endpoint == ServeEndpoint::kChat
-                           ? BuildChatBody(request, messages, body_options)
-                           : BuildCompletionBody(request, messages, body_options));
+      for (size_t k = 0; k < num_servers; ++k) {
+        const ChatBodyOptions& body_options = servers[k].body_options;
+        bodies[k].push_back(endpoint == ServeEndpoint::kChat
+                                ? BuildChatBody(request, messages, body_options)
+                                : BuildCompletionBody(request, messages, body_options));
+      }
       if (options.reusable_mask) {
-        Result<std::vector<uint8_t>> mask = options.reusable_mask(bodies.back(), run.endpoint);
+        // The first server's body: every form makes the same prompt (each server's
+        // prompt_tokens are checked against it).
+        Result<std::vector<uint8_t>> mask = options.reusable_mask(bodies[0].back(), endpoint);
         if (!mask.ok()) {
           return mask.error().WithContext("request " + std::to_string(i + 1) + " (" + request.id +
                                           "): counting its reusable tokens");
@@ -976,43 +1023,142 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
         masks[static_cast<size_t>(j)] = std::move(mask).value();
       }
     }
-    std::vector<Result<RequestMeasurement>> measured(static_cast<size_t>(n), Status::Ok());
-    if (n == 1) {
-      measured[0] = clients[0]->Send(bodies[0], run.endpoint);
-    } else {
-      std::vector<std::thread> senders;
-      for (int j = 0; j < n; ++j) {
-        senders.emplace_back([&, j] {
-          measured[static_cast<size_t>(j)] =
-              clients[static_cast<size_t>(j)]->Send(bodies[static_cast<size_t>(j)], run.endpoint);
-        });
+    // Side by side, the servers take turns, each wave starting with the next one, so that
+    // each meets the machine's load as often first as second.
+    std::vector<std::vector<Result<RequestMeasurement>>> measured(
+        num_servers, std::vector<Result<RequestMeasurement>>(static_cast<size_t>(n), Status::Ok()));
+    for (size_t turn = 0; turn < num_servers; ++turn) {
+      const size_t k = (static_cast<size_t>(wave / options.clients) + turn) % num_servers;
+      ServerUnderTest& server = servers[k];
+      const auto start = std::chrono::steady_clock::now();
+      if (n == 1) {
+        measured[k][0] = server.clients[0]->Send(bodies[k][0], endpoint);
+      } else {
+        std::vector<std::thread> senders;
+        for (int j = 0; j < n; ++j) {
+          senders.emplace_back([&, j, k] {
+            const auto jj = static_cast<size_t>(j);
+            measured[k][jj] = servers[k].clients[jj]->Send(bodies[k][jj], endpoint);
+          });
+        }
+        for (std::thread& t : senders) t.join();
       }
-      for (std::thread& t : senders) t.join();
+      busy_ms[k] +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
     }
     for (int j = 0; j < n; ++j) {
       const int i = wave + j;
       const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
-      Result<RequestMeasurement>& m = measured[static_cast<size_t>(j)];
-      if (!m.ok()) {
-        return Status(m.error().code(), "request " + std::to_string(i + 1) + " of " +
-                                            std::to_string(total) + " (" + request.id +
-                                            "): " + m.error().message());
+      for (size_t k = 0; k < num_servers; ++k) {
+        Result<RequestMeasurement>& m = measured[k][static_cast<size_t>(j)];
+        if (!m.ok()) {
+          return Status(m.error().code(),
+                        (num_servers > 1 ? servers[k].run.url + ": " : std::string()) + "request " +
+                            std::to_string(i + 1) + " of " + std::to_string(total) + " (" +
+                            request.id + "): " + m.error().message());
+        }
+        m->id = request.id;
+        m->phase = request.phase;
+        if (const std::optional<std::vector<uint8_t>>& mask = masks[static_cast<size_t>(j)]) {
+          SetRecall(*mask, *m);
+        }
+        if (on_request) on_request(*m, i, total);
       }
-      m->id = request.id;
-      m->phase = request.phase;
-      if (const std::optional<std::vector<uint8_t>>& mask = masks[static_cast<size_t>(j)]) {
-        SetRecall(*mask, *m);
+      window.AddReply(request, measured[0][static_cast<size_t>(j)]->reply);
+      for (size_t k = 0; k < num_servers; ++k) {
+        servers[k].run.requests.push_back(std::move(measured[k][static_cast<size_t>(j)]).value());
       }
-      window.AddReply(request, m->reply);
-      if (on_request) on_request(*m, i, total);
-      run.requests.push_back(std::move(m).value());
     }
   }
-  run.wall_ms =
+  const double replay_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - replay_start)
           .count();
-  run.num_dropped_history_messages = window.num_dropped_messages();
-  return run;
+  std::vector<ServeBenchRun> runs;
+  for (size_t k = 0; k < num_servers; ++k) {
+    ServeBenchRun& run = servers[k].run;
+    // Alone, the whole replay; side by side, the time spent on this server's requests.
+    run.wall_ms = num_servers == 1 ? replay_ms : busy_ms[k];
+    run.num_dropped_history_messages = window.num_dropped_messages();
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+std::vector<ServeComparison> CompareServeRuns(const std::vector<ServeBenchRun>& runs) {
+  std::vector<ServeComparison> rows;
+  if (runs.empty()) return rows;
+  for (const PhaseSummary& base : SummarizeServeBench(runs.front().requests)) {
+    for (size_t k = 1; k < runs.size(); ++k) {
+      ServeComparison row;
+      row.phase = base.phase;
+      row.url = runs[k].url;
+      std::vector<const RequestMeasurement*> first, other;
+      for (const RequestMeasurement& r : runs.front().requests) {
+        if (r.phase == base.phase) first.push_back(&r);
+      }
+      for (const RequestMeasurement& r : runs[k].requests) {
+        if (r.phase == base.phase) other.push_back(&r);
+      }
+      std::vector<double> ratios, first_ttft, other_ttft, later_first, later_other;
+      for (size_t i = 0; i < std::min(first.size(), other.size()); ++i) {
+        const double a = first[i]->ttft_ms, b = other[i]->ttft_ms;
+        first_ttft.push_back(a);
+        other_ttft.push_back(b);
+        if (i > 0) {
+          later_first.push_back(a);
+          later_other.push_back(b);
+        }
+        if (a > 0 && b >= 0) ratios.push_back(b / a);
+      }
+      const auto ratio_of_means = [](std::vector<double> a, std::vector<double> b) {
+        const TimeSummary x = SummarizeTimes(std::move(a)), y = SummarizeTimes(std::move(b));
+        return std::pair{x.count > 0 && x.mean > 0 ? y.mean / x.mean : -1.0,
+                         x.count > 0 && x.p50 > 0 ? y.p50 / x.p50 : -1.0};
+      };
+      row.num_requests = static_cast<int>(ratios.size());
+      std::tie(row.mean_ratio, row.p50_ratio) = ratio_of_means(first_ttft, other_ttft);
+      std::tie(row.later_mean_ratio, std::ignore) = ratio_of_means(later_first, later_other);
+      const TimeSummary per_request = SummarizeTimes(std::move(ratios));
+      row.median_request_ratio = per_request.count > 0 ? per_request.p50 : -1.0;
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::string ServeComparisonText(const std::vector<ServeBenchRun>& runs) {
+  std::string out;
+  char line[512];
+  for (const ServeComparison& c : CompareServeRuns(runs)) {
+    std::snprintf(line, sizeof(line),
+                  "side by side, %s: %s against %s, TTFT ratio (its / the first's): mean %sx, "
+                  "p50 %sx, mean of requests 2..n %sx, median of the %d per-request ratios "
+                  "%sx\n",
+                  c.phase.c_str(), c.url.c_str(), runs.front().url.c_str(),
+                  Fixed(c.mean_ratio, 2).c_str(), Fixed(c.p50_ratio, 2).c_str(),
+                  Fixed(c.later_mean_ratio, 2).c_str(), c.num_requests,
+                  Fixed(c.median_request_ratio, 2).c_str());
+    out += line;
+  }
+  return out;
+}
+
+json ServeComparisonJson(const std::vector<ServeBenchRun>& runs) {
+  json runs_json = json::array();
+  for (const ServeBenchRun& run : runs) runs_json.push_back(ServeBenchJson(run));
+  json rows = json::array();
+  for (const ServeComparison& c : CompareServeRuns(runs)) {
+    rows.push_back({{"phase", c.phase},
+                    {"url", c.url},
+                    {"against", runs.front().url},
+                    {"requests", c.num_requests},
+                    {"ttft_mean_ratio", Nullable(c.mean_ratio)},
+                    {"ttft_p50_ratio", Nullable(c.p50_ratio)},
+                    {"ttft_mean_ratio_after_first", Nullable(c.later_mean_ratio)},
+                    {"ttft_median_request_ratio", Nullable(c.median_request_ratio)}});
+  }
+  return {{"runs", std::move(runs_json)}, {"comparison", std::move(rows)}};
 }
 
 }  // namespace reprise::cli

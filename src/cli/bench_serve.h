@@ -16,7 +16,9 @@
 //                      /v1/completions: every server gets exactly the same text.
 //   ServeClient        HTTP on cpp-httplib: GET /v1/models, POST /v1/chat/completions or
 //                      /v1/completions (stream, include_usage), the clock injected.
-//   RunServeBench      builds the trace and replays it.
+//   RunServeBench      builds the trace and replays it; RunServeBenchSideBySide replays it
+//                      against several servers at once, request by request in turns (the
+//                      machine's load then weighs on each alike), CompareServeRuns the ratios.
 //   SummarizeServeBench / ServeBenchText / ServeBenchJson   the figures and their printing.
 // The subcommand's flags are in command_bench.cc.
 #pragma once
@@ -388,5 +390,33 @@ using ServeProgressFn = std::function<void(const RequestMeasurement&, int, int)>
 // (its index and id in the message).
 Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
                                     const ServeProgressFn& on_request);
+
+// The same replay against every server of `urls` (options.url is not read) with one client:
+// each request is sent to each server in turn, the first server of the turn rotating request
+// by request, so that a load that comes and goes on a shared machine weighs on each alike.
+// The trace and the prompts are the same for all (the context: options.context_tokens, else
+// the first server's); each server's documents mode is resolved on its own (auto). The
+// recall oracle sees the first server's body. on_request is called for each server's
+// measurement. ServeBenchRun::wall_ms is the time spent on that server's requests. Errors:
+// RunServeBench's, and InvalidArgument for no URL or clients > 1 with several.
+Result<std::vector<ServeBenchRun>> RunServeBenchSideBySide(const ServeBenchOptions& options,
+                                                           const std::vector<std::string>& urls,
+                                                           const ServeProgressFn& on_request);
+
+// Each later run against the first, per phase (requests paired by their index in the trace).
+// Ratios are its TTFT / the first's; -1 where not measured.
+struct ServeComparison {
+  std::string phase;
+  std::string url;       // the later run's
+  int num_requests = 0;  // pairs with both TTFTs
+  double mean_ratio = -1;
+  double p50_ratio = -1;
+  double later_mean_ratio = -1;      // means of requests 2..n (the first is cold on both)
+  double median_request_ratio = -1;  // the median of the per-request ratios
+};
+std::vector<ServeComparison> CompareServeRuns(const std::vector<ServeBenchRun>& runs);
+std::string ServeComparisonText(const std::vector<ServeBenchRun>& runs);
+// {"runs": [ServeBenchJson of each], "comparison": [...]}.
+nlohmann::json ServeComparisonJson(const std::vector<ServeBenchRun>& runs);
 
 }  // namespace reprise::cli

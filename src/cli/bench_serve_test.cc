@@ -648,6 +648,74 @@ TEST(RunServeBenchTest, RecallIntersectsFoundTokensWithTheOraclesMask) {
   EXPECT_EQ(server.bodies().size(), sent);
 }
 
+// Side by side: each request goes to both servers, the first of the turn alternating; each
+// server gets its own documents form of the same prompt; the oracle counts each prompt once.
+TEST(RunServeBenchTest, ServersSideBySideTakeTurnsOnTheSamePrompts) {
+  auto data = testing_support::SharedDataDir();
+  if (!data)
+    GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
+  FakeServer reprise("reprise"), other("llamacpp", /*send_reprise=*/false);
+  int num_counted = 0;
+  ServeBenchOptions options{.trace = "docqa", .data_dir = *data, .num_requests = 2};
+  options.reusable_mask = [&](const json&, ServeEndpoint) -> Result<std::vector<uint8_t>> {
+    ++num_counted;
+    return std::vector<uint8_t>(120, 1);
+  };
+  int num_progress = 0;
+  Result<std::vector<ServeBenchRun>> runs =
+      RunServeBenchSideBySide(options, {reprise.url(), other.url()},
+                              [&](const RequestMeasurement&, int, int) { ++num_progress; });
+  ASSERT_TRUE(runs.ok()) << runs.error().ToString();
+  ASSERT_EQ(runs->size(), 2u);
+  const size_t num_requests = (*runs)[0].requests.size();
+  ASSERT_GT(num_requests, 2u);
+  EXPECT_EQ((*runs)[1].requests.size(), num_requests);
+  EXPECT_EQ(num_counted, static_cast<int>(num_requests));
+  EXPECT_EQ(num_progress, 2 * static_cast<int>(num_requests));
+  EXPECT_EQ((*runs)[0].documents, DocumentsMode::kField);
+  EXPECT_EQ((*runs)[1].documents, DocumentsMode::kInline);
+  EXPECT_EQ((*runs)[1].url, other.url());
+  const std::vector<json> a = reprise.bodies(), b = other.bodies();
+  ASSERT_EQ(a.size(), num_requests);
+  ASSERT_EQ(b.size(), num_requests);
+  EXPECT_TRUE(a[0].contains("documents"));
+  EXPECT_FALSE(b[0].contains("documents"));
+  // The first server of each turn alternates.
+  const auto ta = reprise.arrivals(), tb = other.arrivals();
+  for (size_t i = 0; i < num_requests; ++i) {
+    EXPECT_EQ(ta[i] < tb[i], i % 2 == 0) << "request " << i;
+  }
+  for (size_t i = 0; i < num_requests; ++i) {
+    EXPECT_EQ((*runs)[0].requests[i].id, (*runs)[1].requests[i].id);
+    EXPECT_EQ((*runs)[1].requests[i].tokens_found, 96);  // its cached start
+  }
+  EXPECT_NE(ServeComparisonText(*runs).find("side by side, query: " + other.url()),
+            std::string::npos)
+      << ServeComparisonText(*runs);
+  EXPECT_EQ(ServeComparisonJson(*runs)["runs"].size(), 2u);
+
+  options.clients = 2;
+  EXPECT_EQ(RunServeBenchSideBySide(options, {reprise.url(), other.url()}, nullptr).error().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(BenchServeFiguresTest, ComparisonPairsRequestsByIndex) {
+  ServeBenchRun first{.url = "a"}, second{.url = "b"};
+  const double a[] = {10, 20, 30}, b[] = {20, 60, 30};
+  for (int i = 0; i < 3; ++i) {
+    first.requests.push_back({.phase = "query", .ttft_ms = a[i]});
+    second.requests.push_back({.phase = "query", .ttft_ms = b[i]});
+  }
+  const std::vector<ServeComparison> rows = CompareServeRuns({first, second});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].url, "b");
+  EXPECT_EQ(rows[0].num_requests, 3);
+  EXPECT_DOUBLE_EQ(rows[0].mean_ratio, 110.0 / 60.0);
+  EXPECT_DOUBLE_EQ(rows[0].p50_ratio, 30.0 / 20.0);
+  EXPECT_DOUBLE_EQ(rows[0].later_mean_ratio, 90.0 / 50.0);
+  EXPECT_DOUBLE_EQ(rows[0].median_request_ratio, 2.0);
+}
+
 // --clients N sends the trace in waves of N requests at once (each answer takes >= 40 ms
 // here, so three requests sent one after the other would arrive >= 80 ms apart), keeps the trace's
 // order in the results and reports the aggregate completion rate.

@@ -485,7 +485,10 @@ class BenchCommand : public Command {
         "Replay a request trace over HTTP against Reprise's or any OpenAI-compatible "
         "server: TTFT, decode tokens/s, reuse");
     CLI::App* s = serve_;
-    s->add_option("--url", serve_options_.url, "Server URL, http://host:port")->required();
+    s->add_option("--url", serve_urls_,
+                  "Server URL, http://host:port; given more than once, the servers side by side "
+                  "(each request to each in turn, the ratios of their TTFTs to the first's)")
+        ->required();
     s->add_option("--trace", serve_options_.trace, "Request trace")
         ->required()
         ->check(CLI::IsMember({"docqa", "chat-session", "agent", "docqa-shuffled"}));
@@ -565,18 +568,22 @@ class BenchCommand : public Command {
         return recall->MaskThenAdd(request.generate);
       };
     }
-    Result<ServeBenchRun> run =
-        RunServeBench(serve_options_, [](const RequestMeasurement& m, int index, int total) {
+    serve_options_.url = serve_urls_.front();
+    Result<std::vector<ServeBenchRun>> runs = RunServeBenchSideBySide(
+        serve_options_, serve_urls_, [](const RequestMeasurement& m, int index, int total) {
           std::fprintf(stderr, "\r[%d/%d] %s TTFT %.1f ms   ", index + 1, total, m.phase.c_str(),
                        m.ttft_ms);
-          if (index + 1 == total) std::fprintf(stderr, "\n");
         });
-    if (!run.ok()) {
-      std::fprintf(stderr, "\n");
-      return PrintError("bench serve", run.error());
+    std::fprintf(stderr, "\n");
+    if (!runs.ok()) return PrintError("bench serve", runs.error());
+    if (serve_json_) {
+      std::printf("%s\n", DumpJson(runs->size() == 1 ? ServeBenchJson(runs->front())
+                                                     : ServeComparisonJson(*runs))
+                              .c_str());
+      return kExitOk;
     }
-    std::printf("%s", serve_json_ ? (DumpJson(ServeBenchJson(*run)) + "\n").c_str()
-                                  : ServeBenchText(*run).c_str());
+    for (const ServeBenchRun& run : *runs) std::printf("%s", ServeBenchText(run).c_str());
+    if (runs->size() > 1) std::printf("%s", ServeComparisonText(*runs).c_str());
     return kExitOk;
   }
 
@@ -586,6 +593,7 @@ class BenchCommand : public Command {
   BenchConcurrent concurrent_;
   CLI::App* serve_ = nullptr;
   ServeBenchOptions serve_options_;
+  std::vector<std::string> serve_urls_;
   std::string serve_documents_ = "auto";
   std::string serve_endpoint_ = "chat";
   std::string serve_tokenizer_;
