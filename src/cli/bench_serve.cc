@@ -14,6 +14,8 @@
 #include <tuple>
 #include <utility>
 
+#include "tools/request_recall_oracle.h"
+
 namespace reprise::cli {
 namespace {
 
@@ -865,14 +867,7 @@ void SetRecall(std::span<const uint8_t> reusable, RequestMeasurement& m) {
   } else {
     return;
   }
-  const auto size = static_cast<int64_t>(reusable.size());
-  m.tokens_found = 0;
-  for (const auto& [begin, end] : runs) {
-    // A run past the oracle's prompt (another prompt: see num_prompt_mismatches) counts only
-    // where both have tokens.
-    const int64_t b = std::min(begin, size), e = std::min(end, size);
-    m.tokens_found += std::count(reusable.begin() + b, reusable.begin() + e, uint8_t{1});
-  }
+  m.tokens_found = tools::CountReusableIn<int64_t>(reusable, runs);
 }
 
 namespace {
