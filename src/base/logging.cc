@@ -3,22 +3,28 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace reprise {
 namespace {
 
 // Relaxed: the level is a filter; a message racing a level change may go either way.
 std::atomic<int> g_log_level{static_cast<int>(LogLevel::kWarning)};
-std::mutex g_log_mutex;
+Mutex g_log_mutex;
 
 const char* LevelTag(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "D";
-    case LogLevel::kInfo: return "I";
-    case LogLevel::kWarning: return "W";
-    case LogLevel::kError: return "E";
-    case LogLevel::kSilent: return "";
+    case LogLevel::kDebug:
+      return "D";
+    case LogLevel::kInfo:
+      return "I";
+    case LogLevel::kWarning:
+      return "W";
+    case LogLevel::kError:
+      return "E";
+    case LogLevel::kSilent:
+      return "";
   }
   return "?";
 }
@@ -46,7 +52,7 @@ LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(leve
 LogMessage::~LogMessage() {
   stream_ << "\n";
   const std::string text = stream_.str();
-  std::lock_guard<std::mutex> lock(g_log_mutex);
+  MutexLock lock(g_log_mutex);
   std::fwrite(text.data(), 1, text.size(), stderr);
   (void)level_;
 }

@@ -169,7 +169,7 @@ void ThreadPool::Run(int64_t n, int64_t grain, RangeFn fn, void* context) {
     RunRange(fn, context, 0, n, grain);
     return;
   }
-  std::lock_guard<std::mutex> lock(run_mutex_);
+  MutexLock lock(run_mutex_);
   const int64_t num_chunks = (n + grain - 1) / grain;
   job_fn_ = fn;
   job_context_ = context;

@@ -22,11 +22,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace reprise {
@@ -103,7 +103,7 @@ class ThreadPool {
   const int spin_us_;
   void (*const thread_start_)();
   std::atomic<int> num_started_{0};  // workers that have run thread_start_
-  std::mutex run_mutex_;             // serialises regions started by different threads
+  Mutex run_mutex_;                  // serialises regions started by different threads
 
   // The job of the current region. Written by the caller before it publishes the region in
   // claim_ (release); read by a worker only after it has claimed a range of that region

@@ -89,7 +89,7 @@ Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
 Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::GetOrCompile(
     const GraphKey& key, graph::GraphKind kind, int capacity,
     const model::CompileOptions& options) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = graphs_.find(key);
   if (it != graphs_.end()) return it->second;
   REPRISE_ASSIGN_OR_RETURN(graph::CompiledGraph compiled,
@@ -144,7 +144,7 @@ Result<std::shared_ptr<const graph::CompiledGraph>> CompiledModel::QueryProbeGra
 }
 
 int CompiledModel::graphs_compiled() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return static_cast<int>(graphs_.size());
 }
 

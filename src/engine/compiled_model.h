@@ -13,9 +13,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "base/thread_pool.h"
@@ -111,7 +111,7 @@ class CompiledModel {
   const kernels::KernelSet* kernels_ = nullptr;
   uint64_t kv_fingerprint_ = 0;
   std::string kv_arithmetic_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   mutable std::map<GraphKey, std::shared_ptr<const graph::CompiledGraph>> graphs_
       REPRISE_GUARDED_BY(mutex_);
 };

@@ -35,16 +35,16 @@ DecodeBatcher::Participant::~Participant() {
 }
 
 void DecodeBatcher::Join() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ++participants_;
 }
 
 void DecodeBatcher::Leave() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     --participants_;
   }
-  changed_.notify_all();  // the steps waiting for this one need not any more
+  changed_.NotifyAll();  // the steps waiting for this one need not any more
 }
 
 Status DecodeBatcher::Step(const graph::BatchRow& row, std::span<float> logits) {
@@ -52,9 +52,9 @@ Status DecodeBatcher::Step(const graph::BatchRow& row, std::span<float> logits) 
     return InvalidArgumentError("the logits buffer does not hold one vocabulary row");
   }
   Request request{row, logits, std::chrono::steady_clock::now()};
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   pending_.push_back(&request);
-  changed_.notify_all();
+  changed_.NotifyAll();
   Request* batch[kMaxBatch];
   while (!request.done) {
     const int wanted = std::clamp(participants_, 1, max_batch_);
@@ -74,11 +74,11 @@ Status DecodeBatcher::Step(const graph::BatchRow& row, std::span<float> logits) 
         pending_.pop_front();
       }
       running_ = true;
-      lock.unlock();
+      lock.Unlock();
       const auto started = std::chrono::steady_clock::now();
       const Status status = RunBatch(std::span<Request* const>(batch, static_cast<size_t>(n)));
       const auto took = std::chrono::steady_clock::now() - started;
-      lock.lock();
+      lock.Lock();
       last_run_ = took;
       for (int i = 0; i < n; ++i) {
         batch[i]->status = status;
@@ -88,13 +88,13 @@ Status DecodeBatcher::Step(const graph::BatchRow& row, std::span<float> logits) 
       ++stats_.steps;
       stats_.rows += n;
       stats_.max_rows = std::max<int64_t>(stats_.max_rows, n);
-      changed_.notify_all();
+      changed_.NotifyAll();
       continue;
     }
     if (running_ || pending_.empty()) {
-      changed_.wait(lock);
+      changed_.Wait(lock);
     } else {
-      changed_.wait_until(lock, deadline);
+      changed_.WaitUntil(lock, deadline);
     }
   }
   return request.status;
@@ -114,7 +114,7 @@ Status DecodeBatcher::RunBatch(std::span<Request* const> batch) {
 }
 
 DecodeBatcherStats DecodeBatcher::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return stats_;
 }
 

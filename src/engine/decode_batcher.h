@@ -13,14 +13,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "engine/compiled_model.h"
@@ -86,8 +85,8 @@ class DecodeBatcher {
   int max_batch_ = 1;
   std::chrono::microseconds max_wait_{0};
 
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  mutable Mutex mutex_;
+  CondVar changed_;
   std::deque<Request*> pending_ REPRISE_GUARDED_BY(mutex_);
   std::chrono::steady_clock::time_point oldest_pending_ REPRISE_GUARDED_BY(mutex_);
   int participants_ REPRISE_GUARDED_BY(mutex_) = 0;

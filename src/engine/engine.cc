@@ -1,14 +1,13 @@
 #include "reprise/engine.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <span>
 #include <string>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "engine/calibration.h"
 #include "engine/compiled_model.h"
 #include "engine/decode_batcher.h"
@@ -156,15 +155,16 @@ struct Engine::Shared {
   // The quality guard asked for (EngineOptions::quality_guard), and the threshold it came to
   // for blend sessions of an engine whose own method is not blend (resolved at the first).
   double requested_guard = kQualityGuardCalibrated;
-  std::optional<double> blend_session_guard;
+  Mutex mutex;
+  std::optional<double> blend_session_guard REPRISE_GUARDED_BY(mutex);
   std::string guard_dir;  // where guard thresholds are kept; empty = this process only
-  std::mutex mutex;
   // Namespace -> its cache (a view of the store, or a memory cache of its own).
-  std::map<std::string, std::unique_ptr<kv::ChunkCache>> caches;
-  std::condition_variable slot_freed;
-  std::vector<std::unique_ptr<Session>> idle_slots;  // slots not running a request
-  int slots = 0;                                     // slots made so far
-  int waiting = 0;                                   // Generate calls waiting for a slot
+  std::map<std::string, std::unique_ptr<kv::ChunkCache>> caches REPRISE_GUARDED_BY(mutex);
+  CondVar slot_freed;
+  // Slots not running a request.
+  std::vector<std::unique_ptr<Session>> idle_slots REPRISE_GUARDED_BY(mutex);
+  int slots REPRISE_GUARDED_BY(mutex) = 0;    // slots made so far
+  int waiting REPRISE_GUARDED_BY(mutex) = 0;  // Generate calls waiting for a slot
   // Batches the decode steps of the sessions generating at once; null = not batched.
   std::unique_ptr<engine::DecodeBatcher> decode_batcher;
 };
@@ -365,14 +365,17 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
                            std::to_string(engine->context_tokens_) + " tokens, reuse " +
                            ReuseMethodName(options.reuse);
   }
-  engine->shared_->slots = 1;
-  engine->shared_->idle_slots.push_back(std::move(first));
+  {
+    MutexLock lock(engine->shared_->mutex);
+    engine->shared_->slots = 1;
+    engine->shared_->idle_slots.push_back(std::move(first));
+  }
   return engine;
 }
 
 Result<kv::ChunkCache*> Engine::CacheOf(const std::string& name_space) {
   if (options_.reuse == ReuseMethod::kNone) return nullptr;
-  std::lock_guard<std::mutex> lock(shared_->mutex);
+  MutexLock lock(shared_->mutex);
   auto it = shared_->caches.find(name_space);
   if (it != shared_->caches.end()) return it->second.get();
   REPRISE_RETURN_IF_ERROR(store::ValidateNamespaceName(name_space));
@@ -408,7 +411,7 @@ Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space,
   options.method = static_cast<engine::ReuseMethod>(method);
   if (method == ReuseMethod::kBlend && options_.reuse != ReuseMethod::kBlend) {
     // The engine resolved no guard for its own method: resolve it once for blend sessions.
-    std::lock_guard<std::mutex> lock(shared_->mutex);
+    MutexLock lock(shared_->mutex);
     if (!shared_->blend_session_guard) {
       engine::ReuseOptions guarded = options;
       guarded.guard_deviation = shared_->requested_guard;
@@ -467,10 +470,11 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   // Take a free slot, making one when fewer than `sessions` exist, else wait for one.
   std::unique_ptr<Session> slot;
   {
-    std::unique_lock<std::mutex> lock(shared_->mutex);
+    MutexLock lock(shared_->mutex);
     ++shared_->waiting;
-    shared_->slot_freed.wait(
-        lock, [&] { return !shared_->idle_slots.empty() || shared_->slots < options_.sessions; });
+    while (shared_->idle_slots.empty() && shared_->slots >= options_.sessions) {
+      shared_->slot_freed.Wait(lock);
+    }
     --shared_->waiting;
     if (!shared_->idle_slots.empty()) {
       slot = std::move(shared_->idle_slots.back());
@@ -482,19 +486,19 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   if (!slot) {
     Result<std::unique_ptr<Session>> made = NewSession(options_.name_space);
     if (!made.ok()) {
-      std::lock_guard<std::mutex> lock(shared_->mutex);
+      MutexLock lock(shared_->mutex);
       --shared_->slots;
-      shared_->slot_freed.notify_one();
+      shared_->slot_freed.NotifyOne();
       return made.error();
     }
     slot = std::move(made).value();
   }
   Result<GenerateResult> result = Run(*slot, request, on_text);
   {
-    std::lock_guard<std::mutex> lock(shared_->mutex);
+    MutexLock lock(shared_->mutex);
     shared_->idle_slots.push_back(std::move(slot));
   }
-  shared_->slot_freed.notify_one();
+  shared_->slot_freed.NotifyOne();
   return result;
 }
 
@@ -663,7 +667,7 @@ int Engine::recompute_capacity() const { return shared_->reuse.recompute_capacit
 
 double Engine::quality_guard() const {
   if (options_.reuse == ReuseMethod::kBlend) return shared_->reuse.guard_deviation;
-  std::lock_guard<std::mutex> lock(shared_->mutex);
+  MutexLock lock(shared_->mutex);
   return shared_->blend_session_guard.value_or(0.0);
 }
 
@@ -690,7 +694,7 @@ MachinePeak Engine::MeasureMachinePeak(double seconds) const {
 
 EngineStats Engine::Stats() const {
   EngineStats stats;
-  std::lock_guard<std::mutex> lock(shared_->mutex);
+  MutexLock lock(shared_->mutex);
   stats.sessions = shared_->slots;
   stats.sessions_busy = shared_->slots - static_cast<int>(shared_->idle_slots.size());
   stats.waiting = shared_->waiting;

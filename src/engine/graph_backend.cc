@@ -1,11 +1,11 @@
 #include "engine/graph_backend.h"
 
 #include <algorithm>
-#include <mutex>
 
 #include "base/check.h"
 #include "base/logging.h"
 #include "base/memory_usage.h"
+#include "base/mutex.h"
 #include "graph/subgraph_scheduler.h"
 #include "kernels/kernel_set.h"
 #include "kernels/matmul_scratch.h"
@@ -202,7 +202,7 @@ Status GraphBackend::RunPrefillOutOfOrder(std::span<const int32_t> tokens,
   options.num_workers = static_cast<int>(group_executors_.size());
   options.window = out_of_order_window_;
   Status failure = Status::Ok();
-  std::mutex failure_mutex;
+  Mutex failure_mutex;
   const bool ok = graph::RunOutOfOrder(
       num_calls, num_shards, options, [&](const graph::Subgraph& g, int worker) {
         graph::ExecutionContext& context =
@@ -218,7 +218,7 @@ Status GraphBackend::RunPrefillOutOfOrder(std::span<const int32_t> tokens,
                                        slots.subspan(begin, n), slots[begin + n - 1] + 1);
           }
           if (!status.ok()) {
-            std::lock_guard<std::mutex> lock(failure_mutex);
+            MutexLock lock(failure_mutex);
             failure = status;
             return false;
           }

@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
 #include "base/file_util.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/random.h"
 #include "engine/compiled_model.h"
 #include "engine/sample_text.h"
@@ -225,9 +225,9 @@ Status ResolveQualityGuard(const LoadedModel& model, const std::string& dir, Reu
   const std::string key = GuardCalibrationKey(*reuse);
   // Thresholds measured or read in this process, by key: engines and sessions of the same
   // settings measure once.
-  static std::mutex mutex;
+  static Mutex mutex;
   static std::map<std::string, double> known;
-  std::lock_guard<std::mutex> lock(mutex);  // one measurement at a time, each once
+  MutexLock lock(mutex);  // one measurement at a time, each once
   if (auto it = known.find(key); it != known.end()) {
     reuse->guard_deviation = it->second;
     return Status::Ok();

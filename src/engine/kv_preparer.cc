@@ -15,8 +15,7 @@ double MillisecondsBetween(std::chrono::steady_clock::time_point a,
 KvPreparer::KvPreparer(const reuse::ReusePlan& plan, reuse::KvLoader& loader, kv::KvCache& cache,
                        std::span<const int32_t> positions, const RopeLayout& rope,
                        const kernels::KernelSet& kernels, KvPreparationOrder order)
-    : plan_(plan),
-      loader_(loader),
+    : loader_(loader),
       cache_(cache),
       positions_(positions),
       rope_(rope),
@@ -60,7 +59,7 @@ KvPreparer::KvPreparer(const reuse::ReusePlan& plan, reuse::KvLoader& loader, kv
   window_begin_.push_back(runs_.size());
   run_kv_.resize(runs_.size());
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     placed_groups_.assign(runs_.size(), 0);
   }
   if (!runs_.empty()) worker_ = std::thread([this] { PlaceAll(); });
@@ -79,10 +78,10 @@ void KvPreparer::PlaceAll() {
         if (stop_.load(std::memory_order_relaxed)) return;
         if (!Place(r, g)) {
           {
-            std::lock_guard<std::mutex> lock(mutex_);
+            MutexLock lock(mutex_);
             failed_ = true;
           }
-          placed_.notify_all();
+          placed_.NotifyAll();
           return;
         }
       }
@@ -104,11 +103,11 @@ bool KvPreparer::Place(size_t r, size_t group) {
   const double ms = MillisecondsBetween(start, std::chrono::steady_clock::now());
   if (group + 2 == group_first_layer_.size()) run_kv_[r].reset();  // the last group
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     placed_groups_[r] = static_cast<int>(group) + 1;
     place_ms_ += ms;
   }
-  placed_.notify_all();
+  placed_.NotifyAll();
   return true;
 }
 
@@ -134,9 +133,9 @@ bool KvPreparer::ReadyUntil(int end, int end_layer) {
   };
   const auto start = std::chrono::steady_clock::now();
   {
-    std::unique_lock<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (!is_ready()) {
-      placed_.wait(lock, [&]() REPRISE_REQUIRES(mutex_) { return failed_ || is_ready(); });
+      while (!failed_ && !is_ready()) placed_.Wait(lock);
       if (!is_ready()) {
         wait_ms_ += MillisecondsBetween(start, std::chrono::steady_clock::now());
         return false;
@@ -155,7 +154,7 @@ bool KvPreparer::ReadyUntil(int end, int end_layer) {
 }
 
 double KvPreparer::place_ms() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return place_ms_;
 }
 

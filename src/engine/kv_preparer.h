@@ -23,14 +23,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "engine/kv_transfer.h"
 #include "kv/kv_cache.h"
@@ -51,9 +50,9 @@ struct KvPreparationOrder {
 
 class KvPreparer {
  public:
-  // Starts placing at once. Borrows everything: `plan`, `loader`, `cache` and `positions`
-  // (the prompt tokens' positions) must outlive the preparer; the caller must not change
-  // `cache`'s reused slots meanwhile.
+  // Starts placing at once. Reads `plan` here only; borrows the rest: `loader`, `cache` and
+  // `positions` (the prompt tokens' positions) must outlive the preparer; the caller must not
+  // change `cache`'s reused slots meanwhile.
   KvPreparer(const reuse::ReusePlan& plan, reuse::KvLoader& loader, kv::KvCache& cache,
              std::span<const int32_t> positions, const RopeLayout& rope,
              const kernels::KernelSet& kernels, KvPreparationOrder order = {});
@@ -86,7 +85,6 @@ class KvPreparer {
   // source failed.
   bool Place(size_t r, size_t group);
 
-  const reuse::ReusePlan& plan_;
   reuse::KvLoader& loader_;
   kv::KvCache& cache_;
   const std::span<const int32_t> positions_;
@@ -103,8 +101,8 @@ class KvPreparer {
   size_t num_committed_runs_ = 0;  // runs whose slot positions are recorded (caller's)
   double wait_ms_ = 0.0;
   std::atomic<bool> stop_{false};
-  mutable std::mutex mutex_;
-  std::condition_variable placed_;
+  mutable Mutex mutex_;
+  CondVar placed_;
   // Per run, how many of its layer groups are placed.
   std::vector<int> placed_groups_ REPRISE_GUARDED_BY(mutex_);
   bool failed_ REPRISE_GUARDED_BY(mutex_) = false;

@@ -1,11 +1,10 @@
 #include "graph/subgraph_scheduler.h"
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "base/check.h"
+#include "base/mutex.h"
 
 namespace reprise::graph {
 namespace {
@@ -22,19 +21,19 @@ class Scheduler {
         running_(static_cast<size_t>(num_chunks), false) {}
 
   void Work(int worker) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     for (;;) {
       if (first_unfinished_ == num_chunks_ || (failed_ && num_running_ == 0)) {
-        ready_.notify_all();
+        ready_.NotifyAll();
         return;
       }
       Subgraph next;
       if (!failed_ && Pick(worker, &next)) {
         running_[static_cast<size_t>(next.chunk)] = true;
         ++num_running_;
-        lock.unlock();
+        lock.Unlock();
         const bool ok = run_(next, worker);
-        lock.lock();
+        lock.Lock();
         --num_running_;
         running_[static_cast<size_t>(next.chunk)] = false;
         if (!ok) failed_ = true;
@@ -43,18 +42,21 @@ class Scheduler {
                next_shard_[static_cast<size_t>(first_unfinished_)] == num_shards_) {
           ++first_unfinished_;
         }
-        ready_.notify_all();
+        ready_.NotifyAll();
         continue;
       }
-      ready_.wait(lock);
+      ready_.Wait(lock);
     }
   }
 
-  bool failed() const { return failed_; }
+  bool failed() {
+    MutexLock lock(mutex_);
+    return failed_;
+  }
 
  private:
   // The ready subgraph of the earliest chunk that `worker` takes.
-  bool Pick(int worker, Subgraph* out) const {
+  bool Pick(int worker, Subgraph* out) const REPRISE_REQUIRES(mutex_) {
     const int end = std::min(num_chunks_, first_unfinished_ + options_.window);
     for (int c = first_unfinished_; c < end; ++c) {
       const int s = next_shard_[static_cast<size_t>(c)];
@@ -72,13 +74,14 @@ class Scheduler {
   const int num_chunks_, num_shards_;
   const SubgraphSchedulerOptions& options_;
   const std::function<bool(const Subgraph&, int)>& run_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::vector<int> next_shard_;  // per chunk: its next shard to run (num_shards_ = finished)
-  std::vector<bool> running_;    // per chunk: one of its shards is running
-  int first_unfinished_ = 0;
-  int num_running_ = 0;
-  bool failed_ = false;
+  Mutex mutex_;
+  CondVar ready_;
+  // Per chunk: its next shard to run (num_shards_ = finished).
+  std::vector<int> next_shard_ REPRISE_GUARDED_BY(mutex_);
+  std::vector<bool> running_ REPRISE_GUARDED_BY(mutex_);  // per chunk: one of its shards runs
+  int first_unfinished_ REPRISE_GUARDED_BY(mutex_) = 0;
+  int num_running_ REPRISE_GUARDED_BY(mutex_) = 0;
+  bool failed_ REPRISE_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace

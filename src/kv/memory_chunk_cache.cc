@@ -44,7 +44,7 @@ Status MemoryChunkCache::Insert(std::shared_ptr<const ChunkEntry> entry) {
                                   " bytes exceeds the cache budget of " +
                                   std::to_string(budget_bytes_));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // Exact KV is never replaced by approximate KV, nor by the same exact KV again (the check
   // and the insert under one lock: another session may insert the same chunk meanwhile).
   if (auto it = slots_.find(entry->id); it != slots_.end() && it->second.entry->exact) {
@@ -66,7 +66,7 @@ Status MemoryChunkCache::Insert(std::shared_ptr<const ChunkEntry> entry) {
 }
 
 std::shared_ptr<const ChunkEntry> MemoryChunkCache::Find(ChunkId id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = slots_.find(id);
   if (it == slots_.end()) return nullptr;
   Touch(it->second);
@@ -75,20 +75,20 @@ std::shared_ptr<const ChunkEntry> MemoryChunkCache::Find(ChunkId id) {
 }
 
 std::optional<ChunkLink> MemoryChunkCache::LinkOf(ChunkId id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = slots_.find(id);
   if (it == slots_.end()) return std::nullopt;
   return ChunkLink{it->second.entry->parent, it->second.entry->content};
 }
 
 bool MemoryChunkCache::Contains(ChunkId id, bool require_exact) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = slots_.find(id);
   return it != slots_.end() && (!require_exact || it->second.entry->exact);
 }
 
 std::vector<std::shared_ptr<const ChunkEntry>> MemoryChunkCache::Children(ChunkId parent) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::shared_ptr<const ChunkEntry>> out;
   auto range = children_.equal_range(parent);
   for (auto it = range.first; it != range.second; ++it) {
@@ -110,7 +110,7 @@ MemoryChunkCache::Slot* MemoryChunkCache::BestByContent(ContentHash content) {
 }
 
 std::shared_ptr<const ChunkEntry> MemoryChunkCache::FindByContent(ContentHash content) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   Slot* best = BestByContent(content);
   if (best == nullptr) return nullptr;
   Touch(*best);
@@ -119,13 +119,13 @@ std::shared_ptr<const ChunkEntry> MemoryChunkCache::FindByContent(ContentHash co
 }
 
 std::shared_ptr<const ChunkEntry> MemoryChunkCache::Peek(ChunkId id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = slots_.find(id);
   return it == slots_.end() ? nullptr : it->second.entry;
 }
 
 std::shared_ptr<const ChunkEntry> MemoryChunkCache::PeekByContent(ContentHash content) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const Slot* best = BestByContent(content);
   return best == nullptr ? nullptr : best->entry;
 }
@@ -133,7 +133,7 @@ std::shared_ptr<const ChunkEntry> MemoryChunkCache::PeekByContent(ContentHash co
 std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int32_t> tokens,
                                                              std::string_view /*text*/,
                                                              int max_candidates) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<ChunkCandidate> out;
   for (const SpanCandidate& c : spans_.FindCandidates(tokens, max_candidates)) {
     const auto slot = slots_.find(c.chunk_id);
@@ -145,7 +145,7 @@ std::vector<ChunkCandidate> MemoryChunkCache::FindCandidates(std::span<const int
 }
 
 ChunkCacheStats MemoryChunkCache::stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return ChunkCacheStats{static_cast<int64_t>(slots_.size()),
                          bytes_,
                          budget_bytes_,

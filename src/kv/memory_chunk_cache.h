@@ -6,9 +6,9 @@
 #pragma once
 
 #include <list>
-#include <mutex>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "kv/chunk_cache.h"
 #include "kv/span_fingerprint_index.h"
@@ -28,8 +28,7 @@ class MemoryChunkCache : public ChunkCache {
   std::vector<std::shared_ptr<const ChunkEntry>> Children(ChunkId parent) override;
   std::shared_ptr<const ChunkEntry> FindByContent(ContentHash content) override;
   // Every chunk sharing a span with `tokens` (span_fingerprint_index.h); `text` is not used.
-  std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens,
-                                             std::string_view text,
+  std::vector<ChunkCandidate> FindCandidates(std::span<const int32_t> tokens, std::string_view text,
                                              int max_candidates) override;
   ChunkCacheStats stats() override;
 
@@ -45,7 +44,7 @@ class MemoryChunkCache : public ChunkCache {
   void EvictToBudget() REPRISE_REQUIRES(mutex_);
 
   const int64_t budget_bytes_;
-  std::mutex mutex_;
+  Mutex mutex_;
   std::unordered_map<ChunkId, Slot> slots_ REPRISE_GUARDED_BY(mutex_);
   std::list<ChunkId> lru_ REPRISE_GUARDED_BY(mutex_);
   std::unordered_multimap<ChunkId, ChunkId> children_ REPRISE_GUARDED_BY(mutex_);

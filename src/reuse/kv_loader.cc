@@ -51,7 +51,7 @@ KvLoader::KvLoader(kv::ChunkCache* cache, const ReusePlan& plan, const kv::KvSha
     if (!slot.used) slot.done = true;
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     slots_ = std::move(slots);
   }
   if (!read_order_.empty()) reader_ = std::thread([this] { ReadAll(); });
@@ -65,26 +65,26 @@ void KvLoader::ReadAll() {
   for (const int s : read_order_) {
     std::shared_ptr<const kv::ChunkEntry> planned;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       planned = slots_[static_cast<size_t>(s)].planned;
     }
     const std::shared_ptr<const kv::ChunkEntry> loaded = cache_->Find(planned->id);
     std::shared_ptr<const kv::ChunkKv> kv;
     if (loaded && IsPlannedKv(*planned, *loaded, shape_)) kv = loaded->kv;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       slots_[static_cast<size_t>(s)].kv = std::move(kv);
       slots_[static_cast<size_t>(s)].done = true;
     }
-    ready_.notify_all();
+    ready_.NotifyAll();
   }
 }
 
 std::shared_ptr<const kv::ChunkKv> KvLoader::Wait(int index) {
   const auto start = std::chrono::steady_clock::now();
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   Slot& slot = slots_.at(static_cast<size_t>(index));
-  ready_.wait(lock, [&slot] { return slot.done; });
+  while (!slot.done) ready_.Wait(lock);
   wait_ms_ +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return slot.kv;
@@ -94,12 +94,12 @@ std::vector<kv::ChunkId> KvLoader::WaitAll() {
   std::vector<kv::ChunkId> failed;
   size_t n = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     n = slots_.size();
   }
   for (size_t s = 0; s < n; ++s) {
     std::shared_ptr<const kv::ChunkKv> kv = Wait(static_cast<int>(s));
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (!kv && slots_[s].used) failed.push_back(slots_[s].planned->id);
   }
   return failed;

@@ -15,12 +15,11 @@
 // One loader serves one prompt, on the thread that made it (Wait is not for several threads).
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "kv/chunk_cache.h"
 #include "kv/kv_cache.h"
@@ -70,8 +69,8 @@ class KvLoader {
   std::vector<int> read_order_;  // sources to read, by first use in the prompt
   int num_from_memory_ = 0;
   double wait_ms_ = 0.0;
-  std::mutex mutex_;
-  std::condition_variable ready_;
+  Mutex mutex_;
+  CondVar ready_;
   std::vector<Slot> slots_ REPRISE_GUARDED_BY(mutex_);
   std::thread reader_;  // last: started once everything above is set
 };

@@ -30,7 +30,7 @@ void ConnectionLimits::Ticket::Release() {
 }
 
 ConnectionLimits::Ticket ConnectionLimits::Admit(const std::string& client, std::string* refusal) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   refusal->clear();
   if (open_ >= max_total_) {
     *refusal = "the server has " + std::to_string(open_) +
@@ -49,19 +49,19 @@ ConnectionLimits::Ticket ConnectionLimits::Admit(const std::string& client, std:
 }
 
 void ConnectionLimits::Release(const std::string& client) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   --open_;
   auto it = per_client_.find(client);
   if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
 }
 
 int ConnectionLimits::open() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return open_;
 }
 
 int ConnectionLimits::open_from(const std::string& client) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = per_client_.find(client);
   return it == per_client_.end() ? 0 : it->second;
 }

@@ -6,10 +6,10 @@
 // Thread-safe.
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 
 namespace reprise::server {
@@ -51,7 +51,7 @@ class ConnectionLimits {
 
   const int max_total_;
   const int max_per_client_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   int open_ REPRISE_GUARDED_BY(mutex_) = 0;
   std::unordered_map<std::string, int> per_client_ REPRISE_GUARDED_BY(mutex_);
 };

@@ -63,17 +63,17 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
 // TransportShared
 
 void TransportShared::Add(Connection* connection, std::weak_ptr<Connection> handle) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   connections_[connection] = std::move(handle);
 }
 
 void TransportShared::Remove(Connection* connection) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   connections_.erase(connection);
 }
 
 std::vector<std::shared_ptr<Connection>> TransportShared::Connections() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::shared_ptr<Connection>> open;
   for (const auto& [raw, handle] : connections_) {
     if (std::shared_ptr<Connection> connection = handle.lock()) open.push_back(connection);
@@ -82,7 +82,7 @@ std::vector<std::shared_ptr<Connection>> TransportShared::Connections() const {
 }
 
 int TransportShared::count() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return static_cast<int>(connections_.size());
 }
 
@@ -99,7 +99,7 @@ Exchange::Exchange(std::shared_ptr<Connection> connection, Connection::Executor 
 void Exchange::Post(Connection::OutputKind kind, HttpResponse response) {
   std::shared_ptr<Connection> connection;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     connection = connection_;
   }
   if (!connection) return;  // answered, or the client is gone
@@ -137,7 +137,7 @@ void Exchange::End() {
 }
 
 void Exchange::OnClientGone(std::function<void()> on_gone) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (gone_.load(std::memory_order_acquire)) {
     if (on_gone) on_gone();
     on_gone_ = nullptr;
@@ -147,7 +147,7 @@ void Exchange::OnClientGone(std::function<void()> on_gone) {
 }
 
 void Exchange::NotifyGone() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (on_gone_) std::exchange(on_gone_, nullptr)();
   gone_.store(true, std::memory_order_release);
   work_.reset();
@@ -155,7 +155,7 @@ void Exchange::NotifyGone() {
 }
 
 void Exchange::Detach() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   on_gone_ = nullptr;
   work_.reset();
   connection_.reset();
@@ -163,7 +163,7 @@ void Exchange::Detach() {
 
 void Exchange::ReleaseWork() {
   // The posted output keeps the I/O context busy from here on.
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   work_.reset();
 }
 

@@ -17,13 +17,13 @@
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "server/connection_limits.h"
 #include "server/http_transport.h"
@@ -54,7 +54,7 @@ struct TransportShared {
   int count() const;
 
  private:
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_
       REPRISE_GUARDED_BY(mutex_);
 };
@@ -173,7 +173,7 @@ class Exchange final : public ResponseStream, public std::enable_shared_from_thi
   // Release-acquire: whoever sees it true sees the callback already run.
   std::atomic<bool> gone_{false};
   std::atomic<bool> ended_{false};  // Send or End was called: later calls are dropped
-  std::mutex mutex_;
+  Mutex mutex_;
   std::function<void()> on_gone_ REPRISE_GUARDED_BY(mutex_);
   // Reset by Detach and NotifyGone, which breaks the cycle with Connection::exchange_.
   std::shared_ptr<Connection> connection_ REPRISE_GUARDED_BY(mutex_);

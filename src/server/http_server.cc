@@ -1,12 +1,11 @@
 #include "server/http_server.h"
 
-#include <condition_variable>
 #include <list>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "server/api_keys.h"
@@ -80,11 +79,11 @@ struct HttpServer::Impl final : RequestHandler {
   std::atomic<bool> draining{false};
   // Before `jobs`: the jobs, destroyed first, use the transport's response streams.
   std::unique_ptr<HttpTransport> transport;
-  std::mutex jobs_mutex;
+  Mutex jobs_mutex;
   std::list<std::unique_ptr<GenerationJob>> jobs REPRISE_GUARDED_BY(jobs_mutex);
   std::thread drain_timer;
-  std::mutex drain_mutex;
-  std::condition_variable drain_done;
+  Mutex drain_mutex;
+  CondVar drain_done;
   bool served REPRISE_GUARDED_BY(drain_mutex) = false;
 };
 
@@ -162,7 +161,7 @@ void HttpServer::Impl::HandleGenerate(HttpRequest request, std::shared_ptr<Respo
   }
   auto job = std::make_unique<GenerationJob>(job_context, endpoint, std::move(*name_space),
                                              std::move(request), std::move(response));
-  std::lock_guard<std::mutex> lock(jobs_mutex);
+  MutexLock lock(jobs_mutex);
   // Jobs that have answered are joined here (their threads are ending).
   jobs.remove_if([](const std::unique_ptr<GenerationJob>& done) { return done->finished(); });
   job->Start();
@@ -170,7 +169,7 @@ void HttpServer::Impl::HandleGenerate(HttpRequest request, std::shared_ptr<Respo
 }
 
 int HttpServer::Impl::CancelJobs() {
-  std::lock_guard<std::mutex> lock(jobs_mutex);
+  MutexLock lock(jobs_mutex);
   int running = 0;
   for (const std::unique_ptr<GenerationJob>& job : jobs) {
     if (job->finished()) continue;
@@ -185,10 +184,10 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() {
   Stop();
   {
-    std::lock_guard<std::mutex> lock(impl_->drain_mutex);
+    MutexLock lock(impl_->drain_mutex);
     impl_->served = true;  // Serve has returned (or never ran): the drain timer may end
   }
-  impl_->drain_done.notify_all();
+  impl_->drain_done.NotifyAll();
   if (impl_->drain_timer.joinable()) impl_->drain_timer.join();
   impl_->CancelJobs();
 }
@@ -224,10 +223,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(Engine& engine,
 Status HttpServer::Serve() {
   impl_->transport->Run();
   {
-    std::lock_guard<std::mutex> lock(impl_->drain_mutex);
+    MutexLock lock(impl_->drain_mutex);
     impl_->served = true;
   }
-  impl_->drain_done.notify_all();
+  impl_->drain_done.NotifyAll();
   return Status::Ok();
 }
 
@@ -236,13 +235,21 @@ void HttpServer::Stop() {
   impl_->transport->StopAccepting();
   Impl* self = impl_.get();
   impl_->drain_timer = std::thread([self] {
-    std::unique_lock<std::mutex> lock(self->drain_mutex);
-    auto served = [self] { return self->served; };
-    if (self->drain_done.wait_for(lock, std::chrono::seconds(self->options.drain_seconds),
-                                  served)) {
+    MutexLock lock(self->drain_mutex);
+    // The drain ends when every request was served, or at these deadlines.
+    const auto wait_until_served = [self, &lock](std::chrono::steady_clock::time_point deadline)
+                                       REPRISE_REQUIRES(self->drain_mutex) {
+                                         while (!self->served) {
+                                           if (!self->drain_done.WaitUntil(lock, deadline))
+                                             return self->served;
+                                         }
+                                         return true;
+                                       };
+    if (wait_until_served(std::chrono::steady_clock::now() +
+                          std::chrono::seconds(self->options.drain_seconds))) {
       return;
     }
-    lock.unlock();
+    lock.Unlock();
     // Time is up: what waits is refused, what runs is cancelled; both answer 503 (or an SSE
     // error event) on their own.
     self->queue.Close();
@@ -250,9 +257,9 @@ void HttpServer::Stop() {
       REPRISE_LOG(kWarning) << "cancelling " << cancelled
                             << " requests still waiting or running after the drain time";
     }
-    lock.lock();
-    if (self->drain_done.wait_for(lock, kDrainGrace, served)) return;
-    lock.unlock();
+    lock.Lock();
+    if (wait_until_served(std::chrono::steady_clock::now() + kDrainGrace)) return;
+    lock.Unlock();
     REPRISE_LOG(kWarning) << "closing the connections still open after the drain";
     self->transport->CloseAll();
   });

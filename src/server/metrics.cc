@@ -54,12 +54,12 @@ Metrics::Metrics()
       decode_tokens_per_second_({1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000}) {}
 
 void Metrics::CountRequest(const std::string& endpoint, int http_status) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ++requests_[{endpoint, http_status}];
 }
 
 void Metrics::ObserveGeneration(const GenerateResult& result, double queue_seconds) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ttft_seconds_.Observe(result.ttft_ms / 1000.0);
   queue_seconds_.Observe(queue_seconds);
   if (result.decode_tokens_per_second > 0) {
@@ -75,12 +75,12 @@ void Metrics::ObserveGeneration(const GenerateResult& result, double queue_secon
 }
 
 void Metrics::CountCancelled() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ++cancelled_;
 }
 
 std::string Metrics::Render(const EngineStats& engine, int queue_length, int running) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::string out;
   Help(out, "reprise_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
   for (const auto& [key, count] : requests_) {

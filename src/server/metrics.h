@@ -17,11 +17,11 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "reprise/engine.h"
 
@@ -56,7 +56,7 @@ class Metrics {
   std::string Render(const EngineStats& engine, int queue_length, int running) const;
 
  private:
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::map<std::pair<std::string, int>, int64_t> requests_ REPRISE_GUARDED_BY(mutex_);
   Histogram ttft_seconds_ REPRISE_GUARDED_BY(mutex_);
   Histogram queue_seconds_ REPRISE_GUARDED_BY(mutex_);

@@ -26,7 +26,7 @@ RequestQueue::Admission& RequestQueue::Admission::operator=(Admission&& other) n
 }
 
 Result<RequestQueue::Admission> RequestQueue::Admit(const std::atomic<bool>* cancel) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (closed_) return UnavailableError("the server is shutting down");
   if (waiting_.empty() && running_ < max_running_) {
     ++running_;
@@ -40,8 +40,9 @@ Result<RequestQueue::Admission> RequestQueue::Admit(const std::atomic<bool>* can
   const uint64_t ticket = next_ticket_++;
   waiting_.push_back(ticket);
   auto leave = [&] {
+    mutex_.AssertHeld();  // called under the lock above
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
-    changed_.notify_all();  // the one behind may be first now
+    changed_.NotifyAll();  // the one behind may be first now
   };
   while (true) {
     if (closed_) {
@@ -54,33 +55,33 @@ Result<RequestQueue::Admission> RequestQueue::Admit(const std::atomic<bool>* can
     }
     if (waiting_.front() == ticket && running_ < max_running_) break;
     // Polled so that a cancel flag set without a notification is seen.
-    changed_.wait_for(lock, std::chrono::milliseconds(50));
+    changed_.WaitFor(lock, std::chrono::milliseconds(50));
   }
   waiting_.pop_front();
   ++running_;
-  changed_.notify_all();
+  changed_.NotifyAll();
   return Admission(this);
 }
 
 void RequestQueue::Release() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   --running_;
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 void RequestQueue::Close() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   closed_ = true;
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 int RequestQueue::waiting() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return static_cast<int>(waiting_.size());
 }
 
 int RequestQueue::running() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return running_;
 }
 

@@ -6,11 +6,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "reprise/status.h"
 
@@ -51,8 +50,8 @@ class RequestQueue {
 
   const int max_running_;
   const int max_waiting_;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  mutable Mutex mutex_;
+  CondVar changed_;
   std::deque<uint64_t> waiting_ REPRISE_GUARDED_BY(mutex_);  // tickets in arrival order
   uint64_t next_ticket_ REPRISE_GUARDED_BY(mutex_) = 0;
   int running_ REPRISE_GUARDED_BY(mutex_) = 0;

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "kv/span_fingerprint_index.h"
 #include "kv/span_fingerprints.h"
@@ -218,14 +218,14 @@ Status CheckNotTruncated(const std::string& path) {
 
 struct Catalog::Connections {
   std::atomic<int64_t> bad_rows_skipped{0};
-  std::mutex write_mutex;
+  Mutex write_mutex;
   SqliteDb writer REPRISE_GUARDED_BY(write_mutex);  // not open when read-only
   struct {
     SqliteStatement find_row_id, insert, replace, delete_row, record_access, co_access_add, pin_one,
         pin_namespace, add_counter, span_insert, span_clear;
   } w REPRISE_GUARDED_BY(write_mutex);
 
-  std::mutex read_mutex;
+  Mutex read_mutex;
   SqliteDb reader REPRISE_GUARDED_BY(read_mutex);
   struct {
     SqliteStatement find, find_row, find_content, children, co_count, co_partners, list_all,
@@ -240,7 +240,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
   SqliteOpenOptions open_options;
   open_options.busy_timeout_ms = options.busy_timeout_ms;
   if (!options.read_only) {
-    std::lock_guard lock(c->write_mutex);
+    MutexLock lock(c->write_mutex);
     REPRISE_ASSIGN_OR_RETURN(c->writer, SqliteDb::Open(path, open_options));
     // journal_mode answers with a row, which Exec ignores; WAL persists in the file.
     REPRISE_RETURN_IF_ERROR(c->writer.Exec(
@@ -277,10 +277,11 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
     REPRISE_ASSIGN_OR_RETURN(w.span_clear, db.Prepare("DELETE FROM chunk_spans WHERE row_id = ?1"));
   }
 
-  std::lock_guard lock(c->read_mutex);
+  MutexLock lock(c->read_mutex);
   // Opens the lookup connection and reads the schema version (the first real read, where a
   // WAL database needs its -shm).
   const auto open_reader = [&](bool immutable) -> Result<int> {
+    c->read_mutex.AssertHeld();  // the lock above
     SqliteOpenOptions reader_options = open_options;
     reader_options.read_only = true;
     reader_options.immutable = immutable;
@@ -359,13 +360,14 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path,
                           "COUNT(DISTINCT namespace), COALESCE(SUM(pinned), 0) FROM chunks"));
   std::unique_ptr<Catalog> catalog(new Catalog(std::move(c), options));
   if (!options.read_only) {
-    std::lock_guard write_lock(catalog->connections_->write_mutex);
+    MutexLock write_lock(catalog->connections_->write_mutex);
     REPRISE_RETURN_IF_ERROR(catalog->BackfillSpansLocked().WithContext("catalog " + path));
   }
   return catalog;
 }
 
 Status Catalog::IndexSpansLocked(int64_t row_id, std::span<const int32_t> tokens, bool replace) {
+  connections_->write_mutex.AssertHeld();
   auto& w = connections_->w;
   if (replace) {
     REPRISE_RETURN_IF_ERROR(w.span_clear.BindInt64(1, row_id));
@@ -380,6 +382,7 @@ Status Catalog::IndexSpansLocked(int64_t row_id, std::span<const int32_t> tokens
 }
 
 Status Catalog::BackfillSpansLocked() {
+  connections_->write_mutex.AssertHeld();
   SqliteDb& db = connections_->writer;
   REPRISE_ASSIGN_OR_RETURN(
       const int64_t pending,
@@ -407,6 +410,7 @@ Catalog::Catalog(std::unique_ptr<Connections> connections, const CatalogOptions&
 Catalog::~Catalog() = default;
 
 Result<int64_t> Catalog::InsertLocked(const CatalogRow& row, OnConflict on_conflict) {
+  connections_->write_mutex.AssertHeld();
   auto& w = connections_->w;
   SqliteDb& db = connections_->writer;
   std::optional<int64_t> existing;
@@ -439,7 +443,7 @@ Result<int64_t> Catalog::InsertLocked(const CatalogRow& row, OnConflict on_confl
 
 Result<std::vector<UpsertResult>> Catalog::UpsertBatch(std::span<const CatalogRow> rows) {
   if (options_.read_only) return ReadOnlyError();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   auto& w = connections_->w;
   REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
                            SqliteTransaction::Begin(connections_->writer));
@@ -483,7 +487,7 @@ Result<int64_t> Catalog::Insert(const CatalogRow& row, OnConflict on_conflict) {
 Result<std::vector<int64_t>> Catalog::InsertBatch(std::span<const CatalogRow> rows,
                                                   OnConflict on_conflict) {
   if (options_.read_only) return ReadOnlyError();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
                            SqliteTransaction::Begin(connections_->writer));
   std::vector<int64_t> ids;
@@ -497,7 +501,7 @@ Result<std::vector<int64_t>> Catalog::InsertBatch(std::span<const CatalogRow> ro
 }
 
 Result<std::optional<CatalogRow>> Catalog::Find(std::string_view name_space, kv::ChunkId chunk_id) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.find;
   REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
   REPRISE_RETURN_IF_ERROR(s.BindUint64(2, chunk_id));
@@ -505,7 +509,7 @@ Result<std::optional<CatalogRow>> Catalog::Find(std::string_view name_space, kv:
 }
 
 Result<std::optional<CatalogRow>> Catalog::FindByRowId(int64_t row_id) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.find_row;
   REPRISE_RETURN_IF_ERROR(s.BindInt64(1, row_id));
   return CollectOne(s);
@@ -513,7 +517,7 @@ Result<std::optional<CatalogRow>> Catalog::FindByRowId(int64_t row_id) {
 
 Result<std::optional<CatalogRow>> Catalog::FindByContent(std::string_view name_space,
                                                          kv::ContentHash content) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.find_content;
   REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
   REPRISE_RETURN_IF_ERROR(s.BindUint64(2, content));
@@ -522,7 +526,7 @@ Result<std::optional<CatalogRow>> Catalog::FindByContent(std::string_view name_s
 
 Result<std::vector<CatalogRow>> Catalog::Children(std::string_view name_space, kv::ChunkId parent,
                                                   int max_rows) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.children;
   REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
   REPRISE_RETURN_IF_ERROR(s.BindUint64(2, parent));
@@ -533,7 +537,7 @@ Result<std::vector<CatalogRow>> Catalog::Children(std::string_view name_space, k
 Status Catalog::Delete(std::span<const int64_t> row_ids) {
   if (options_.read_only) return ReadOnlyError();
   if (row_ids.empty()) return Status::Ok();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
                            SqliteTransaction::Begin(connections_->writer));
   SqliteStatement& s = connections_->w.delete_row;
@@ -547,7 +551,7 @@ Status Catalog::Delete(std::span<const int64_t> row_ids) {
 Status Catalog::RecordAccess(std::span<const int64_t> row_ids, int64_t time_us, AccessTier tier) {
   if (options_.read_only) return ReadOnlyError();
   if (row_ids.empty()) return Status::Ok();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
                            SqliteTransaction::Begin(connections_->writer));
   SqliteStatement& s = connections_->w.record_access;
@@ -570,7 +574,7 @@ Status Catalog::AddCoAccess(std::string_view name_space, std::span<const kv::Chu
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   if (ids.size() < 2) return Status::Ok();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction,
                            SqliteTransaction::Begin(connections_->writer));
   SqliteStatement& s = connections_->w.co_access_add;
@@ -588,7 +592,7 @@ Status Catalog::AddCoAccess(std::string_view name_space, std::span<const kv::Chu
 Status Catalog::RecordSightings(std::span<const SightingRow> rows, int64_t keep_rows) {
   if (options_.read_only) return ReadOnlyError();
   if (rows.empty()) return Status::Ok();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   SqliteDb& db = connections_->writer;
   REPRISE_ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db));
   REPRISE_ASSIGN_OR_RETURN(
@@ -615,7 +619,7 @@ Status Catalog::RecordSightings(std::span<const SightingRow> rows, int64_t keep_
 }
 
 Result<std::vector<SightingRow>> Catalog::RecentSightings(int64_t limit) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   REPRISE_ASSIGN_OR_RETURN(
       SqliteStatement s,
       connections_->reader.Prepare("SELECT namespace, content_hash, count, last_seen_us FROM "
@@ -631,7 +635,7 @@ Result<std::vector<SightingRow>> Catalog::RecentSightings(int64_t limit) {
 
 Status Catalog::ClearSightings(std::optional<std::string_view> name_space) {
   if (options_.read_only) return ReadOnlyError();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   SqliteDb& db = connections_->writer;
   if (!name_space) return db.Exec("DELETE FROM sightings");
   REPRISE_ASSIGN_OR_RETURN(SqliteStatement s,
@@ -642,7 +646,7 @@ Status Catalog::ClearSightings(std::optional<std::string_view> name_space) {
 
 Result<int64_t> Catalog::CoAccessCount(std::string_view name_space, kv::ChunkId a, kv::ChunkId b) {
   if (a > b) std::swap(a, b);
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.co_count;
   ScopedReset reset(s);
   REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
@@ -654,7 +658,7 @@ Result<int64_t> Catalog::CoAccessCount(std::string_view name_space, kv::ChunkId 
 
 Result<std::vector<CoAccessPartner>> Catalog::CoAccessPartners(std::string_view name_space,
                                                                kv::ChunkId chunk_id, int limit) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.co_partners;
   ScopedReset reset(s);
   REPRISE_RETURN_IF_ERROR(s.BindText(1, name_space));
@@ -671,7 +675,7 @@ Result<std::vector<CoAccessPartner>> Catalog::CoAccessPartners(std::string_view 
 Status Catalog::SetPinned(std::string_view name_space, std::optional<kv::ChunkId> chunk_id,
                           bool pinned) {
   if (options_.read_only) return ReadOnlyError();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   auto& w = connections_->w;
   if (chunk_id) {
     REPRISE_RETURN_IF_ERROR(w.pin_one.BindText(1, name_space));
@@ -694,7 +698,7 @@ Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
                                                     int max_rows_per_fingerprint, int limit) {
   std::vector<SpanMatch> out;
   if (limit <= 0 || fingerprints.empty() || max_rows_per_fingerprint < 1) return out;
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   // One read transaction (one snapshot) for the whole search.
   REPRISE_RETURN_IF_ERROR(connections_->r.begin.Run());
   std::unordered_map<uint64_t, int> counts;  // row id -> shared fingerprints
@@ -731,12 +735,12 @@ Result<std::vector<SpanMatch>> Catalog::SearchSpans(std::string_view name_space,
 
 Status Catalog::Optimize() {
   if (options_.read_only) return ReadOnlyError();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   return connections_->writer.Exec("PRAGMA optimize");
 }
 
 Result<std::vector<CatalogRow>> Catalog::ListRows(std::optional<std::string_view> name_space) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   if (!name_space) return CollectRows(connections_->r.list_all, &connections_->bad_rows_skipped);
   SqliteStatement& s = connections_->r.list_namespace;
   REPRISE_RETURN_IF_ERROR(s.BindText(1, *name_space));
@@ -748,7 +752,7 @@ Result<std::vector<std::string>> Catalog::DropInvalidRows() {
   std::vector<int64_t> row_ids;
   std::vector<std::string> files;
   {
-    std::lock_guard lock(connections_->read_mutex);
+    MutexLock lock(connections_->read_mutex);
     SqliteStatement& s = connections_->r.invalid_rows;
     ScopedReset reset(s);
     while (true) {
@@ -768,7 +772,7 @@ int64_t Catalog::num_bad_rows_skipped() const {
 
 Status Catalog::AddToCounter(std::string_view key, int64_t delta) {
   if (options_.read_only) return ReadOnlyError();
-  std::lock_guard lock(connections_->write_mutex);
+  MutexLock lock(connections_->write_mutex);
   SqliteStatement& s = connections_->w.add_counter;
   REPRISE_RETURN_IF_ERROR(s.BindText(1, key));
   REPRISE_RETURN_IF_ERROR(s.BindInt64(2, delta));
@@ -776,7 +780,7 @@ Status Catalog::AddToCounter(std::string_view key, int64_t delta) {
 }
 
 Result<int64_t> Catalog::Counter(std::string_view key) {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.counter;
   ScopedReset reset(s);
   REPRISE_RETURN_IF_ERROR(s.BindText(1, key));
@@ -785,7 +789,7 @@ Result<int64_t> Catalog::Counter(std::string_view key) {
 }
 
 Result<std::vector<std::string>> Catalog::ListNamespaces() {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.namespaces;
   ScopedReset reset(s);
   std::vector<std::string> names;
@@ -797,7 +801,7 @@ Result<std::vector<std::string>> Catalog::ListNamespaces() {
 }
 
 Result<CatalogStats> Catalog::Stats() {
-  std::lock_guard lock(connections_->read_mutex);
+  MutexLock lock(connections_->read_mutex);
   SqliteStatement& s = connections_->r.stats;
   ScopedReset reset(s);
   REPRISE_ASSIGN_OR_RETURN(const bool has_row, s.Step());

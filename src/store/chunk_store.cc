@@ -86,7 +86,7 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
   std::unique_ptr<ChunkStore> s(new ChunkStore(options));
   REPRISE_ASSIGN_OR_RETURN(s->flash_, FlashTier::Open(options));
   REPRISE_ASSIGN_OR_RETURN(LocalityModel locality, LocalityModel::Create({}));
-  std::lock_guard<std::mutex> lock(s->mutex_);
+  MutexLock lock(s->mutex_);
   s->locality_ = std::make_unique<LocalityModel>(std::move(locality));
   if (options.cost_aware) {
     REPRISE_ASSIGN_OR_RETURN(CostAwareEvictionPolicy pool,
@@ -139,7 +139,7 @@ void ChunkStore::EvictPoolLocked() {
 }
 
 void ChunkStore::EnqueueSightings() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<SightingRow> sightings = sightings_->TakeChanged();
   if (!sightings.empty() && flash_->is_persistent()) {
     write_back_->EnqueueAccess(AccessJob{"", {}, std::move(sightings)});
@@ -181,7 +181,7 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
   // other processes may write the same chunk meanwhile.
   const std::optional<CatalogRow> row = flash_->Find(ns, entry->id);
   const bool flash_exact = row && row->holds_exact_kv();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const PoolSlot* slot = pool_->Find(ns, entry->id);
   if ((flash_exact || (slot != nullptr && slot->entry->exact)) && !entry->exact) {
     ++stats_.inexact_kept_out;
@@ -219,7 +219,7 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
 
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv::ChunkId id) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (std::shared_ptr<const kv::ChunkEntry> entry = pool_->Use(ns, id, Now())) {
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
@@ -233,7 +233,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
 
 bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_exact) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     const PoolSlot* slot = pool_->Find(ns, id);
     if (slot != nullptr && (!require_exact || slot->entry->exact)) return true;
   }
@@ -243,7 +243,7 @@ bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_ex
 
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::Peek(const std::string& ns, kv::ChunkId id) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (const PoolSlot* slot = pool_->Find(ns, id)) return slot->entry;
   }
   const std::optional<CatalogRow> row = flash_->Find(ns, id);
@@ -253,7 +253,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Peek(const std::string& ns, kv
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::PeekByContent(const std::string& ns,
                                                                 kv::ContentHash content) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (const PoolSlot* slot = pool_->FindByContent(ns, content)) return slot->entry;
   }
   const std::optional<CatalogRow> row = flash_->FindByContent(ns, content);
@@ -262,7 +262,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::PeekByContent(const std::strin
 
 std::optional<kv::ChunkLink> ChunkStore::LinkOf(const std::string& ns, kv::ChunkId id) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (const PoolSlot* slot = pool_->Find(ns, id)) {
       return kv::ChunkLink{slot->entry->parent, slot->entry->content};
     }
@@ -275,7 +275,7 @@ std::optional<kv::ChunkLink> ChunkStore::LinkOf(const std::string& ns, kv::Chunk
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::LoadIntoPool(
     const std::string& ns, const std::optional<CatalogRow>& row) {
   std::shared_ptr<const kv::ChunkEntry> entry = row ? flash_->Load(*row) : nullptr;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!entry) {
     ++stats_.misses;
     return nullptr;
@@ -297,7 +297,7 @@ std::vector<std::shared_ptr<const kv::ChunkEntry>> ChunkStore::Children(const st
   std::vector<std::shared_ptr<const kv::ChunkEntry>> out;
   std::set<kv::ChunkId> seen;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     out = pool_->Children(ns, parent);
     for (const auto& entry : out) seen.insert(entry->id);
   }
@@ -310,7 +310,7 @@ std::vector<std::shared_ptr<const kv::ChunkEntry>> ChunkStore::Children(const st
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::string& ns,
                                                                 kv::ContentHash content) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (std::shared_ptr<const kv::ChunkEntry> entry = pool_->UseByContent(ns, content, Now())) {
       ++stats_.hits_pool;
       ++ns_stats_[ns].hits;
@@ -337,7 +337,7 @@ std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns
   // the pool holds them: the planner loads only those it takes a span from.
   std::set<kv::ChunkId> seen;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     for (const kv::SpanCandidate& c : pool_->SearchUnpersistedSpans(ns, tokens, max_candidates)) {
       const PoolSlot* slot = pool_->Find(ns, c.chunk_id);
       if (slot == nullptr || !seen.insert(c.chunk_id).second) continue;
@@ -348,7 +348,7 @@ std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns
     if (!seen.insert(row.chunk_id).second) continue;
     std::shared_ptr<const kv::ChunkEntry> entry;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       if (const PoolSlot* slot = pool_->Find(ns, row.chunk_id)) entry = slot->entry;
     }
     if (!entry) entry = Skeleton(row);
@@ -364,7 +364,7 @@ std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns
 
 void ChunkStore::RecordRequest(const std::string& name_space,
                                std::span<const kv::ChunkId> chunk_ids) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   locality_->RecordRequest(pool_->Infos(name_space, chunk_ids), Now());
   AccessJob job{name_space, std::vector<kv::ChunkId>(chunk_ids.begin(), chunk_ids.end())};
   recent_requests_.push_back(job);
@@ -386,11 +386,11 @@ int ChunkStore::PerformIdleWork() { return Prefetch(); }
 
 int ChunkStore::Prefetch() {
   if (!options_.prefetch || !flash_->has_catalog() || options_.model_fingerprint == 0) return 0;
-  std::lock_guard<std::mutex> prefetch_lock(prefetch_mutex_);
+  MutexLock prefetch_lock(prefetch_mutex_);
   std::vector<AccessJob> recent;
   int64_t budget;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     recent = recent_requests_;
     budget = pool_->budget_bytes() - pool_->bytes();
   }
@@ -402,7 +402,7 @@ int ChunkStore::Prefetch() {
   std::vector<size_t> index;
   PrefetchSelection chosen;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     for (size_t i = 0; i < rows.size(); ++i) {
       const CatalogRow& r = rows[i].row;
       if (pool_->Find(rows[i].name_space, r.chunk_id) != nullptr) continue;
@@ -440,7 +440,7 @@ int ChunkStore::Prefetch() {
       const CoAccessedRow& candidate = rows[index[c]];
       std::shared_ptr<const kv::ChunkEntry> entry = flash_->Load(candidate.row);
       if (!entry) break;
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       pool_->Add(candidate.name_space, std::move(entry), false, true, Now());
       ++stats_.prefetched;
       ++loaded;
@@ -468,7 +468,7 @@ void ChunkStore::PersistBatch(std::span<const WriteJob> batch,
   if (result.failure.ok()) flash_->RecordAccesses(accesses);
   const double ms = MillisecondsSince(start);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     for (size_t i : result.written) pool_->MarkWritten(batch[i].name_space, batch[i].entry.get());
     for (size_t i : result.skipped) {
       pool_->MarkNotWritten(batch[i].name_space, batch[i].entry.get());
@@ -495,7 +495,7 @@ void ChunkStore::PersistBatch(std::span<const WriteJob> batch,
 
 VictimSelection ChunkStore::ChooseFlashVictims(std::span<const ChunkInfo> chunks,
                                                int64_t bytes_to_free) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return flash_policy_->SelectVictims(chunks, bytes_to_free, Now());
 }
 
@@ -504,7 +504,7 @@ Status ChunkStore::EvictFlash() {
                            flash_->EvictOverBudget([this](auto chunks, int64_t bytes) {
                              return ChooseFlashVictims(chunks, bytes);
                            }));
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (const PoolKey& key : evicted) pool_->MarkEvictedFromFlash(key.name_space, key.value);
   return Status::Ok();
 }
@@ -518,7 +518,7 @@ Status ChunkStore::Flush() {
 StoreStats ChunkStore::Stats() {
   StoreStats s;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     s = stats_;
     s.bytes_in_pool = pool_->bytes();
     s.chunks_in_pool = pool_->num_chunks();
@@ -530,7 +530,7 @@ StoreStats ChunkStore::Stats() {
 }
 
 kv::ChunkCacheStats ChunkStore::CacheStats(const std::string& ns) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   kv::ChunkCacheStats s = ns_stats_[ns];
   const PoolUsage usage = pool_->Usage(ns);
   s.num_chunks = usage.num_chunks;
@@ -546,7 +546,7 @@ Status ChunkStore::SetPinned(const std::string& name_space, std::optional<kv::Ch
     // A pinned chunk is admitted: written before its catalog row is pinned.
     bool admitted = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       const std::vector<kv::ChunkId> waiting =
           chunk_id ? std::vector<kv::ChunkId>{*chunk_id} : pool_->AwaitingAdmission(name_space);
       for (kv::ChunkId id : waiting) {
@@ -559,7 +559,7 @@ Status ChunkStore::SetPinned(const std::string& name_space, std::optional<kv::Ch
     if (admitted) write_back_->Flush();
   }
   REPRISE_RETURN_IF_ERROR(flash_->SetPinned(name_space, chunk_id, pinned));
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   pool_->SetPinned(name_space, chunk_id, pinned);
   return Status::Ok();
 }
@@ -573,7 +573,7 @@ Result<GcReport> ChunkStore::Gc(const ProgressCallback& progress) {
   Result<GcReport> report =
       flash_->Gc([this](auto chunks, int64_t bytes) { return ChooseFlashVictims(chunks, bytes); },
                  &evicted, progress);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (const PoolKey& key : evicted) pool_->MarkEvictedFromFlash(key.name_space, key.value);
   // Gc loses persistence when it cannot take the lock back: nothing more to write.
   if (!flash_->is_persistent()) StopWritingBackLocked();
@@ -583,7 +583,7 @@ Result<GcReport> ChunkStore::Gc(const ProgressCallback& progress) {
 Status ChunkStore::Clear(std::optional<std::string> name_space) {
   REPRISE_RETURN_IF_ERROR(Flush());
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     pool_->Clear(name_space);
   }
   return flash_->Clear(name_space);

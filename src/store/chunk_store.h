@@ -50,12 +50,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/progress.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
@@ -175,13 +175,13 @@ class ChunkStore : private WriteBackSink {
   const StoreOptions options_;
   std::unique_ptr<FlashTier> flash_;  // set by Open; thread-safe
 
-  std::mutex mutex_;  // pool, policies, statistics
+  Mutex mutex_;  // pool, policies, statistics
   std::unique_ptr<LocalityModel> locality_ REPRISE_GUARDED_BY(mutex_);
   std::unique_ptr<MemoryPool> pool_ REPRISE_GUARDED_BY(mutex_);
   std::unique_ptr<EvictionPolicy> flash_policy_ REPRISE_GUARDED_BY(mutex_);
   std::vector<AccessJob> recent_requests_ REPRISE_GUARDED_BY(mutex_);  // for prefetch
   std::unique_ptr<SightingCounter> sightings_ REPRISE_GUARDED_BY(mutex_);
-  std::mutex prefetch_mutex_;  // one prefetch pass at a time (write-back thread or caller)
+  Mutex prefetch_mutex_;  // one prefetch pass at a time (write-back thread or caller)
   // This process's counters; Stats() adds the pool's and the flash tier's figures.
   StoreStats stats_ REPRISE_GUARDED_BY(mutex_);
   std::map<std::string, kv::ChunkCacheStats> ns_stats_ REPRISE_GUARDED_BY(mutex_);

@@ -8,49 +8,49 @@ namespace reprise::store {
 FaultInjectingFileSystem::FaultInjectingFileSystem(FileSystem* base) : base_(base) {}
 
 void FaultInjectingFileSystem::FailNthWrite(int n) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   fail_write_at_ = n <= 0 ? kNever : num_writes_ + n;
 }
 
 void FaultInjectingFileSystem::FailAllWrites(bool fail) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   fail_all_writes_ = fail;
 }
 
 void FaultInjectingFileSystem::SetReadOnlyDir(std::string dir) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   read_only_dir_ = std::move(dir);
 }
 
 void FaultInjectingFileSystem::TearNthWrite(int n, size_t keep_bytes) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   tear_write_at_ = n <= 0 ? kNever : num_writes_ + n;
   tear_keep_bytes_ = keep_bytes;
 }
 
 void FaultInjectingFileSystem::CrashAfterOps(int64_t num_ops) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   crash_at_op_ = num_ops_ + std::max<int64_t>(num_ops, 0) + 1;
 }
 
 void FaultInjectingFileSystem::Crash() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   crashed_ = true;
 }
 
 bool FaultInjectingFileSystem::crashed() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return crashed_;
 }
 
 int64_t FaultInjectingFileSystem::num_mutating_ops() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return num_ops_;
 }
 
 int64_t FaultInjectingFileSystem::num_writes() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return num_writes_;
 }
 
@@ -81,7 +81,7 @@ Status FaultInjectingFileSystem::BeginMutation(const std::string& path,
 
 Status FaultInjectingFileSystem::CreateDir(const std::string& path) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     REPRISE_RETURN_IF_ERROR(BeginMutation(path, ""));
   }
   return base_->CreateDir(path);
@@ -92,7 +92,7 @@ Status FaultInjectingFileSystem::WriteFile(const std::string& path, std::span<co
   size_t keep_bytes = data.size();
   bool tear = false;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     REPRISE_RETURN_IF_ERROR(BeginMutation(path, ""));
     const int64_t index = ++num_writes_;
     if (fail_all_writes_ || index == fail_write_at_) {
@@ -114,7 +114,7 @@ Status FaultInjectingFileSystem::WriteFile(const std::string& path, std::span<co
 
 Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     REPRISE_RETURN_IF_ERROR(BeginMutation(from, to));
   }
   return base_->Rename(from, to);
@@ -122,7 +122,7 @@ Status FaultInjectingFileSystem::Rename(const std::string& from, const std::stri
 
 Status FaultInjectingFileSystem::SyncDir(const std::string& path) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     REPRISE_RETURN_IF_ERROR(BeginMutation(path, ""));
   }
   return base_->SyncDir(path);
@@ -130,7 +130,7 @@ Status FaultInjectingFileSystem::SyncDir(const std::string& path) {
 
 Status FaultInjectingFileSystem::Remove(const std::string& path) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     REPRISE_RETURN_IF_ERROR(BeginMutation(path, ""));
   }
   return base_->Remove(path);
@@ -138,7 +138,7 @@ Status FaultInjectingFileSystem::Remove(const std::string& path) {
 
 Result<std::vector<uint8_t>> FaultInjectingFileSystem::ReadFile(const std::string& path) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (crashed_) return CrashedError();
   }
   return base_->ReadFile(path);
@@ -147,7 +147,7 @@ Result<std::vector<uint8_t>> FaultInjectingFileSystem::ReadFile(const std::strin
 Result<std::unique_ptr<ReadableFile>> FaultInjectingFileSystem::OpenForRead(
     const std::string& path) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (crashed_) return CrashedError();
   }
   return base_->OpenForRead(path);
@@ -155,7 +155,7 @@ Result<std::unique_ptr<ReadableFile>> FaultInjectingFileSystem::OpenForRead(
 
 Result<std::vector<std::string>> FaultInjectingFileSystem::ListDir(const std::string& path) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (crashed_) return CrashedError();
   }
   return base_->ListDir(path);
@@ -163,7 +163,7 @@ Result<std::vector<std::string>> FaultInjectingFileSystem::ListDir(const std::st
 
 Result<uint64_t> FaultInjectingFileSystem::FileSize(const std::string& path) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (crashed_) return CrashedError();
   }
   return base_->FileSize(path);

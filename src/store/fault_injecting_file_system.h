@@ -16,9 +16,9 @@
 
 #include <cstdint>
 #include <limits>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "store/file_system.h"
 
@@ -78,7 +78,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   Status CrashedError() const;
 
   FileSystem* const base_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   bool crashed_ REPRISE_GUARDED_BY(mutex_) = false;
   bool fail_all_writes_ REPRISE_GUARDED_BY(mutex_) = false;
   std::string read_only_dir_ REPRISE_GUARDED_BY(mutex_);

@@ -52,7 +52,7 @@ Result<std::unique_ptr<FlashTier>> FlashTier::Open(const StoreOptions& options) 
     if (check->mode_fixed) {
       REPRISE_LOG(kWarning) << "store " << options.dir
                             << ": the folder was readable by other users; now mode 0700";
-      std::lock_guard<std::mutex> lock(s->stats_mutex_);
+      MutexLock lock(s->stats_mutex_);
       s->stats_.dir_mode_fixed = true;
     }
   }
@@ -109,7 +109,7 @@ Result<std::unique_ptr<FlashTier>> FlashTier::Open(const StoreOptions& options) 
             " (opened read-only; opening it writable sets the catalog aside and rebuilds it)");
       }
       if (why_read_only.ok()) why_read_only = catalog.status();
-      std::lock_guard<std::mutex> lock(s->stats_mutex_);
+      MutexLock lock(s->stats_mutex_);
       s->stats_.catalog_error = catalog.status().ToString();
       REPRISE_LOG(kWarning) << "store " << options.dir
                             << ": catalog unusable: " << catalog.status().ToString();
@@ -117,7 +117,10 @@ Result<std::unique_ptr<FlashTier>> FlashTier::Open(const StoreOptions& options) 
     // No catalog at all: a memory-only store.
   }
   if (writable && exclusive) {
-    Result<RecoveryReport> report = RecoverStore(*s->fs_, *s->catalog_, options.dir);
+    Result<RecoveryReport> report = [&] {
+      MutexLock lock(s->catalog_mutex_);
+      return RecoverStore(*s->fs_, *s->catalog_, options.dir);
+    }();
     if (!report.ok()) {
       // Leftovers stay for a later open; the store itself is sound.
       REPRISE_LOG(kWarning) << "store " << options.dir
@@ -136,7 +139,7 @@ Result<std::unique_ptr<FlashTier>> FlashTier::Open(const StoreOptions& options) 
       }
     }
   } else if (writable) {
-    std::lock_guard<std::mutex> lock(s->stats_mutex_);
+    MutexLock lock(s->stats_mutex_);
     s->stats_.recovery_skipped = true;
   }
   if (writable && exclusive) {
@@ -151,7 +154,7 @@ Result<std::unique_ptr<FlashTier>> FlashTier::Open(const StoreOptions& options) 
   }
   if (!writable) {
     s->persistent_.store(false, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(s->stats_mutex_);
+    MutexLock lock(s->stats_mutex_);
     s->stats_.persistence_enabled = false;
     s->stats_.persistence_error = options.read_only
                                       ? "opened read-only"
@@ -172,7 +175,7 @@ double FlashTier::Now() const {
 
 bool FlashTier::DisablePersistence(const Status& why) {
   {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
+    MutexLock lock(stats_mutex_);
     if (!persistent_.exchange(false)) return false;
     stats_.persistence_enabled = false;
     stats_.persistence_error = why.ToString();
@@ -202,6 +205,7 @@ Status FlashTier::OpenWritableCatalog(bool exclusive) {
   {
     Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path);
     if (catalog.ok()) {
+      MutexLock lock(catalog_mutex_);
       catalog_ = std::move(catalog).value();
       Result<std::vector<std::string>> dropped = catalog_->DropInvalidRows();
       if (dropped.ok()) {
@@ -244,11 +248,15 @@ Status FlashTier::OpenWritableCatalog(bool exclusive) {
     REPRISE_RETURN_IF_ERROR(PrepareCatalogFiles(dir));
     REPRISE_ASSIGN_OR_RETURN(catalog_, Catalog::Open(catalog_path));
   }
-  REPRISE_ASSIGN_OR_RETURN(const CatalogRebuildReport report,
-                           RebuildCatalog(*fs_, *catalog_, dir, static_cast<int64_t>(Now() * 1e6)));
-  catalog_->AddToCounter("catalog_rebuilds", 1).IgnoreError();
+  CatalogRebuildReport report;
   {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
+    MutexLock lock(catalog_mutex_);
+    REPRISE_ASSIGN_OR_RETURN(
+        report, RebuildCatalog(*fs_, *catalog_, dir, static_cast<int64_t>(Now() * 1e6)));
+    catalog_->AddToCounter("catalog_rebuilds", 1).IgnoreError();
+  }
+  {
+    MutexLock lock(stats_mutex_);
     stats_.catalog_rebuilt = true;
     stats_.catalog_set_aside = aside;
     stats_.rows_restored = report.num_rows_restored;
@@ -269,11 +277,11 @@ Status FlashTier::OpenWritableCatalog(bool exclusive) {
 void FlashTier::CountCorrupt(int64_t n, bool bad_rows) {
   bool persisted = false;
   if (catalog_ && persistent_.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     persisted = catalog_->AddToCounter("corrupt_dropped", n).ok();
     if (persisted && bad_rows) catalog_->AddToCounter("bad_rows_dropped", n).IgnoreError();
   }
-  std::lock_guard<std::mutex> lock(stats_mutex_);
+  MutexLock lock(stats_mutex_);
   stats_.corrupt_dropped += n;
   if (bad_rows) stats_.bad_rows_dropped += n;
   if (!persisted) unpersisted_corrupt_ += n;
@@ -291,7 +299,7 @@ void FlashTier::DropBadRow(const CatalogRow& row, const Status& why) {
   }
   if (!persistent_.load(std::memory_order_relaxed)) return;  // read-only: leave it
   {
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     const int64_t ids[] = {row.row_id};
     catalog_->Delete(ids).IgnoreError();
   }
@@ -301,7 +309,7 @@ void FlashTier::DropBadRow(const CatalogRow& row, const Status& why) {
 
 std::optional<CatalogRow> FlashTier::Find(const std::string& name_space, kv::ChunkId id) {
   if (!catalog_) return std::nullopt;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   Result<std::optional<CatalogRow>> found = catalog_->Find(name_space, id);
   return found.ok() ? std::move(found).value() : std::nullopt;
 }
@@ -309,7 +317,7 @@ std::optional<CatalogRow> FlashTier::Find(const std::string& name_space, kv::Chu
 std::optional<CatalogRow> FlashTier::FindByContent(const std::string& name_space,
                                                    kv::ContentHash content) {
   if (!catalog_) return std::nullopt;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   Result<std::optional<CatalogRow>> found = catalog_->FindByContent(name_space, content);
   return found.ok() ? std::move(found).value() : std::nullopt;
 }
@@ -317,7 +325,7 @@ std::optional<CatalogRow> FlashTier::FindByContent(const std::string& name_space
 std::vector<CatalogRow> FlashTier::Children(const std::string& name_space, kv::ChunkId parent) {
   std::vector<CatalogRow> out;
   if (!catalog_) return out;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   Result<std::vector<CatalogRow>> rows = catalog_->Children(name_space, parent);
   if (!rows.ok()) return out;
   for (CatalogRow& row : *rows) {
@@ -335,7 +343,7 @@ std::vector<std::pair<CatalogRow, int>> FlashTier::SearchSpans(const std::string
   if (!catalog_ || max_results <= 0) return out;
   const std::vector<uint64_t> fingerprints = kv::SpanFingerprints(tokens);
   if (fingerprints.empty()) return out;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   Result<std::vector<SpanMatch>> matches =
       catalog_->SearchSpans(name_space, fingerprints, kMaxRowsPerFingerprint, max_results);
   if (!matches.ok()) return out;
@@ -351,7 +359,7 @@ std::vector<std::pair<CatalogRow, int>> FlashTier::SearchSpans(const std::string
 std::vector<CoAccessedRow> FlashTier::CoAccessed(std::span<const AccessJob> recent) {
   std::vector<CoAccessedRow> out;
   if (!catalog_) return out;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   std::map<std::pair<std::string, kv::ChunkId>, size_t> index_of;
   for (const AccessJob& job : recent) {
     for (size_t i = 0; i < job.ids.size() && i < 16; ++i) {
@@ -398,7 +406,7 @@ FlashBatchResult FlashTier::WriteBatch(std::span<const WriteJob> batch) {
   std::vector<size_t>& skipped = result.skipped;  // their own file failed; the others go on
   Status& failure = result.failure;
   // Not while Gc() changes the lock (store_lock.h: conversions briefly release it).
-  std::lock_guard<std::mutex> batch_lock(batch_mutex_);
+  MutexLock batch_lock(batch_mutex_);
   std::vector<size_t> row_batch_index;  // rows[j] is of batch[row_batch_index[j]]
   for (size_t i = 0; i < batch.size() && failure.ok(); ++i) {
     const kv::ChunkEntry& e = *batch[i].entry;
@@ -459,7 +467,7 @@ FlashBatchResult FlashTier::WriteBatch(std::span<const WriteJob> batch) {
     return result;
   }
   Result<std::vector<UpsertResult>> upserted = [&] {
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     return catalog_->UpsertBatch(rows);
   }();
   if (!upserted.ok()) {
@@ -483,7 +491,7 @@ FlashBatchResult FlashTier::WriteBatch(std::span<const WriteJob> batch) {
 
 void FlashTier::RecordAccesses(std::span<const AccessJob> accesses) {
   if (!catalog_ || !is_persistent()) return;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   for (const AccessJob& job : accesses) {
     if (!job.sightings.empty()) {
       catalog_->RecordSightings(job.sightings, options_.max_sightings).IgnoreError();
@@ -502,7 +510,7 @@ void FlashTier::RecordAccesses(std::span<const AccessJob> accesses) {
 
 std::vector<SightingRow> FlashTier::RecentSightings(int64_t limit) {
   if (!catalog_) return {};
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   Result<std::vector<SightingRow>> rows = catalog_->RecentSightings(limit);
   return rows.ok() ? std::move(*rows) : std::vector<SightingRow>();
 }
@@ -512,7 +520,7 @@ Result<std::vector<PoolKey>> FlashTier::EvictOverBudget(const VictimChooser& cho
   if (!catalog_ || !is_persistent()) return evicted;
   std::vector<CatalogRow> rows;
   {
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     REPRISE_ASSIGN_OR_RETURN(CatalogStats stats, catalog_->Stats());
     if (stats.file_bytes <= options_.disk_bytes) return evicted;
     REPRISE_ASSIGN_OR_RETURN(rows, catalog_->ListRows(std::nullopt));
@@ -544,11 +552,11 @@ Result<std::vector<PoolKey>> FlashTier::EvictOverBudget(const VictimChooser& cho
   }
   {
     // Rows first, then files: a crash in between leaves orphan files, removed at open.
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     REPRISE_RETURN_IF_ERROR(catalog_->Delete(row_ids));
   }
   for (const std::string& f : files) fs_->Remove(PathOf(f)).IgnoreError();
-  std::lock_guard<std::mutex> lock(stats_mutex_);
+  MutexLock lock(stats_mutex_);
   stats_.flash_evictions += static_cast<int64_t>(row_ids.size());
   return evicted;
 }
@@ -561,11 +569,11 @@ Result<GcReport> FlashTier::Gc(const VictimChooser& choose, std::vector<PoolKey>
   {
     // Recovery deletes temporaries and orphans: only with the lock exclusive, i.e. when no
     // other process has the store open (chunk_store.h). Our own writer is paused meanwhile.
-    std::lock_guard<std::mutex> batch_lock(batch_mutex_);
+    MutexLock batch_lock(batch_mutex_);
     Result<bool> exclusive = lock_.is_open() ? lock_.TryLockExclusive() : Result<bool>(false);
     Status recovered;
     if (exclusive.ok() && *exclusive) {
-      std::lock_guard<std::mutex> lock(catalog_mutex_);
+      MutexLock lock(catalog_mutex_);
       Result<RecoveryReport> recovery = RecoverStore(*fs_, *catalog_, options_.dir);
       if (recovery.ok()) {
         report.rows_missing_file =
@@ -591,7 +599,7 @@ Result<GcReport> FlashTier::Gc(const VictimChooser& choose, std::vector<PoolKey>
     }
     if (!exclusive.ok()) return exclusive.status();
     REPRISE_RETURN_IF_ERROR(recovered);
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     REPRISE_ASSIGN_OR_RETURN(rows, catalog_->ListRows(std::nullopt));
   }
   const auto total = static_cast<int64_t>(rows.size());
@@ -630,7 +638,7 @@ Result<GcReport> FlashTier::Gc(const VictimChooser& choose, std::vector<PoolKey>
   report.evicted = static_cast<int64_t>(gone.size());
   evicted->insert(evicted->end(), gone.begin(), gone.end());
   {
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     catalog_->Optimize().IgnoreError();
   }
   return report;
@@ -643,7 +651,7 @@ Status FlashTier::Clear(const std::optional<std::string>& name_space) {
   }
   std::vector<CatalogRow> rows;
   {
-    std::lock_guard<std::mutex> lock(catalog_mutex_);
+    MutexLock lock(catalog_mutex_);
     REPRISE_ASSIGN_OR_RETURN(
         rows, catalog_->ListRows(name_space ? std::optional<std::string_view>(*name_space)
                                             : std::nullopt));
@@ -660,27 +668,27 @@ Status FlashTier::Clear(const std::optional<std::string>& name_space) {
 Status FlashTier::SetPinned(const std::string& name_space, std::optional<kv::ChunkId> id,
                             bool pinned) {
   if (!catalog_ || !is_persistent()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   return catalog_->SetPinned(name_space, id, pinned);
 }
 
 Result<std::vector<CatalogRow>> FlashTier::List(const std::optional<std::string>& name_space) {
   if (!catalog_) return std::vector<CatalogRow>();
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   if (name_space) return catalog_->ListRows(std::string_view(*name_space));
   return catalog_->ListRows(std::nullopt);
 }
 
 Result<std::vector<std::string>> FlashTier::Namespaces() {
   if (!catalog_) return std::vector<std::string>();
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   return catalog_->ListNamespaces();
 }
 
 void FlashTier::FillStats(StoreStats& s) {
   int64_t unpersisted = 0;
   {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
+    MutexLock lock(stats_mutex_);
     s.corrupt_dropped = stats_.corrupt_dropped;
     s.bad_rows_dropped = stats_.bad_rows_dropped;
     s.catalog_rebuilt = stats_.catalog_rebuilt;
@@ -695,7 +703,7 @@ void FlashTier::FillStats(StoreStats& s) {
     unpersisted = unpersisted_corrupt_;
   }
   if (!catalog_) return;
-  std::lock_guard<std::mutex> lock(catalog_mutex_);
+  MutexLock lock(catalog_mutex_);
   Result<CatalogStats> c = catalog_->Stats();
   if (c.ok()) {
     s.chunks = c->num_chunks;

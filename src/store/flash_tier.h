@@ -24,12 +24,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/progress.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
@@ -140,16 +140,16 @@ class FlashTier {
   StoreOptions options_;
   std::unique_ptr<FileSystem> owned_fs_;
   FileSystem* fs_ = nullptr;
-  std::unique_ptr<Catalog> catalog_;
-  std::mutex catalog_mutex_;  // the catalog is used by one thread at a time
-  StoreLock lock_;            // held shared while open (writable stores)
+  Mutex catalog_mutex_;  // the catalog is used by one thread at a time
+  std::unique_ptr<Catalog> catalog_ REPRISE_PT_GUARDED_BY(catalog_mutex_);
+  StoreLock lock_;  // held shared while open (writable stores)
   // Held while a batch is written, and by Gc() while it changes the lock.
-  std::mutex batch_mutex_;
-  int consecutive_chunk_failures_ = 0;  // under batch_mutex_
+  Mutex batch_mutex_;
+  int consecutive_chunk_failures_ REPRISE_GUARDED_BY(batch_mutex_) = 0;
 
   // Relaxed reads on the request path; switched off once, under stats_mutex_.
   std::atomic<bool> persistent_{true};
-  std::mutex stats_mutex_;
+  Mutex stats_mutex_;
   // This tier's fields of StoreStats (FillStats adds the catalog's figures).
   StoreStats stats_ REPRISE_GUARDED_BY(stats_mutex_);
   // Drops not persisted in the catalog (read-only store, or the catalog write failed).

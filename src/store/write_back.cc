@@ -13,48 +13,48 @@ WriteBack::WriteBack(WriteBackSink* sink, int batch_size) : sink_(sink), batch_s
 
 WriteBack::~WriteBack() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
-  work_cv_.notify_all();
+  work_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool WriteBack::Enqueue(WriteJob job) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (disabled_) return false;
     writes_.push_back(std::move(job));
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
   return true;
 }
 
 void WriteBack::EnqueueAccess(AccessJob job) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (disabled_) return;
     accesses_.push_back(std::move(job));
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
 }
 
 void WriteBack::RequestIdleWork() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     idle_work_requested_ = true;
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
 }
 
 void WriteBack::Disable() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     disabled_ = true;
     writes_.clear();
     accesses_.clear();
   }
-  idle_cv_.notify_all();
+  idle_cv_.NotifyAll();
 }
 
 bool WriteBack::IsIdleLocked() const {
@@ -62,21 +62,21 @@ bool WriteBack::IsIdleLocked() const {
 }
 
 void WriteBack::Flush() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  idle_cv_.wait(lock, [&] { return IsIdleLocked(); });
+  MutexLock lock(mutex_);
+  while (!IsIdleLocked()) idle_cv_.Wait(lock);
 }
 
 int64_t WriteBack::num_idle_loaded() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return num_idle_loaded_;
 }
 
 void WriteBack::Loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   while (true) {
-    work_cv_.wait(lock, [&] {
-      return stopping_ || !writes_.empty() || !accesses_.empty() || idle_work_requested_;
-    });
+    while (!stopping_ && writes_.empty() && accesses_.empty() && !idle_work_requested_) {
+      work_cv_.Wait(lock);
+    }
     if (!writes_.empty() || !accesses_.empty()) {
       std::vector<WriteJob> batch;
       while (!writes_.empty() && static_cast<int>(batch.size()) < batch_size_) {
@@ -86,25 +86,25 @@ void WriteBack::Loop() {
       std::vector<AccessJob> accesses = std::move(accesses_);
       accesses_.clear();
       busy_ = true;
-      lock.unlock();
+      lock.Unlock();
       sink_->PersistBatch(batch, accesses);
-      lock.lock();
+      lock.Lock();
       busy_ = false;
     } else if (stopping_) {
       // Idle work asked for is skipped: it only warms a pool that is going away.
       idle_work_requested_ = false;
-      idle_cv_.notify_all();
+      idle_cv_.NotifyAll();
       return;
     } else if (idle_work_requested_) {
       idle_work_requested_ = false;
       busy_ = true;
-      lock.unlock();
+      lock.Unlock();
       const int loaded = sink_->PerformIdleWork();
-      lock.lock();
+      lock.Lock();
       busy_ = false;
       num_idle_loaded_ += loaded;
     }
-    idle_cv_.notify_all();
+    idle_cv_.NotifyAll();
   }
 }
 

@@ -14,16 +14,15 @@
 // write-back thread only, never with this class's lock held, so the sink may call Disable().
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "kv/chunk.h"
 #include "store/admission.h"
@@ -84,9 +83,9 @@ class WriteBack {
 
   WriteBackSink* const sink_;
   const int batch_size_;
-  mutable std::mutex mutex_;
-  std::condition_variable work_cv_;  // something to do, or stopping
-  std::condition_variable idle_cv_;  // a step finished
+  mutable Mutex mutex_;
+  CondVar work_cv_;  // something to do, or stopping
+  CondVar idle_cv_;  // a step finished
   std::deque<WriteJob> writes_ REPRISE_GUARDED_BY(mutex_);
   std::vector<AccessJob> accesses_ REPRISE_GUARDED_BY(mutex_);
   bool idle_work_requested_ REPRISE_GUARDED_BY(mutex_) = false;
