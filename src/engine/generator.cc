@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "engine/token_logprobs.h"
 #include "tokenizer/streaming_decoder.h"
 
 namespace reprise::engine {
@@ -15,16 +16,16 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 Result<GenerationStats> Generate(InferenceBackend& backend, const tokenizer::Tokenizer& tokenizer,
-                                 std::span<const int32_t> prompt,
-                                 const GenerationOptions& options, const TextCallback& on_text,
-                                 std::vector<int32_t>* generated) {
+                                 std::span<const int32_t> prompt, const GenerationOptions& options,
+                                 const TextCallback& on_text, std::vector<int32_t>* generated) {
   if (prompt.empty()) return InvalidArgumentError("the prompt is empty");
   if (options.max_new_tokens < 0) return InvalidArgumentError("max new tokens must be >= 0");
   const int free_tokens = backend.capacity_tokens() - backend.num_tokens();
   if (static_cast<int64_t>(prompt.size()) > free_tokens) {
     return InvalidArgumentError("the prompt has " + std::to_string(prompt.size()) +
                                 " tokens but only " + std::to_string(free_tokens) +
-                                " fit in the context (" + std::to_string(backend.capacity_tokens()) +
+                                " fit in the context (" +
+                                std::to_string(backend.capacity_tokens()) +
                                 " tokens); shorten it or raise the context size");
   }
   REPRISE_RETURN_IF_ERROR(Sampler::Create(options.sampling));  // reject bad options first
@@ -34,18 +35,24 @@ Result<GenerationStats> Generate(InferenceBackend& backend, const tokenizer::Tok
   const auto start = std::chrono::steady_clock::now();
   REPRISE_ASSIGN_OR_RETURN(std::span<const float> logits, backend.Append(prompt));
   stats.prefill_ms = MillisecondsSince(start);
-  REPRISE_RETURN_IF_ERROR(GenerateFrom(backend, tokenizer, logits, options, on_text, generated, stats));
+  REPRISE_RETURN_IF_ERROR(
+      GenerateFrom(backend, tokenizer, logits, options, on_text, generated, stats));
   return stats;
 }
 
 Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& tokenizer,
                     std::span<const float> first_logits, const GenerationOptions& options,
                     const TextCallback& on_text, std::vector<int32_t>* generated,
-                    GenerationStats& stats) {
+                    GenerationStats& stats, std::vector<PositionLogprobs>* logprobs) {
   if (options.max_new_tokens < 0) return InvalidArgumentError("max new tokens must be >= 0");
+  if (options.top_logprobs < 0 || options.top_logprobs > kMaxTopLogprobs) {
+    return InvalidArgumentError("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) +
+                                "], not " + std::to_string(options.top_logprobs));
+  }
   REPRISE_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(options.sampling));
-  tokenizer::StreamingDecoder decoder(
-      tokenizer, tokenizer::DecodeOptions{true, options.strip_leading_space});
+  LogprobScorer scorer(tokenizer, options.top_logprobs);
+  tokenizer::StreamingDecoder decoder(tokenizer,
+                                      tokenizer::DecodeOptions{true, options.strip_leading_space});
   std::span<const float> logits = first_logits;
   const auto start = std::chrono::steady_clock::now();
   stats.stop_reason = "length";
@@ -56,6 +63,7 @@ Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& token
     }
     const int32_t token = sampler.Sample(logits);
     if (generated) generated->push_back(token);
+    if (options.return_logprobs && logprobs) logprobs->push_back(scorer.Score(logits, token));
     ++stats.generated_tokens;
     if (options.stop_at_end_of_generation && tokenizer.IsEndOfGeneration(token)) {
       stats.stop_reason = "end of generation";

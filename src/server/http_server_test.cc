@@ -334,5 +334,101 @@ TEST_F(HttpServerTest, MemoryStaysBoundedOverManyRequests) {
   EXPECT_LT(after_mb - warm_mb, 24.0) << warm_mb << " MiB -> " << after_mb << " MiB";
 }
 
+TEST_F(HttpServerTest, ChatLogprobsAndSeveralChoicesFromOnePrefill) {
+  Start();
+  json body = ChatBody("Tell me a story.", 6);
+  body["logprobs"] = true;
+  body["top_logprobs"] = 3;
+  body["n"] = 3;
+  body["temperature"] = 1.0;
+  body["seed"] = 5;
+  httplib::Result res = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json answer = json::parse(res->body);
+  ASSERT_EQ(answer["choices"].size(), 3u);
+  int completion_tokens = 0;
+  for (int c = 0; c < 3; ++c) {
+    const json& choice = answer["choices"][c];
+    EXPECT_EQ(choice["index"], c);
+    const json& content = choice["logprobs"]["content"];
+    ASSERT_TRUE(content.is_array()) << choice.dump();
+    EXPECT_FALSE(content.empty());
+    std::string joined;
+    for (const json& entry : content) {
+      EXPECT_LE(entry["logprob"].get<double>(), 0.0);
+      EXPECT_EQ(entry["top_logprobs"].size(), 3u);
+      joined += entry["token"].get<std::string>();
+    }
+    // The tokens spell the reply (an SPM tokenizer's leading space aside).
+    EXPECT_NE(joined.find(choice["message"]["content"].get<std::string>()), std::string::npos);
+    completion_tokens += static_cast<int>(content.size());
+  }
+  EXPECT_GE(answer["usage"]["completion_tokens"].get<int>(), completion_tokens);
+  // One prefill: the prompt was computed once (blend's cache was empty: every token new).
+  EXPECT_EQ(answer["reprise"]["tokens_new"], answer["usage"]["prompt_tokens"]);
+
+  // Streamed: each choice's chunks carry its index; its logprobs come with its last chunk.
+  body["stream"] = true;
+  httplib::Result streamed = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  bool done = false;
+  std::vector<std::string> texts(3);
+  int finished = 0;
+  for (const json& event : Events(streamed->body, &done)) {
+    const json& choice = event["choices"][0];
+    const int index = choice["index"];
+    if (choice["delta"].contains("content")) texts.at(index) += choice["delta"]["content"];
+    if (!choice["finish_reason"].is_null()) {
+      ++finished;
+      EXPECT_TRUE(choice["logprobs"]["content"].is_array());
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(finished, 3);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(texts[c], answer["choices"][c]["message"]["content"]) << c;
+  }
+}
+
+TEST_F(HttpServerTest, CompletionEchoScoresThePrompt) {
+  Start();
+  const json body = {{"prompt", "Once upon a time, there was a cat"},
+                     {"max_tokens", 0},
+                     {"echo", true},
+                     {"logprobs", 1}};
+  httplib::Result res = Post("/v1/completions", body.dump());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json answer = json::parse(res->body);
+  const json& choice = answer["choices"][0];
+  EXPECT_EQ(choice["text"], "Once upon a time, there was a cat");
+  const json& lp = choice["logprobs"];
+  const size_t n = lp["tokens"].size();
+  // stories260K adds BOS: every prompt token after it has a log-probability.
+  EXPECT_EQ(static_cast<int>(n) + 1, answer["usage"]["prompt_tokens"].get<int>());
+  ASSERT_EQ(lp["token_logprobs"].size(), n);
+  ASSERT_EQ(lp["text_offset"].size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(lp["token_logprobs"][i].is_number()) << i;
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 1u);
+  }
+  // With tokens generated too: the prompt's entries, then the reply's.
+  json more = body;
+  more["max_tokens"] = 4;
+  more["temperature"] = 0;
+  httplib::Result generated = Post("/v1/completions", more.dump());
+  ASSERT_TRUE(generated);
+  ASSERT_EQ(generated->status, 200) << generated->body;
+  const json both = json::parse(generated->body);
+  // (An end-of-generation token is not in the text, nor among the entries.)
+  const size_t reply_tokens = both["usage"]["completion_tokens"];
+  EXPECT_LE(both["choices"][0]["logprobs"]["tokens"].size(), n + reply_tokens);
+  EXPECT_GE(both["choices"][0]["logprobs"]["tokens"].size(), n + reply_tokens - 1);
+  EXPECT_EQ(both["choices"][0]["text"].get<std::string>().rfind(body["prompt"], 0), 0u);
+}
+
 }  // namespace
 }  // namespace reprise::server

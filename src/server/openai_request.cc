@@ -1,11 +1,10 @@
 #include "server/openai_request.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "base/status.h"
@@ -183,10 +182,24 @@ Result<Document> ToolsAsSkill(const json& tools) {
 
 // The fields both endpoints share.
 const std::set<std::string_view>& CommonFields() {
-  static const std::set<std::string_view> fields = {
-      "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-      "seed", "stream", "stream_options", "stop", "n", "user", "presence_penalty",
-      "frequency_penalty", "logprobs", "logit_bias", "documents", "skills"};
+  static const std::set<std::string_view> fields = {"model",
+                                                    "max_tokens",
+                                                    "max_completion_tokens",
+                                                    "temperature",
+                                                    "top_p",
+                                                    "top_k",
+                                                    "seed",
+                                                    "stream",
+                                                    "stream_options",
+                                                    "stop",
+                                                    "n",
+                                                    "user",
+                                                    "presence_penalty",
+                                                    "frequency_penalty",
+                                                    "logprobs",
+                                                    "logit_bias",
+                                                    "documents",
+                                                    "skills"};
   return fields;
 }
 
@@ -201,8 +214,9 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
   g.max_new_tokens = limits.default_max_tokens;
   for (const char* field : {"max_tokens", "max_completion_tokens"}) {
     if (Has(body, field)) {
+      // 0 only to score an echoed prompt (checked by the completions parser).
       REPRISE_ASSIGN_OR_RETURN(g.max_new_tokens,
-                               IntegerField(body[field], field, 1, limits.max_tokens));
+                               IntegerField(body[field], field, 0, limits.max_tokens));
     }
   }
   g.temperature = 1.0f;  // OpenAI's default
@@ -236,8 +250,8 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
     if (!options.is_object()) return FieldError("stream_options", "must be an object");
     REPRISE_RETURN_IF_ERROR(CheckKnownFields(options, {"include_usage"}, "stream_options"));
     if (Has(options, "include_usage")) {
-      REPRISE_ASSIGN_OR_RETURN(out.include_usage, BoolField(options["include_usage"],
-                                                            "stream_options.include_usage"));
+      REPRISE_ASSIGN_OR_RETURN(out.include_usage,
+                               BoolField(options["include_usage"], "stream_options.include_usage"));
     }
   }
   if (Has(body, "stop")) {
@@ -253,26 +267,21 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
       return FieldError("stop", "must be a string or an array of strings");
     }
     if (static_cast<int>(out.stop.size()) > limits.max_stop_sequences) {
-      return FieldError("stop", "may hold at most " + std::to_string(limits.max_stop_sequences) +
-                                    " sequences");
+      return FieldError(
+          "stop", "may hold at most " + std::to_string(limits.max_stop_sequences) + " sequences");
     }
     for (const std::string& s : out.stop) {
       if (s.empty()) return FieldError("stop", "must not hold an empty string");
     }
   }
-  if (Has(body, "n")) REPRISE_RETURN_IF_ERROR(IntegerField(body["n"], "n", 1, 1));
+  if (Has(body, "n")) {
+    REPRISE_ASSIGN_OR_RETURN(g.num_choices, IntegerField(body["n"], "n", 1, kMaxChoices));
+  }
   if (Has(body, "user")) REPRISE_RETURN_IF_ERROR(StringField(body["user"], "user"));
   for (const char* field : {"presence_penalty", "frequency_penalty"}) {
     if (Has(body, field)) {
       REPRISE_ASSIGN_OR_RETURN(const double v, NumberField(body[field], field, -2.0, 2.0));
       if (v != 0.0) return FieldError(field, "is not supported (only 0)");
-    }
-  }
-  if (Has(body, "logprobs")) {
-    const json& logprobs = body["logprobs"];
-    if (!(logprobs.is_boolean() && !logprobs.get<bool>()) &&
-        !(logprobs.is_number_integer() && logprobs.get<int64_t>() == 0)) {
-      return FieldError("logprobs", "is not supported");
     }
   }
   if (Has(body, "logit_bias")) {
@@ -324,9 +333,9 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
         CheckKnownFields(m, {"role", "content", "name", "tool_call_id", "tool_calls"}, where));
     REPRISE_ASSIGN_OR_RETURN(std::string role, StringField(Field(m, "role"), where + ".role"));
     if (!roles.contains(role)) {
-      return FieldError(where + ".role",
-                        "must be one of system, developer, user, assistant, tool; not '" + role +
-                            "'");
+      return FieldError(
+          where + ".role",
+          "must be one of system, developer, user, assistant, tool; not '" + role + "'");
     }
     if (Has(m, "tool_calls")) return FieldError(where + ".tool_calls", "is not supported");
     if (role == "developer") role = "system";  // OpenAI's newer name for the system role
@@ -353,7 +362,17 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
       return FieldError("response_format", "is supported as {\"type\": \"text\"} only");
     }
   }
-  if (Has(body, "top_logprobs")) return FieldError("top_logprobs", "is not supported");
+  if (Has(body, "logprobs")) {
+    REPRISE_ASSIGN_OR_RETURN(out.generate.return_logprobs, BoolField(body["logprobs"], "logprobs"));
+  }
+  if (Has(body, "top_logprobs")) {
+    REPRISE_ASSIGN_OR_RETURN(out.generate.top_logprobs,
+                             IntegerField(body["top_logprobs"], "top_logprobs", 0, 20));
+    if (!out.generate.return_logprobs) {
+      return FieldError("top_logprobs", "needs \"logprobs\": true");
+    }
+  }
+  if (out.generate.max_new_tokens == 0) return FieldError("max_tokens", "must be >= 1");
   REPRISE_RETURN_IF_ERROR(CheckDocumentCount(out, limits));
   out.generate.chat = true;
   return out;
@@ -374,14 +393,25 @@ Result<ServeRequest> ParseCompletionRequest(std::string_view body_text,
   } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
     out.generate.prompt = prompt[0].get<std::string>();
   } else if (prompt.is_array()) {
-    return FieldError("prompt", "must be one string (token-id prompts and batches of prompts "
-                                "are not supported)");
+    return FieldError("prompt",
+                      "must be one string (token-id prompts and batches of prompts "
+                      "are not supported)");
   } else {
     return FieldError("prompt", "must be a string");
   }
   if (Has(body, "echo")) {
     REPRISE_ASSIGN_OR_RETURN(const bool echo, BoolField(body["echo"], "echo"));
-    if (echo) return FieldError("echo", "is not supported");
+    out.echo = echo;
+  }
+  if (Has(body, "logprobs")) {
+    // The sampled token's log-probability and this many alternatives (OpenAI allows 5).
+    REPRISE_ASSIGN_OR_RETURN(out.generate.top_logprobs,
+                             IntegerField(body["logprobs"], "logprobs", 0, 20));
+    out.generate.return_logprobs = true;
+    out.generate.return_prompt_logprobs = out.echo;
+  }
+  if (out.generate.max_new_tokens == 0 && !out.echo) {
+    return FieldError("max_tokens", "must be >= 1 (0 only with echo, to score the prompt)");
   }
   if (Has(body, "suffix")) return FieldError("suffix", "is not supported");
   if (Has(body, "best_of")) REPRISE_RETURN_IF_ERROR(IntegerField(body["best_of"], "best_of", 1, 1));

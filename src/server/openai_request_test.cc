@@ -93,20 +93,22 @@ TEST(OpenAiRequestTest, RefusesBadBodies) {
       {R"({"messages": [{"role": "user", "content": "x", "extra": 1}]})", "unrecognized argument 'extra'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "bogus": true})", "unrecognized argument 'bogus'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "'max_tokens' must be in"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "'max_tokens' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "'max_tokens' must be >= 1"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 99999999999999})", "'max_tokens' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 1.5})", "must be an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "5"})", "must be an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": 3})", "'temperature' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "must be a number"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "'top_p' must be in"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "'n' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 17})", "'n' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "true or false"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": 3})", "'stop'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]})", "at most 4"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": [""]})", "empty string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1})", "not supported"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "needs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "'top_logprobs' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 1})", "true or false"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": {"text": "a"}})", "'documents' must be an array"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": "a"}]})", "documents[0].text"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": "a", "text": ""}]})", "must not be empty"},
@@ -210,9 +212,33 @@ TEST(OpenAiRequestTest, ParsesACompletionRequest) {
   EXPECT_EQ(one->generate.prompt, "x");
 }
 
+TEST(OpenAiRequestTest, LogprobsEchoAndChoices) {
+  Result<ServeRequest> chat = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 20,
+          "n": 3})");
+  ASSERT_TRUE(chat.ok()) << ErrorOf(chat);
+  EXPECT_TRUE(chat->generate.return_logprobs);
+  EXPECT_EQ(chat->generate.top_logprobs, 20);
+  EXPECT_FALSE(chat->generate.return_prompt_logprobs);
+  EXPECT_EQ(chat->generate.num_choices, 3);
+  Result<ServeRequest> scored = ParseCompletionRequest(
+      R"({"prompt": "x", "echo": true, "logprobs": 2, "max_tokens": 0})", kLimits);
+  ASSERT_TRUE(scored.ok()) << ErrorOf(scored);
+  EXPECT_TRUE(scored->echo);
+  EXPECT_TRUE(scored->generate.return_logprobs);
+  EXPECT_TRUE(scored->generate.return_prompt_logprobs);
+  EXPECT_EQ(scored->generate.top_logprobs, 2);
+  EXPECT_EQ(scored->generate.max_new_tokens, 0);
+  Result<ServeRequest> plain = ParseCompletionRequest(R"({"prompt": "x", "logprobs": 0})", kLimits);
+  ASSERT_TRUE(plain.ok()) << ErrorOf(plain);
+  EXPECT_TRUE(plain->generate.return_logprobs);
+  EXPECT_FALSE(plain->generate.return_prompt_logprobs);
+}
+
 TEST(OpenAiRequestTest, RefusesBadCompletionRequests) {
   for (const char* body : {R"({})", R"({"prompt": 5})", R"({"prompt": [1, 2, 3]})",
-                           R"({"prompt": ["a", "b"]})", R"({"prompt": "x", "echo": true})",
+                           R"({"prompt": ["a", "b"]})", R"({"prompt": "x", "max_tokens": 0})",
+                           R"({"prompt": "x", "logprobs": 21})", R"({"prompt": "x", "logprobs": true})",
                            R"({"prompt": "x", "suffix": "y"})", R"({"prompt": "x", "best_of": 3})",
                            R"({"prompt": "x", "messages": []})"}) {
     Result<ServeRequest> r = ParseCompletionRequest(body, kLimits);
