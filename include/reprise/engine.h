@@ -285,6 +285,12 @@ struct GenerateRequest {
   // The prompt is then run one token at a time after its prefill (its KV replaced by a full
   // computation, so reuse never changes these values): as many decode steps as prompt tokens.
   bool return_prompt_logprobs = false;
+  // Constrained decoding: a JSON Schema (text) the reply must be valid against, in the subset
+  // docs/serving.md describes ("Structured output"); {"type": "object"} = any JSON object.
+  // At each step the tokens that cannot continue a valid document are masked out, and the
+  // reply ends once the document is complete. Empty = free text. A schema outside the subset
+  // is refused (InvalidArgument naming the keyword).
+  std::string json_schema;
   // Choices generated for the prompt (1-16), sharing its one prefill: each later choice starts
   // again from the prompt's KV and its logits, with seed `seed + i` (GenerateResult::
   // more_choices).

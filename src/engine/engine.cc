@@ -170,6 +170,9 @@ struct Engine::Shared {
   int waiting = 0;                                   // Generate calls waiting for a slot
   // Batches the decode steps of the sessions generating at once; null = not batched.
   std::unique_ptr<engine::DecodeBatcher> decode_batcher;
+  // Constrained decoding's token trie, built by the first request with a schema.
+  std::once_flag token_trie_once;
+  std::unique_ptr<const engine::TokenTrie> token_trie;
 };
 
 Session::Session(Engine& engine, std::string name_space, ReuseMethod reuse)
@@ -580,6 +583,18 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     return InvalidArgumentError("max_prompt_tokens must be >= 0 (0 = the context's limit), not " +
                                 std::to_string(request.max_prompt_tokens));
   }
+  std::unique_ptr<engine::JsonConstraint> constraint;
+  if (!request.json_schema.empty()) {
+    Result<engine::JsonSchema> schema = engine::JsonSchema::Parse(request.json_schema);
+    if (!schema.ok()) {
+      return InvalidArgumentError("the JSON schema: " + std::string(schema.error().message()));
+    }
+    std::call_once(shared_->token_trie_once,
+                   [&] { shared_->token_trie = std::make_unique<const engine::TokenTrie>(tok); });
+    constraint =
+        std::make_unique<engine::JsonConstraint>(std::move(schema).value(), *shared_->token_trie);
+    options.constraint = constraint.get();
+  }
   if (request.cancel != nullptr && request.cancel->load()) {
     return CancelledError("the request was cancelled");
   }
@@ -594,6 +609,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     for (int c = 1; c < request.num_choices; ++c) {
       GeneratedChoice& choice = result.more_choices.emplace_back();
       backend.Truncate(prompt_kv_tokens);
+      if (constraint) constraint->Reset();
       engine::GenerationOptions choice_options = options;
       choice_options.sampling.seed = request.seed + static_cast<uint64_t>(c);
       engine::GenerationStats choice_stats;

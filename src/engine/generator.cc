@@ -54,6 +54,7 @@ Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& token
   tokenizer::StreamingDecoder decoder(tokenizer,
                                       tokenizer::DecodeOptions{true, options.strip_leading_space});
   std::span<const float> logits = first_logits;
+  std::vector<float> masked;  // [vocab] with a constraint
   const auto start = std::chrono::steady_clock::now();
   stats.stop_reason = "length";
   for (int i = 0; i < options.max_new_tokens; ++i) {
@@ -61,7 +62,18 @@ Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& token
       stats.stop_reason = "cancelled";
       break;
     }
-    const int32_t token = sampler.Sample(logits);
+    std::span<const float> sample_from = logits;
+    if (options.constraint != nullptr) {
+      if (!options.constraint->Mask(logits, masked)) {
+        stats.stop_reason = "no valid continuation";
+        break;
+      }
+      sample_from = masked;
+    }
+    const int32_t token = sampler.Sample(sample_from);
+    if (options.constraint != nullptr) {
+      options.constraint->Accept(token, tokenizer.TokenPiece(token));
+    }
     if (generated) generated->push_back(token);
     if (options.return_logprobs && logprobs) logprobs->push_back(scorer.Score(logits, token));
     ++stats.generated_tokens;
@@ -72,6 +84,10 @@ Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& token
     const std::string text = decoder.Push(token);
     if (!text.empty() && on_text && !on_text(text)) {
       stats.stop_reason = "stopped";
+      break;
+    }
+    if (options.constraint != nullptr && options.constraint->is_finished()) {
+      stats.stop_reason = "end of generation";  // the document is complete
       break;
     }
     if (i + 1 == options.max_new_tokens) break;

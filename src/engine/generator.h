@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "engine/inference_backend.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 #include "reprise/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -31,6 +32,11 @@ struct GenerationOptions {
   // many alternatives (0-20).
   bool return_logprobs = false;
   int top_logprobs = 0;
+  // Constrained decoding: each token is sampled from the logits with the tokens this
+  // constraint refuses masked out, and generation ends once its document is complete ("end
+  // of generation") or no token is allowed ("no valid continuation"). Null = free text.
+  // Borrowed; advanced by every token generated.
+  JsonConstraint* constraint = nullptr;
 };
 
 struct GenerationStats {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/status.h"
+#include "engine/json_schema.h"
 
 namespace reprise::server {
 namespace {
@@ -178,6 +179,39 @@ Result<Document> ToolsAsSkill(const json& tools) {
     text += "\n";
   }
   return Document{"tools", text};
+}
+
+// response_format: "" for text, else the JSON Schema the reply must be valid against (checked
+// here, so that a schema outside the subset is a 400 naming its keyword).
+Result<std::string> ResponseFormatSchema(const json& format) {
+  if (!format.is_object()) return FieldError("response_format", "must be an object");
+  REPRISE_RETURN_IF_ERROR(CheckKnownFields(format, {"type", "json_schema"}, "response_format"));
+  const json& type = Field(format, "type");
+  if (type == "text") return std::string();
+  if (type == "json_object") return std::string(R"({"type":"object"})");
+  if (type != "json_schema") {
+    return FieldError("response_format.type",
+                      "must be \"text\", \"json_object\" or \"json_schema\"");
+  }
+  const json& spec = Field(format, "json_schema");
+  if (!spec.is_object()) return FieldError("response_format.json_schema", "must be an object");
+  REPRISE_RETURN_IF_ERROR(CheckKnownFields(spec, {"name", "description", "schema", "strict"},
+                                           "response_format.json_schema"));
+  REPRISE_RETURN_IF_ERROR(StringField(Field(spec, "name"), "response_format.json_schema.name"));
+  if (Has(spec, "description")) {
+    REPRISE_RETURN_IF_ERROR(
+        StringField(spec["description"], "response_format.json_schema.description"));
+  }
+  if (Has(spec, "strict")) {
+    REPRISE_RETURN_IF_ERROR(BoolField(spec["strict"], "response_format.json_schema.strict"));
+  }
+  if (!Has(spec, "schema")) return std::string(R"({"type":"object"})");
+  const json& schema = spec["schema"];
+  Result<engine::JsonSchema> compiled = engine::JsonSchema::Compile(schema);
+  if (!compiled.ok()) {
+    return FieldError("response_format.json_schema.schema", compiled.error().message());
+  }
+  return schema.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // The fields both endpoints share.
@@ -357,10 +391,8 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
     REPRISE_RETURN_IF_ERROR(BoolField(body["parallel_tool_calls"], "parallel_tool_calls"));
   }
   if (Has(body, "response_format")) {
-    const json& format = body["response_format"];
-    if (!format.is_object() || Field(format, "type") != "text") {
-      return FieldError("response_format", "is supported as {\"type\": \"text\"} only");
-    }
+    REPRISE_ASSIGN_OR_RETURN(out.generate.json_schema,
+                             ResponseFormatSchema(body["response_format"]));
   }
   if (Has(body, "logprobs")) {
     REPRISE_ASSIGN_OR_RETURN(out.generate.return_logprobs, BoolField(body["logprobs"], "logprobs"));

@@ -1,6 +1,7 @@
 #include "server/openai_request.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace reprise::server {
 namespace {
@@ -120,7 +121,9 @@ TEST(OpenAiRequestTest, RefusesBadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "model": ""})", "'model' must be"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "code"}]})", "tools[0]"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}})", "response_format.type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "string", "pattern": "a"}}}})", "'pattern' is not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})", "json_schema.name"},
       {R"({"messages": [{"role": "user", "content": "x"}], "model": 3})", "'model' must be a string"},
   };
   for (const auto& c : cases) {
@@ -233,6 +236,24 @@ TEST(OpenAiRequestTest, LogprobsEchoAndChoices) {
   ASSERT_TRUE(plain.ok()) << ErrorOf(plain);
   EXPECT_TRUE(plain->generate.return_logprobs);
   EXPECT_FALSE(plain->generate.return_prompt_logprobs);
+}
+
+TEST(OpenAiRequestTest, ResponseFormatsBecomeASchema) {
+  Result<ServeRequest> text = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text"}})");
+  ASSERT_TRUE(text.ok()) << ErrorOf(text);
+  EXPECT_TRUE(text->generate.json_schema.empty());
+  Result<ServeRequest> object = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(object.ok()) << ErrorOf(object);
+  EXPECT_EQ(object->generate.json_schema, R"({"type":"object"})");
+  Result<ServeRequest> schema = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+          "json_schema": {"name": "p", "strict": true, "schema": {"type": "object",
+          "properties": {"a": {"type": "integer"}}, "required": ["a"],
+          "additionalProperties": false}}}})");
+  ASSERT_TRUE(schema.ok()) << ErrorOf(schema);
+  EXPECT_EQ(nlohmann::json::parse(schema->generate.json_schema)["required"][0], "a");
 }
 
 TEST(OpenAiRequestTest, RefusesBadCompletionRequests) {
