@@ -134,11 +134,14 @@ void GenerationJob::Run() {
   const std::string echoed = parsed->echo ? generate.prompt : std::string();
   std::vector<size_t> sent_bytes(static_cast<size_t>(num_choices), 0);  // past the echo
   bool began = false;
+  // With tools, a reply may turn out to be a call: its text is held until the end, then sent
+  // as content and delta.tool_calls.
+  const bool hold = !parsed->tool_names.empty();
   // `opening`: send the choice's first chunk even without text (an empty reply's role).
   auto take = [&](int choice, const std::string& piece, bool opening = false) {
     const size_t c = static_cast<size_t>(choice);
     sent_bytes[c] += piece.size();
-    if (!parsed->stream) {
+    if (!parsed->stream || hold) {
       if (texts[c].empty()) texts[c] = echoed;
       texts[c] += piece;
       return;
@@ -164,13 +167,42 @@ void GenerationJob::Run() {
     for (int c = 0; c < num_choices; ++c) {
       const size_t i = static_cast<size_t>(c);
       take(c, stops[i].Flush());
-      const bool generated_nothing = parsed->stream ? first[i] : texts[i].empty();
-      if (generated_nothing) take(c, "", /*opening=*/true);  // an echo, an empty reply
+      const bool generated_nothing = parsed->stream && !hold ? first[i] : texts[i].empty();
+      if (generated_nothing && !hold) take(c, "", /*opening=*/true);  // an echo, an empty reply
       ChoiceOutput& out = choices[i];
       const std::string& stop_reason =
           c == 0 ? result->stop_reason : result->more_choices[i - 1].stop_reason;
       out.finish_reason = std::string(FinishReason(stop_reason, stops[i].found()));
       out.text = std::move(texts[i]);
+      if (hold) {
+        ToolReply reply = ParseToolCalls(out.text, parsed->tool_names);
+        if (!reply.calls.empty()) {
+          out.text = std::move(reply.content);
+          out.tool_calls = std::move(reply.calls);
+          out.finish_reason = "tool_calls";
+        }
+        if (parsed->stream) {
+          if (!out.text.empty() || out.tool_calls.empty()) {
+            const std::string text = out.text;
+            if (!began) {
+              response_->Begin(200, "text/event-stream",
+                               {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+              began = true;
+            }
+            response_->Write(Event(StreamChunk(header, c, text, first[i], "")));
+            first[i] = false;
+          }
+          if (!out.tool_calls.empty()) {
+            if (!began) {
+              response_->Begin(200, "text/event-stream",
+                               {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+              began = true;
+            }
+            response_->Write(Event(ToolCallsChunk(header, c, out.tool_calls, first[i])));
+            first[i] = false;
+          }
+        }
+      }
       if (generate.return_logprobs) {
         out.has_logprobs = true;
         const std::vector<PositionLogprobs>& generated =

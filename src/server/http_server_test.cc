@@ -479,5 +479,81 @@ TEST_F(HttpServerTest, ResponseFormatJsonSchemaRepliesValidate) {
   EXPECT_NE(refused->body.find("'pattern' is not supported"), std::string::npos) << refused->body;
 }
 
+TEST_F(HttpServerTest, ToolChoiceRequiredReturnsAValidCallAndTheLoopGoesOn) {
+  Start();
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "The weather",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+     "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city", "days"],
+     "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "now", "parameters": {"type": "object",
+     "properties": {}, "additionalProperties": false}}}])");
+  json body = ChatBody("What is the weather in Paris?", 200);
+  body["tools"] = tools;
+  body["tool_choice"] = "required";
+  body["temperature"] = 1.0;
+  std::string call_id;
+  json assistant;
+  for (int seed = 1; seed <= 3; ++seed) {
+    body["seed"] = seed;
+    httplib::Result res = Post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json answer = json::parse(res->body);
+    const json& choice = answer["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << res->body;
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << res->body;
+    const json& call = choice["message"]["tool_calls"][0];
+    EXPECT_EQ(call["type"], "function");
+    const std::string name = call["function"]["name"];
+    const json arguments = json::parse(call["function"]["arguments"].get<std::string>());
+    if (name == "get_weather") {
+      EXPECT_TRUE(arguments["city"].is_string());
+      EXPECT_GE(arguments["days"].get<int>(), 1);
+      EXPECT_LE(arguments["days"].get<int>(), 7);
+    } else {
+      EXPECT_EQ(name, "now");
+      EXPECT_EQ(arguments, json::object());
+    }
+    call_id = call["id"];
+    assistant = choice["message"];
+  }
+  // A named function: always that one.
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "now"}}}};
+  httplib::Result named = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(named);
+  ASSERT_EQ(named->status, 200) << named->body;
+  EXPECT_EQ(json::parse(named->body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+            "now");
+  // Streamed: the call as delta.tool_calls.
+  body["stream"] = true;
+  httplib::Result streamed = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  bool done = false, saw_call = false;
+  std::string finish;
+  for (const json& event : Events(streamed->body, &done)) {
+    const json& choice = event["choices"][0];
+    if (choice["delta"].contains("tool_calls")) {
+      saw_call = true;
+      EXPECT_EQ(choice["delta"]["tool_calls"][0]["index"], 0);
+      EXPECT_EQ(choice["delta"]["tool_calls"][0]["function"]["name"], "now");
+    }
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_TRUE(done && saw_call);
+  EXPECT_EQ(finish, "tool_calls");
+  // The call and its result go back; the tools stay one reusable segment.
+  json next = ChatBody("What is the weather in Paris?", 8);
+  next["tools"] = tools;
+  next["messages"].push_back(assistant);
+  next["messages"].push_back({{"role", "tool"}, {"tool_call_id", call_id}, {"content", "18 C"}});
+  httplib::Result answer = Post("/v1/chat/completions", next.dump());
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  EXPECT_GT(json::parse(answer->body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            0);
+}
+
 }  // namespace
 }  // namespace reprise::server

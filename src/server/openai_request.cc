@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "engine/json_schema.h"
+#include "server/tool_calls.h"
 
 namespace reprise::server {
 namespace {
@@ -153,10 +154,9 @@ Result<std::vector<Document>> DocumentList(const json& value, std::string_view f
   return documents;
 }
 
-// OpenAI's "tools": one skill holding every function's name, description and parameters.
-Result<Document> ToolsAsSkill(const json& tools) {
+// OpenAI's "tools": one skill holding every function's signature (server/tool_calls.h).
+Result<Document> ToolsAsSkill(const json& tools, std::vector<std::string>& names) {
   if (!tools.is_array()) return FieldError("tools", "must be an array");
-  std::string text = "Available tools:\n";
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& tool = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
@@ -166,19 +166,16 @@ Result<Document> ToolsAsSkill(const json& tools) {
     }
     const json& function = tool["function"];
     const json& name = Field(function, "name");
-    if (!name.is_string()) return FieldError(where + ".function.name", "must be a string");
-    text += "- " + name.get<std::string>();
-    if (const json& description = Field(function, "description"); description.is_string()) {
-      text += ": " + description.get<std::string>();
+    if (!name.is_string() || name.get_ref<const std::string&>().empty()) {
+      return FieldError(where + ".function.name", "must be a non-empty string");
     }
-    if (function.contains("parameters")) {
-      // The schema as the model will read it; its depth is bounded by the parse.
-      text += "\n  parameters: " +
-              function["parameters"].dump(-1, ' ', false, json::error_handler_t::replace);
+    if (Has(function, "parameters") && !function["parameters"].is_object()) {
+      return FieldError(where + ".function.parameters", "must be an object (a JSON Schema)");
     }
-    text += "\n";
+    names.push_back(name.get<std::string>());
   }
-  return Document{"tools", text};
+  // The signatures as the model will read them; their depth is bounded by the parse.
+  return Document{"tools", ToolsSystemText(tools)};
 }
 
 // response_format: "" for text, else the JSON Schema the reply must be valid against (checked
@@ -371,28 +368,70 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
           where + ".role",
           "must be one of system, developer, user, assistant, tool; not '" + role + "'");
     }
-    if (Has(m, "tool_calls")) return FieldError(where + ".tool_calls", "is not supported");
     if (role == "developer") role = "system";  // OpenAI's newer name for the system role
     REPRISE_ASSIGN_OR_RETURN(std::string content,
                              ContentText(Field(m, "content"), where + ".content"));
+    if (Has(m, "tool_calls")) {
+      if (role != "assistant")
+        return FieldError(where + ".tool_calls", "is for assistant messages");
+      REPRISE_ASSIGN_OR_RETURN(const std::string calls,
+                               RenderToolCalls(m["tool_calls"], where + ".tool_calls"));
+      content += (content.empty() ? "" : "\n") + calls;
+    }
+    if (role == "tool") {
+      if (Has(m, "tool_call_id")) {
+        REPRISE_RETURN_IF_ERROR(StringField(m["tool_call_id"], where + ".tool_call_id"));
+      }
+      role = "user";  // a result reaches the model as the user's turn
+      content = RenderToolResult(content);
+    }
     out.generate.messages.push_back(ChatTurn{std::move(role), std::move(content)});
   }
+  // tool_choice: "auto" (default), "none", "required", {"type": "function", "function":
+  // {"name": ...}}.
+  std::string choice_mode = "auto", named;
   if (Has(body, "tool_choice")) {
     const json& choice = body["tool_choice"];
-    if (!choice.is_string() || (choice != "auto" && choice != "none")) {
-      return FieldError("tool_choice", "is supported as \"auto\" or \"none\" only");
+    if (choice.is_string() && (choice == "auto" || choice == "none" || choice == "required")) {
+      choice_mode = choice.get<std::string>();
+    } else if (choice.is_object() && Field(choice, "type") == "function" &&
+               Field(choice, "function").is_object() &&
+               Field(choice["function"], "name").is_string()) {
+      choice_mode = "named";
+      named = choice["function"]["name"].get<std::string>();
+    } else {
+      return FieldError("tool_choice",
+                        "must be \"auto\", \"none\", \"required\" or "
+                        "{\"type\": \"function\", \"function\": {\"name\": ...}}");
     }
   }
-  if (Has(body, "tools") && Field(body, "tool_choice") != "none") {
-    REPRISE_ASSIGN_OR_RETURN(Document tools, ToolsAsSkill(body["tools"]));
-    if (!body["tools"].empty()) out.generate.skills.insert(out.generate.skills.begin(), tools);
+  const bool has_tools = Has(body, "tools") && body["tools"].is_array() && !body["tools"].empty();
+  if ((choice_mode == "required" || choice_mode == "named") && !has_tools) {
+    return FieldError("tool_choice", "needs 'tools'");
+  }
+  if (Has(body, "tools") && choice_mode != "none") {
+    std::vector<std::string> names;
+    REPRISE_ASSIGN_OR_RETURN(Document tools, ToolsAsSkill(body["tools"], names));
+    if (has_tools) {
+      out.generate.skills.insert(out.generate.skills.begin(), tools);
+      out.tool_names = std::move(names);
+    }
+    if (choice_mode == "required" || choice_mode == "named") {
+      if (Has(body, "response_format") && Field(body["response_format"], "type") != "text") {
+        return FieldError("response_format",
+                          "cannot be combined with tool_choice \"" + choice_mode + "\"");
+      }
+      Result<std::string> schema = ToolCallSchema(body["tools"], named);
+      if (!schema.ok()) return FieldError("tool_choice", schema.error().message());
+      out.generate.json_schema = std::move(schema).value();
+    }
   }
   if (Has(body, "parallel_tool_calls")) {
     REPRISE_RETURN_IF_ERROR(BoolField(body["parallel_tool_calls"], "parallel_tool_calls"));
   }
   if (Has(body, "response_format")) {
-    REPRISE_ASSIGN_OR_RETURN(out.generate.json_schema,
-                             ResponseFormatSchema(body["response_format"]));
+    REPRISE_ASSIGN_OR_RETURN(std::string schema, ResponseFormatSchema(body["response_format"]));
+    if (!schema.empty()) out.generate.json_schema = std::move(schema);
   }
   if (Has(body, "logprobs")) {
     REPRISE_ASSIGN_OR_RETURN(out.generate.return_logprobs, BoolField(body["logprobs"], "logprobs"));

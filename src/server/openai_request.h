@@ -14,7 +14,9 @@
 //                                                 (id: a non-empty string, the title the
 //                                                 model sees; text: non-empty)
 //   "top_k": int                                  sampling, as llama.cpp's server takes it
-// OpenAI's "tools" are rendered together as one skill (tool selection needs the whole block).
+// OpenAI's "tools" are rendered together as one skill (tool selection needs the whole block), in
+// the Qwen/Hermes form of server/tool_calls.h; assistant `tool_calls` and `tool` messages are
+// rendered back in the same form; tool_choice: "auto", "none", "required" or a named function.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -44,6 +46,9 @@ struct ServeRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with `usage`
   std::vector<std::string> stop;
   bool echo = false;  // completions: the prompt's text before each choice's
+  // Chat with `tools` (tool_choice not "none"): the functions whose calls are read out of the
+  // reply (server/tool_calls.h); tool_choice "required" or named also set generate.json_schema.
+  std::vector<std::string> tool_names;
 };
 
 Result<ServeRequest> ParseChatCompletionRequest(std::string_view body, const RequestLimits& limits);

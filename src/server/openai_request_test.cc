@@ -70,8 +70,40 @@ TEST(OpenAiRequestTest, ToolsBecomeOneSkillBlock) {
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   ASSERT_EQ(r->generate.skills.size(), 1u);
   EXPECT_EQ(r->generate.skills[0].id, "tools");
-  EXPECT_NE(r->generate.skills[0].text.find("get_weather: Weather"), std::string::npos);
+  EXPECT_NE(r->generate.skills[0].text.find("<tools>"), std::string::npos);
+  EXPECT_NE(r->generate.skills[0].text.find(R"("description":"Weather")"), std::string::npos);
   EXPECT_NE(r->generate.skills[0].text.find("get_time"), std::string::npos);
+  EXPECT_EQ(r->tool_names, (std::vector<std::string>{"get_weather", "get_time"}));
+  EXPECT_TRUE(r->generate.json_schema.empty());  // "auto"
+}
+
+TEST(OpenAiRequestTest, ToolChoicesAndTheToolLoopsMessages) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"a": {"type": "integer"}},
+      "required": ["a"]}}}])";
+  Result<ServeRequest> required = Chat(R"({"messages": [{"role": "user", "content": "x"}], )" +
+                                       tools + R"(, "tool_choice": "required"})");
+  ASSERT_TRUE(required.ok()) << ErrorOf(required);
+  EXPECT_NE(required->generate.json_schema.find(R"("const":"f")"), std::string::npos);
+  Result<ServeRequest> named = Chat(R"({"messages": [{"role": "user", "content": "x"}], )" + tools +
+                                    R"(, "tool_choice": {"type": "function", "function": {"name": "g"}}})");
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.error().message().find("'g'"), std::string::npos);
+  Result<ServeRequest> none = Chat(R"({"messages": [{"role": "user", "content": "x"}], )" + tools +
+                                   R"(, "tool_choice": "none"})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->generate.skills.empty());
+  EXPECT_TRUE(none->tool_names.empty());
+  Result<ServeRequest> loop = Chat(R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+       "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "2"}], )" + tools + "}");
+  ASSERT_TRUE(loop.ok()) << ErrorOf(loop);
+  ASSERT_EQ(loop->generate.messages.size(), 3u);
+  EXPECT_EQ(loop->generate.messages[1].content,
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\":1}}\n</tool_call>");
+  EXPECT_EQ(loop->generate.messages[2].role, "user");
+  EXPECT_EQ(loop->generate.messages[2].content, "<tool_response>\n2\n</tool_response>");
 }
 
 TEST(OpenAiRequestTest, RefusesBadBodies) {

@@ -102,6 +102,18 @@ json CompletionLogprobs(const std::vector<PositionLogprobs>& entries) {
               {"text_offset", std::move(offsets)}};
 }
 
+json ToolCallsValue(const std::vector<ToolCall>& calls, bool streamed) {
+  json list = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (streamed) call["index"] = i;
+    list.push_back(std::move(call));
+  }
+  return list;
+}
+
 json LogprobsValue(Endpoint endpoint, const ChoiceOutput* choice) {
   if (choice == nullptr || !choice->has_logprobs) return nullptr;
   return endpoint == Endpoint::kChat ? ChatLogprobs(choice->logprobs)
@@ -143,6 +155,10 @@ std::string CompletionBody(const ResponseHeader& header, const GenerateResult& r
                    {"logprobs", LogprobsValue(header.endpoint, &c)}};
     if (header.endpoint == Endpoint::kChat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = ToolCallsValue(c.tool_calls, false);
+      }
     } else {
       choice["text"] = c.text;
     }
@@ -169,6 +185,16 @@ std::string StreamChunk(const ResponseHeader& header, int index, std::string_vie
     choice["text"] = std::string(text);
   }
   chunk["choices"] = json::array({choice});
+  return Dump(chunk);
+}
+
+std::string ToolCallsChunk(const ResponseHeader& header, int index,
+                           const std::vector<ToolCall>& calls, bool first) {
+  json chunk = Header(header, true);
+  json delta = {{"tool_calls", ToolCallsValue(calls, true)}};
+  if (first) delta["role"] = "assistant";
+  chunk["choices"] = json::array(
+      {{{"index", index}, {"finish_reason", nullptr}, {"logprobs", nullptr}, {"delta", delta}}});
   return Dump(chunk);
 }
 

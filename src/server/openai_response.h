@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "reprise/engine.h"
+#include "server/tool_calls.h"
 
 namespace reprise::server {
 
@@ -53,6 +54,9 @@ struct ChoiceOutput {
   std::string finish_reason;
   bool has_logprobs = false;
   std::vector<PositionLogprobs> logprobs;
+  // Chat: the function calls read out of the reply (then `text` is what is left, null when
+  // empty).
+  std::vector<ToolCall> tool_calls;
 };
 
 // The entries of `logprobs` (one per generated token) for the tokens whose text was sent: a
@@ -71,6 +75,11 @@ std::string CompletionBody(const ResponseHeader& header, const GenerateResult& r
 // (ChoiceOutput::has_logprobs), on its last chunk only.
 std::string StreamChunk(const ResponseHeader& header, int index, std::string_view text, bool first,
                         std::string_view finish_reason, const ChoiceOutput* logprobs = nullptr);
+
+// A streamed chat chunk with choice `index`'s function calls as OpenAI's delta.tool_calls (each
+// whole: id, type, function.name and function.arguments at once).
+std::string ToolCallsChunk(const ResponseHeader& header, int index,
+                           const std::vector<ToolCall>& calls, bool first);
 
 // The last chunk before [DONE] when stream_options.include_usage is set: no choices, `usage`
 // and `reprise`.
