@@ -344,6 +344,9 @@ void OpenAiRequestSeeds(const std::string& dir) {
       R"({"messages":[{"role":"user","content":"w"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}],"tool_choice":"auto"})",
       R"({"prompt":"Once upon a time","max_tokens":16,"echo":false,"n":1})",
       R"({"prompt":["x"],"documents":[{"id":"d","text":"d"}],"logprobs":0,"presence_penalty":0})",
+      R"({"messages":[{"role":"user","content":"j"}],"n":2,"logprobs":true,"top_logprobs":3,"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"a":{"anyOf":[{"type":"integer","minimum":0},{"$ref":"#/$defs/b"}]}},"$defs":{"b":{"enum":["x",null]}}}}}})",
+      R"({"messages":[{"role":"user","content":"t"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required"})",
+      R"({"prompt":"score me","max_tokens":0,"echo":true,"logprobs":2})",
   };
   int i = 0;
   for (const char* body : bodies) Save(dir + "/body" + std::to_string(i++) + ".json", body);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 #include "server/openai_request.h"
@@ -29,7 +30,9 @@ void Check(const Result<ServeRequest>& parsed, const RequestLimits& limits, Endp
     return;
   }
   const GenerateRequest& g = parsed->generate;
-  Require(g.max_new_tokens >= 1 && g.max_new_tokens <= limits.max_tokens);
+  Require((g.max_new_tokens >= 1 || parsed->echo) && g.max_new_tokens <= limits.max_tokens);
+  Require(g.num_choices >= 1 && g.num_choices <= kMaxChoices);
+  Require(g.top_logprobs >= 0 && g.top_logprobs <= 20);
   Require(static_cast<int>(parsed->stop.size()) <= limits.max_stop_sequences);
   Require(static_cast<int>(g.documents.size() + g.skills.size()) <= limits.max_documents);
   Require(g.temperature >= 0.0f && g.temperature <= 2.0f);
@@ -38,9 +41,13 @@ void Check(const Result<ServeRequest>& parsed, const RequestLimits& limits, Endp
   GenerateResult result;
   result.text = g.prompt;  // any bytes the request carried
   const ResponseHeader header{endpoint, "id", 0, parsed->model};
+  // Logprobs whose token text is the request's bytes, one without a value (NaN).
+  PositionLogprobs entry{{1, g.prompt, -0.5f}, {{2, g.prompt, -1.0f}}};
+  const ChoiceOutput choice{result.text, "stop", true,
+                            {entry, {{3, g.prompt, std::numeric_limits<float>::quiet_NaN()}, {}}}};
   for (const std::string& body :
-       {CompletionBody(header, result, result.text, "stop", 0.0),
-        StreamChunk(header, result.text, true, ""), UsageChunk(header, result, 0.0)}) {
+       {CompletionBody(header, result, {choice, choice}, 0.0),
+        StreamChunk(header, 1, result.text, true, "", &choice), UsageChunk(header, result, 0.0)}) {
     Require(nlohmann::json::accept(body));
   }
 }

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libsqlite3-dev libpcre2-dev libxxhash-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev
+  json-schema-test-suite  # the official JSON-Schema tests: the response_format compiler's test
   libboost-dev       # Boost.Beast and Asio (header-only): the HTTP server
   libcpp-httplib-dev # an HTTP client: `bench serve`, tests
   python3

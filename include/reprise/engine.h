@@ -242,6 +242,9 @@ struct Document {
   std::string text;
 };
 
+// GenerateRequest::num_choices's bound.
+inline constexpr int kMaxChoices = 16;
+
 struct GenerateRequest {
   std::string prompt;              // plain text, used when the lists below are empty
   std::vector<Segment> segments;   // a prompt made of segments (documents, ...), as they come
@@ -271,6 +274,27 @@ struct GenerateRequest {
   // Return the logits after the prompt (GenerateResult::first_token_logits): the distribution
   // of the first generated token, e.g. to compare reuse methods or to score choices.
   bool return_first_token_logits = false;
+  // Log-probabilities (GenerateResult::logprobs): of each generated token, and of the
+  // `top_logprobs` most likely tokens at its step (0-20). They are the log-softmax of the
+  // logits the token was sampled from, over the whole vocabulary, before temperature, top-k,
+  // top-p or a constraint's mask.
+  bool return_logprobs = false;
+  int top_logprobs = 0;
+  // The log-probability of every prompt token after the first (GenerateResult::
+  // prompt_logprobs), with `top_logprobs` alternatives: how evaluation harnesses score a text.
+  // The prompt is then run one token at a time after its prefill (its KV replaced by a full
+  // computation, so reuse never changes these values): as many decode steps as prompt tokens.
+  bool return_prompt_logprobs = false;
+  // Constrained decoding: a JSON Schema (text) the reply must be valid against, in the subset
+  // docs/serving.md describes ("Structured output"); {"type": "object"} = any JSON object.
+  // At each step the tokens that cannot continue a valid document are masked out, and the
+  // reply ends once the document is complete. Empty = free text. A schema outside the subset
+  // is refused (InvalidArgument naming the keyword).
+  std::string json_schema;
+  // Choices generated for the prompt (1-16), sharing its one prefill: each later choice starts
+  // again from the prompt's KV and its logits, with seed `seed + i` (GenerateResult::
+  // more_choices).
+  int num_choices = 1;
   // Keep generating past an end-of-generation token (EOS / EOT) until max_new_tokens or the
   // context's end: fixed-length continuations, as benchmarks compare them.
   bool ignore_eos = false;
@@ -315,6 +339,28 @@ struct ReuseReport {
   std::vector<std::pair<int, int>> found_runs;
 };
 
+// A token and its log-probability (natural logarithm).
+struct TokenLogprob {
+  int32_t id = 0;
+  std::string text;  // the bytes it decodes to (part of a UTF-8 character, maybe)
+  float logprob = 0.0f;
+};
+
+// One position's log-probabilities: the token there and the most likely ones, best first
+// (ties: lower id first).
+struct PositionLogprobs {
+  TokenLogprob token;
+  std::vector<TokenLogprob> top;
+};
+
+// A choice after the first (GenerateRequest::num_choices): as GenerateResult's own fields.
+struct GeneratedChoice {
+  std::string text;
+  std::vector<int32_t> generated_tokens;
+  std::string stop_reason;
+  std::vector<PositionLogprobs> logprobs;
+};
+
 struct GenerateResult {
   std::string text;
   std::vector<int32_t> prompt_tokens;
@@ -330,6 +376,16 @@ struct GenerateResult {
   // (empty otherwise, and with EngineOptions::use_reference).
   std::vector<float> first_token_logits;
   ReuseDiagnostics diagnostics;  // with GenerateRequest::diagnose
+  // With GenerateRequest::return_logprobs: one entry per generated token.
+  std::vector<PositionLogprobs> logprobs;
+  // With GenerateRequest::return_prompt_logprobs: one entry per prompt token; the first has
+  // no log-probability (NaN: nothing precedes it) and no alternatives.
+  std::vector<PositionLogprobs> prompt_logprobs;
+  // Leading BOS tokens of prompt_tokens that the engine added (0 or 1): not the prompt's text.
+  int prompt_bos_tokens = 0;
+  // With GenerateRequest::num_choices > 1: the choices after the first (the first is the
+  // fields above), in order.
+  std::vector<GeneratedChoice> more_choices;
 };
 
 struct TokenPiece {
@@ -339,6 +395,9 @@ struct TokenPiece {
 
 // Streams text as it becomes complete (UTF-8 safe); return false to stop.
 using TextCallback = std::function<bool(std::string_view text)>;
+// The same for requests of several choices: `choice` is its index (0 first); returning false
+// stops that choice only.
+using ChoiceTextCallback = std::function<bool(int choice, std::string_view text)>;
 
 struct SessionOptions {
   // The namespace of this session's requests that name none; empty = the engine's.
@@ -542,6 +601,9 @@ class Engine {
   // namespace is reused. Thread-safe (see the top of this file). Errors: InvalidArgument
   // (empty or over-long prompt, bad sampling options, bad namespace name), Cancelled.
   Result<GenerateResult> Generate(const GenerateRequest& request, const TextCallback& on_text = {});
+  // As Generate, streaming each choice's text with its index (GenerateRequest::num_choices).
+  Result<GenerateResult> GenerateChoices(const GenerateRequest& request,
+                                         const ChoiceTextCallback& on_text);
 
   // One line describing the model and the backend.
   std::string Describe() const;
@@ -588,7 +650,7 @@ class Engine {
   // The chunk cache of `name_space` (opened on first use); null with ReuseMethod::kNone.
   Result<kv::ChunkCache*> CacheOf(const std::string& name_space);
   Result<GenerateResult> Run(Session& session, const GenerateRequest& request,
-                             const TextCallback& on_text);
+                             const ChoiceTextCallback& on_text);
 
   EngineOptions options_;
   int context_tokens_ = 0;

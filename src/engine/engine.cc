@@ -1,7 +1,9 @@
 #include "reprise/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -20,6 +22,7 @@
 #include "engine/reuse_session.h"
 #include "engine/sample_text.h"
 #include "engine/store_settings.h"
+#include "engine/token_logprobs.h"
 #include "graph/executor.h"
 #include "kernels/machine_peak.h"
 #include "kernels/packed_matrix.h"
@@ -167,15 +170,25 @@ struct Engine::Shared {
   int waiting REPRISE_GUARDED_BY(mutex) = 0;  // Generate calls waiting for a slot
   // Batches the decode steps of the sessions generating at once; null = not batched.
   std::unique_ptr<engine::DecodeBatcher> decode_batcher;
+  // Constrained decoding's token trie, built by the first request with a schema.
+  std::once_flag token_trie_once;
+  std::unique_ptr<const engine::TokenTrie> token_trie;
 };
 
 Session::Session(Engine& engine, std::string name_space, ReuseMethod reuse)
     : engine_(&engine), name_space_(std::move(name_space)), reuse_method_(reuse) {}
 Session::~Session() = default;
 
+// A ChoiceTextCallback for a request's text stream (choices after the first are not
+// streamed through a plain TextCallback).
+static ChoiceTextCallback FirstChoiceOnly(const TextCallback& on_text) {
+  if (!on_text) return {};
+  return [&on_text](int choice, std::string_view text) { return choice != 0 || on_text(text); };
+}
+
 Result<GenerateResult> Session::Generate(const GenerateRequest& request,
                                          const TextCallback& on_text) {
-  return engine_->Run(*this, request, on_text);
+  return engine_->Run(*this, request, FirstChoiceOnly(on_text));
 }
 
 // The backend this session computes on: the compiled graphs of its reuse session, or its own
@@ -467,6 +480,11 @@ std::vector<TokenPiece> Engine::Tokenize(std::string_view text, bool add_special
 
 Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
                                         const TextCallback& on_text) {
+  return GenerateChoices(request, FirstChoiceOnly(on_text));
+}
+
+Result<GenerateResult> Engine::GenerateChoices(const GenerateRequest& request,
+                                               const ChoiceTextCallback& on_text) {
   // Take a free slot, making one when fewer than `sessions` exist, else wait for one.
   std::unique_ptr<Session> slot;
   {
@@ -516,8 +534,31 @@ static std::vector<std::pair<int, int>> FoundRuns(std::span<const reuse::TokenKi
   return runs;
 }
 
+// Scores every prompt token after the first (GenerateRequest::return_prompt_logprobs): runs
+// the prompt again one token at a time from the start, so that the backend ends holding the
+// whole prompt, with its last logits those after the prompt. Returns those logits.
+static Result<std::span<const float>> ScorePrompt(engine::InferenceBackend& backend,
+                                                  const tokenizer::Tokenizer& tok,
+                                                  std::span<const int32_t> prompt, int num_top,
+                                                  std::vector<PositionLogprobs>& out) {
+  engine::LogprobScorer scorer(tok, num_top);
+  if (!prompt.empty()) {
+    PositionLogprobs first;
+    first.token =
+        TokenLogprob{prompt[0], tok.TokenPiece(prompt[0]), std::numeric_limits<float>::quiet_NaN()};
+    out.push_back(std::move(first));
+  }
+  backend.Truncate(0);
+  std::span<const float> logits;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    REPRISE_ASSIGN_OR_RETURN(logits, backend.Append(prompt.subspan(i, 1)));
+    if (i + 1 < prompt.size()) out.push_back(scorer.Score(logits, prompt[i + 1]));
+  }
+  return logits;
+}
+
 Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& request,
-                                   const TextCallback& on_text) {
+                                   const ChoiceTextCallback& on_text) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   GenerateResult result;
   result.name_space = request.name_space.empty() ? session.name_space() : request.name_space;
@@ -530,17 +571,62 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
   // A completion continues the prompt's text, so the first token keeps its leading space; a
   // chat reply is a message of its own (sent back as such in the next turn), so it does not.
   options.strip_leading_space = engine::IsChatRequest(request);
+  options.return_logprobs = request.return_logprobs;
+  options.top_logprobs = request.top_logprobs;
   REPRISE_RETURN_IF_ERROR(engine::Sampler::Create(options.sampling));
+  if (request.top_logprobs < 0 || request.top_logprobs > engine::kMaxTopLogprobs) {
+    return InvalidArgumentError("top_logprobs must be in [0, " +
+                                std::to_string(engine::kMaxTopLogprobs) + "], not " +
+                                std::to_string(request.top_logprobs));
+  }
+  if (request.num_choices < 1 || request.num_choices > kMaxChoices) {
+    return InvalidArgumentError("num_choices must be in [1, " + std::to_string(kMaxChoices) +
+                                "], not " + std::to_string(request.num_choices));
+  }
   if (request.max_prompt_tokens < 0) {
     return InvalidArgumentError("max_prompt_tokens must be >= 0 (0 = the context's limit), not " +
                                 std::to_string(request.max_prompt_tokens));
+  }
+  std::unique_ptr<engine::JsonConstraint> constraint;
+  if (!request.json_schema.empty()) {
+    Result<engine::JsonSchema> schema = engine::JsonSchema::Parse(request.json_schema);
+    if (!schema.ok()) {
+      return InvalidArgumentError("the JSON schema: " + std::string(schema.error().message()));
+    }
+    std::call_once(shared_->token_trie_once,
+                   [&] { shared_->token_trie = std::make_unique<const engine::TokenTrie>(tok); });
+    constraint =
+        std::make_unique<engine::JsonConstraint>(std::move(schema).value(), *shared_->token_trie);
+    options.constraint = constraint.get();
   }
   if (request.cancel != nullptr && request.cancel->load()) {
     return CancelledError("the request was cancelled");
   }
   auto collect = [&](std::string_view text) {
     result.text.append(text);
-    return on_text ? on_text(text) : true;
+    return on_text ? on_text(0, text) : true;
+  };
+  // Choices after the first, from the prompt's KV (num_tokens of them in `backend`) and the
+  // logits after it.
+  auto generate_more_choices = [&](engine::InferenceBackend& backend, int prompt_kv_tokens,
+                                   std::span<const float> prompt_logits) -> Status {
+    for (int c = 1; c < request.num_choices; ++c) {
+      GeneratedChoice& choice = result.more_choices.emplace_back();
+      backend.Truncate(prompt_kv_tokens);
+      if (constraint) constraint->Reset();
+      engine::GenerationOptions choice_options = options;
+      choice_options.sampling.seed = request.seed + static_cast<uint64_t>(c);
+      engine::GenerationStats choice_stats;
+      auto collect_choice = [&](std::string_view text) {
+        choice.text.append(text);
+        return on_text ? on_text(c, text) : true;
+      };
+      REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(backend, tok, prompt_logits, choice_options,
+                                                   collect_choice, &choice.generated_tokens,
+                                                   choice_stats, &choice.logprobs));
+      choice.stop_reason = choice_stats.stop_reason;
+    }
+    return Status::Ok();
   };
   engine::GenerationStats stats;
   const std::vector<engine::PromptSegment> segments =
@@ -569,8 +655,31 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
                                   std::to_string(request.max_prompt_tokens) + ")");
     }
     reference.Truncate(0);
-    REPRISE_ASSIGN_OR_RETURN(stats, engine::Generate(reference, tok, result.prompt_tokens, options,
-                                                     collect, &result.generated_tokens));
+    const int free_tokens = reference.capacity_tokens();
+    if (static_cast<int64_t>(result.prompt_tokens.size()) > free_tokens) {
+      return InvalidArgumentError("the prompt has " + std::to_string(result.prompt_tokens.size()) +
+                                  " tokens but only " + std::to_string(free_tokens) +
+                                  " fit in the context; shorten it or raise the context size");
+    }
+    if (result.prompt_tokens.empty()) return InvalidArgumentError("the prompt is empty");
+    const auto start = std::chrono::steady_clock::now();
+    std::span<const float> logits;
+    if (request.return_prompt_logprobs) {
+      REPRISE_ASSIGN_OR_RETURN(logits, ScorePrompt(reference, tok, result.prompt_tokens,
+                                                   request.top_logprobs, result.prompt_logprobs));
+    } else {
+      REPRISE_ASSIGN_OR_RETURN(logits, reference.Append(result.prompt_tokens));
+    }
+    stats.prompt_tokens = static_cast<int>(result.prompt_tokens.size());
+    stats.prefill_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    // The logits outlive the first choice's decode steps only as a copy.
+    const std::vector<float> prompt_logits(logits.begin(), logits.end());
+    REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(reference, tok, prompt_logits, options, collect,
+                                                 &result.generated_tokens, stats,
+                                                 &result.logprobs));
+    REPRISE_RETURN_IF_ERROR(generate_more_choices(
+        reference, static_cast<int>(result.prompt_tokens.size()), prompt_logits));
     result.reuse.tokens_new = static_cast<int>(result.prompt_tokens.size());
   } else {
     engine::ReuseSession& reuse = *session.reuse_;
@@ -627,8 +736,19 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     {
       // While it generates, the session's decode steps are batched with the others'.
       const engine::DecodeBatcher::Participant decoding(shared_->decode_batcher.get());
-      REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(reuse.backend(), tok, reuse.logits(), options,
-                                                   collect, &result.generated_tokens, stats));
+      std::span<const float> logits = reuse.logits();
+      if (request.return_prompt_logprobs) {
+        REPRISE_ASSIGN_OR_RETURN(logits, ScorePrompt(reuse.backend(), tok, result.prompt_tokens,
+                                                     request.top_logprobs, result.prompt_logprobs));
+      }
+      const int prompt_kv_tokens = reuse.backend().num_tokens();
+      std::vector<float> prompt_logits;  // kept for the later choices only
+      if (request.num_choices > 1) prompt_logits.assign(logits.begin(), logits.end());
+      REPRISE_RETURN_IF_ERROR(engine::GenerateFrom(reuse.backend(), tok, logits, options, collect,
+                                                   &result.generated_tokens, stats,
+                                                   &result.logprobs));
+      REPRISE_RETURN_IF_ERROR(
+          generate_more_choices(reuse.backend(), prompt_kv_tokens, prompt_logits));
     }
     // After the reply: storing chunks is never on the time-to-first-token path (a store
     // only queues them for its write-back thread), then idle work (prefetch).
@@ -637,7 +757,9 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
       REPRISE_ASSIGN_OR_RETURN(const double store_ms, reuse.StoreChunks());
       result.diagnostics.store_ms = request.diagnose ? store_ms : 0.0;
     }
-    if (keep && engine::IsChatRequest(request) && stats.stop_reason != "cancelled") {
+    // With several choices the KV after the prompt is the last choice's: no reply is kept.
+    if (keep && engine::IsChatRequest(request) && stats.stop_reason != "cancelled" &&
+        request.num_choices == 1) {
       // The reply as the next turn will hold it: its KV is kept too, so that the next turn
       // reuses the whole conversation. A failure here loses only that reuse.
       const tokenizer::ChatMessage reply{"assistant", result.text};
@@ -650,6 +772,10 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     }
     if (cache) cache->RunIdleWork();
   }
+  result.prompt_bos_tokens = !result.prompt_tokens.empty() && tok.vocab().add_bos && tok.bos_id() &&
+                                     result.prompt_tokens[0] == *tok.bos_id()
+                                 ? 1
+                                 : 0;
   result.ttft_ms = stats.prefill_ms;
   result.decode_tokens_per_second = stats.generated_tokens > 1 && stats.decode_ms > 0
                                         ? (stats.generated_tokens - 1) * 1000.0 / stats.decode_ms

@@ -13,6 +13,8 @@
 #include "base/status.h"
 #include "engine/inference_backend.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
+#include "reprise/engine.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise::engine {
@@ -26,6 +28,15 @@ struct GenerationOptions {
   bool strip_leading_space = false;
   // Set (from any thread) to stop before the next token; stop reason "cancelled".
   const std::atomic<bool>* cancel = nullptr;
+  // Score each generated token (token_logprobs.h) into GenerateFrom's `logprobs`, with this
+  // many alternatives (0-20).
+  bool return_logprobs = false;
+  int top_logprobs = 0;
+  // Constrained decoding: each token is sampled from the logits with the tokens this
+  // constraint refuses masked out, and generation ends once its document is complete ("end
+  // of generation") or no token is allowed ("no valid continuation"). Null = free text.
+  // Borrowed; advanced by every token generated.
+  JsonConstraint* constraint = nullptr;
 };
 
 struct GenerationStats {
@@ -42,19 +53,19 @@ using TextCallback = std::function<bool(std::string_view text)>;
 
 // Generates from `first_logits`, the logits after the last token `backend` holds (a prompt
 // already run, e.g. by a ReuseSession). `stats` gets the generation figures (prefill_ms is
-// left as it is).
+// left as it is); `logprobs` (with options.return_logprobs) one entry per generated token.
 Status GenerateFrom(InferenceBackend& backend, const tokenizer::Tokenizer& tokenizer,
                     std::span<const float> first_logits, const GenerationOptions& options,
                     const TextCallback& on_text, std::vector<int32_t>* generated,
-                    GenerationStats& stats);
+                    GenerationStats& stats, std::vector<PositionLogprobs>* logprobs = nullptr);
 
 // Runs `prompt` (appended to whatever `backend` already holds) and generates.
 // `generated` (optional) receives the sampled ids, including a final end-of-generation token.
 // Errors: InvalidArgument (empty prompt, prompt longer than the free context, bad options),
 // and the backend's errors.
 Result<GenerationStats> Generate(InferenceBackend& backend, const tokenizer::Tokenizer& tokenizer,
-                                 std::span<const int32_t> prompt,
-                                 const GenerationOptions& options, const TextCallback& on_text,
+                                 std::span<const int32_t> prompt, const GenerationOptions& options,
+                                 const TextCallback& on_text,
                                  std::vector<int32_t>* generated = nullptr);
 
 }  // namespace reprise::engine

@@ -1,5 +1,6 @@
 #include "server/generation_job.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -29,6 +30,16 @@ std::string Event(const std::string& payload) { return "data: " + payload + "\n\
 HttpError ShuttingDown() {
   return HttpError{503,
                    ErrorBody(503, "the server is shutting down; the request was not finished")};
+}
+
+// The prompt's entries of an echo with logprobs: its tokens after a BOS the engine added
+// (not part of the prompt's text); the first has no log-probability when nothing precedes it
+// (NaN, written null).
+std::vector<PositionLogprobs> EchoedPromptLogprobs(const GenerateResult& result) {
+  const size_t skip =
+      std::min(result.prompt_logprobs.size(), static_cast<size_t>(result.prompt_bos_tokens));
+  return std::vector<PositionLogprobs>(result.prompt_logprobs.begin() + static_cast<long>(skip),
+                                       result.prompt_logprobs.end());
 }
 
 }  // namespace
@@ -115,37 +126,106 @@ void GenerationJob::Run() {
       std::chrono::duration<double, std::milli>(Clock::now() - arrived_).count();
   const ResponseHeader header{endpoint_, NewResponseId(endpoint_),
                               static_cast<int64_t>(std::time(nullptr)), context_.model_name};
-  StopSequences stops(parsed->stop);
-  std::string text;  // a whole reply's text
+  const int num_choices = generate.num_choices;
+  std::vector<StopSequences> stops(static_cast<size_t>(num_choices), StopSequences(parsed->stop));
+  std::vector<std::string> texts(static_cast<size_t>(num_choices));  // a whole reply's text
+  std::vector<bool> first(static_cast<size_t>(num_choices), true);   // no chunk sent yet
+  // An echoed prompt comes before each choice's text.
+  const std::string echoed = parsed->echo ? generate.prompt : std::string();
+  std::vector<size_t> sent_bytes(static_cast<size_t>(num_choices), 0);  // past the echo
   bool began = false;
-  bool first = true;
-  auto take = [&](const std::string& piece) {
-    if (piece.empty()) return;
-    if (!parsed->stream) {
-      text += piece;
+  // With tools, a reply may turn out to be a call: its text is held until the end, then sent
+  // as content and delta.tool_calls.
+  const bool hold = !parsed->tool_names.empty();
+  // `opening`: send the choice's first chunk even without text (an empty reply's role).
+  auto take = [&](int choice, const std::string& piece, bool opening = false) {
+    const size_t c = static_cast<size_t>(choice);
+    sent_bytes[c] += piece.size();
+    if (!parsed->stream || hold) {
+      if (texts[c].empty()) texts[c] = echoed;
+      texts[c] += piece;
       return;
     }
+    if (piece.empty() && !(first[c] && (opening || !echoed.empty()))) return;
     if (!began) {
       response_->Begin(200, "text/event-stream",
                        {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
       began = true;
     }
-    response_->Write(Event(StreamChunk(header, piece, first, "")));
-    first = false;
+    const std::string text = first[c] ? echoed + piece : piece;
+    response_->Write(Event(StreamChunk(header, choice, text, first[c], "")));
+    first[c] = false;
   };
-  Result<GenerateResult> result = context_.engine.Generate(generate, [&](std::string_view piece) {
-    take(stops.Feed(piece));
-    return !stops.found();
-  });
-  if (result.ok()) take(stops.Flush());
-  const bool stop_sequence_hit = stops.found();
+  Result<GenerateResult> result =
+      context_.engine.GenerateChoices(generate, [&](int choice, std::string_view piece) {
+        StopSequences& s = stops[static_cast<size_t>(choice)];
+        take(choice, s.Feed(piece));
+        return !s.found();
+      });
+  std::vector<ChoiceOutput> choices(static_cast<size_t>(num_choices));
+  if (result.ok()) {
+    for (int c = 0; c < num_choices; ++c) {
+      const size_t i = static_cast<size_t>(c);
+      take(c, stops[i].Flush());
+      const bool generated_nothing = parsed->stream && !hold ? first[i] : texts[i].empty();
+      if (generated_nothing && !hold) take(c, "", /*opening=*/true);  // an echo, an empty reply
+      ChoiceOutput& out = choices[i];
+      const std::string& stop_reason =
+          c == 0 ? result->stop_reason : result->more_choices[i - 1].stop_reason;
+      out.finish_reason = std::string(FinishReason(stop_reason, stops[i].found()));
+      out.text = std::move(texts[i]);
+      if (hold) {
+        ToolReply reply = ParseToolCalls(out.text, parsed->tool_names);
+        if (!reply.calls.empty()) {
+          out.text = std::move(reply.content);
+          out.tool_calls = std::move(reply.calls);
+          out.finish_reason = "tool_calls";
+        }
+        if (parsed->stream) {
+          if (!out.text.empty() || out.tool_calls.empty()) {
+            const std::string text = out.text;
+            if (!began) {
+              response_->Begin(200, "text/event-stream",
+                               {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+              began = true;
+            }
+            response_->Write(Event(StreamChunk(header, c, text, first[i], "")));
+            first[i] = false;
+          }
+          if (!out.tool_calls.empty()) {
+            if (!began) {
+              response_->Begin(200, "text/event-stream",
+                               {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+              began = true;
+            }
+            response_->Write(Event(ToolCallsChunk(header, c, out.tool_calls, first[i])));
+            first[i] = false;
+          }
+        }
+      }
+      if (generate.return_logprobs) {
+        out.has_logprobs = true;
+        const std::vector<PositionLogprobs>& generated =
+            c == 0 ? result->logprobs : result->more_choices[i - 1].logprobs;
+        // The bytes sent of this choice's own text (past the echo), for SentLogprobs.
+        std::vector<PositionLogprobs> kept =
+            SentLogprobs(generated, stop_reason, stops[i].found(), sent_bytes[i]);
+        if (parsed->echo) {
+          out.logprobs = EchoedPromptLogprobs(*result);
+          out.logprobs.insert(out.logprobs.end(), kept.begin(), kept.end());
+        } else {
+          out.logprobs = std::move(kept);
+        }
+      }
+    }
+  }
   *admission = RequestQueue::Admission();  // the session is free for the next request
-  Conclude(result, header, *parsed, std::move(text), began, stop_sequence_hit, queue_ms);
+  Conclude(result, header, *parsed, choices, began, queue_ms);
 }
 
 void GenerationJob::Conclude(const Result<GenerateResult>& result, const ResponseHeader& header,
-                             const ServeRequest& request, std::string text, bool began,
-                             bool stop_sequence_hit, double queue_ms) {
+                             const ServeRequest& request, const std::vector<ChoiceOutput>& choices,
+                             bool began, double queue_ms) {
   if (response_->client_gone()) {
     Count(499);
     return;
@@ -169,19 +249,21 @@ void GenerationJob::Conclude(const Result<GenerateResult>& result, const Respons
     response_->End();
     return;
   }
-  const std::string_view finish = FinishReason(result->stop_reason, stop_sequence_hit);
   context_.metrics.ObserveGeneration(*result, queue_ms / 1000.0);
   Count(200);
   if (!request.stream) {
     response_->Send(
-        HttpResponse{200, kJson, CompletionBody(header, *result, text, finish, queue_ms), {}});
+        HttpResponse{200, kJson, CompletionBody(header, *result, choices, queue_ms), {}});
     return;
   }
   if (!began) {
     response_->Begin(200, "text/event-stream",
                      {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
   }
-  response_->Write(Event(StreamChunk(header, "", /*first=*/!began, finish)));
+  for (size_t c = 0; c < choices.size(); ++c) {
+    response_->Write(Event(StreamChunk(header, static_cast<int>(c), "", /*first=*/false,
+                                       choices[c].finish_reason, &choices[c])));
+  }
   if (request.include_usage) response_->Write(Event(UsageChunk(header, *result, queue_ms)));
   response_->Write(Event("[DONE]"));
   response_->End();

@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "reprise/engine.h"
 #include "server/http_errors.h"
@@ -69,7 +70,7 @@ class GenerationJob {
   void Refuse(const HttpError& error);
   // Answers from the generation's result; `began` says whether a streamed head went out.
   void Conclude(const Result<GenerateResult>& result, const ResponseHeader& header,
-                const ServeRequest& request, std::string text, bool began, bool stop_sequence_hit,
+                const ServeRequest& request, const std::vector<ChoiceOutput>& choices, bool began,
                 double queue_ms);
   // Whether the request was stopped by Cancel (not by its client).
   bool shut_down() const { return shut_down_.load(std::memory_order_acquire); }

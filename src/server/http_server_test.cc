@@ -334,5 +334,226 @@ TEST_F(HttpServerTest, MemoryStaysBoundedOverManyRequests) {
   EXPECT_LT(after_mb - warm_mb, 24.0) << warm_mb << " MiB -> " << after_mb << " MiB";
 }
 
+TEST_F(HttpServerTest, ChatLogprobsAndSeveralChoicesFromOnePrefill) {
+  Start();
+  json body = ChatBody("Tell me a story.", 6);
+  body["logprobs"] = true;
+  body["top_logprobs"] = 3;
+  body["n"] = 3;
+  body["temperature"] = 1.0;
+  body["seed"] = 5;
+  httplib::Result res = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json answer = json::parse(res->body);
+  ASSERT_EQ(answer["choices"].size(), 3u);
+  int completion_tokens = 0;
+  for (int c = 0; c < 3; ++c) {
+    const json& choice = answer["choices"][c];
+    EXPECT_EQ(choice["index"], c);
+    const json& content = choice["logprobs"]["content"];
+    ASSERT_TRUE(content.is_array()) << choice.dump();
+    EXPECT_FALSE(content.empty());
+    std::string joined;
+    for (const json& entry : content) {
+      EXPECT_LE(entry["logprob"].get<double>(), 0.0);
+      EXPECT_EQ(entry["top_logprobs"].size(), 3u);
+      joined += entry["token"].get<std::string>();
+    }
+    // The tokens spell the reply (an SPM tokenizer's leading space aside).
+    EXPECT_NE(joined.find(choice["message"]["content"].get<std::string>()), std::string::npos);
+    completion_tokens += static_cast<int>(content.size());
+  }
+  EXPECT_GE(answer["usage"]["completion_tokens"].get<int>(), completion_tokens);
+  // One prefill: the prompt was computed once (blend's cache was empty: every token new).
+  EXPECT_EQ(answer["reprise"]["tokens_new"], answer["usage"]["prompt_tokens"]);
+
+  // Streamed: each choice's chunks carry its index; its logprobs come with its last chunk.
+  body["stream"] = true;
+  httplib::Result streamed = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  bool done = false;
+  std::vector<std::string> texts(3);
+  int finished = 0;
+  for (const json& event : Events(streamed->body, &done)) {
+    const json& choice = event["choices"][0];
+    const int index = choice["index"];
+    if (choice["delta"].contains("content")) texts.at(index) += choice["delta"]["content"];
+    if (!choice["finish_reason"].is_null()) {
+      ++finished;
+      EXPECT_TRUE(choice["logprobs"]["content"].is_array());
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(finished, 3);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(texts[c], answer["choices"][c]["message"]["content"]) << c;
+  }
+}
+
+TEST_F(HttpServerTest, CompletionEchoScoresThePrompt) {
+  Start();
+  const json body = {{"prompt", "Once upon a time, there was a cat"},
+                     {"max_tokens", 0},
+                     {"echo", true},
+                     {"logprobs", 1}};
+  httplib::Result res = Post("/v1/completions", body.dump());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json answer = json::parse(res->body);
+  const json& choice = answer["choices"][0];
+  EXPECT_EQ(choice["text"], "Once upon a time, there was a cat");
+  const json& lp = choice["logprobs"];
+  const size_t n = lp["tokens"].size();
+  // stories260K adds BOS: every prompt token after it has a log-probability.
+  EXPECT_EQ(static_cast<int>(n) + 1, answer["usage"]["prompt_tokens"].get<int>());
+  ASSERT_EQ(lp["token_logprobs"].size(), n);
+  ASSERT_EQ(lp["text_offset"].size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(lp["token_logprobs"][i].is_number()) << i;
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 1u);
+  }
+  // With tokens generated too: the prompt's entries, then the reply's.
+  json more = body;
+  more["max_tokens"] = 4;
+  more["temperature"] = 0;
+  httplib::Result generated = Post("/v1/completions", more.dump());
+  ASSERT_TRUE(generated);
+  ASSERT_EQ(generated->status, 200) << generated->body;
+  const json both = json::parse(generated->body);
+  // (An end-of-generation token is not in the text, nor among the entries.)
+  const size_t reply_tokens = both["usage"]["completion_tokens"];
+  EXPECT_LE(both["choices"][0]["logprobs"]["tokens"].size(), n + reply_tokens);
+  EXPECT_GE(both["choices"][0]["logprobs"]["tokens"].size(), n + reply_tokens - 1);
+  EXPECT_EQ(both["choices"][0]["text"].get<std::string>().rfind(body["prompt"], 0), 0u);
+}
+
+TEST_F(HttpServerTest, ResponseFormatJsonSchemaRepliesValidate) {
+  Start();
+  json body = ChatBody("Describe a pet.", 300);
+  body["temperature"] = 1.0;
+  body["response_format"] = {
+      {"type", "json_schema"},
+      {"json_schema",
+       {{"name", "pet"},
+        {"strict", true},
+        {"schema",
+         {{"type", "object"},
+          {"properties",
+           {{"kind", {{"enum", {"cat", "dog"}}}},
+            {"legs", {{"type", "integer"}, {"minimum", 0}, {"maximum", 8}}},
+            {"name", {{"type", "string"}, {"maxLength", 10}}}}},
+          {"required", {"kind", "legs", "name"}},
+          {"additionalProperties", false}}}}}};
+  for (int seed = 1; seed <= 3; ++seed) {
+    body["seed"] = seed;
+    httplib::Result res = Post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json answer = json::parse(res->body);
+    EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+    const json reply =
+        json::parse(answer["choices"][0]["message"]["content"].get<std::string>(), nullptr, false);
+    ASSERT_TRUE(reply.is_object()) << res->body;
+    EXPECT_TRUE(reply["kind"] == "cat" || reply["kind"] == "dog") << reply.dump();
+    EXPECT_TRUE(reply["legs"].is_number_integer()) << reply.dump();
+    EXPECT_LE(reply["name"].get<std::string>().size(), 10u * 4);
+  }
+  // json_object: any object.
+  json object = ChatBody("Anything.", 200);
+  object["temperature"] = 1.0;
+  object["response_format"] = {{"type", "json_object"}};
+  httplib::Result any = Post("/v1/chat/completions", object.dump());
+  ASSERT_TRUE(any);
+  ASSERT_EQ(any->status, 200) << any->body;
+  const std::string content = json::parse(any->body)["choices"][0]["message"]["content"];
+  if (json::parse(any->body)["choices"][0]["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(content, nullptr, false).is_object()) << content;
+  }
+  // Outside the subset: a 400 naming the keyword.
+  body["response_format"]["json_schema"]["schema"]["properties"]["name"]["pattern"] = "^[A-Z]";
+  httplib::Result refused = Post("/v1/chat/completions", body.dump());
+  ExpectOpenAiError(refused, 400);
+  EXPECT_NE(refused->body.find("'pattern' is not supported"), std::string::npos) << refused->body;
+}
+
+TEST_F(HttpServerTest, ToolChoiceRequiredReturnsAValidCallAndTheLoopGoesOn) {
+  Start();
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "The weather",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+     "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city", "days"],
+     "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "now", "parameters": {"type": "object",
+     "properties": {}, "additionalProperties": false}}}])");
+  json body = ChatBody("What is the weather in Paris?", 200);
+  body["tools"] = tools;
+  body["tool_choice"] = "required";
+  body["temperature"] = 1.0;
+  std::string call_id;
+  json assistant;
+  for (int seed = 1; seed <= 3; ++seed) {
+    body["seed"] = seed;
+    httplib::Result res = Post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json answer = json::parse(res->body);
+    const json& choice = answer["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << res->body;
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << res->body;
+    const json& call = choice["message"]["tool_calls"][0];
+    EXPECT_EQ(call["type"], "function");
+    const std::string name = call["function"]["name"];
+    const json arguments = json::parse(call["function"]["arguments"].get<std::string>());
+    if (name == "get_weather") {
+      EXPECT_TRUE(arguments["city"].is_string());
+      EXPECT_GE(arguments["days"].get<int>(), 1);
+      EXPECT_LE(arguments["days"].get<int>(), 7);
+    } else {
+      EXPECT_EQ(name, "now");
+      EXPECT_EQ(arguments, json::object());
+    }
+    call_id = call["id"];
+    assistant = choice["message"];
+  }
+  // A named function: always that one.
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "now"}}}};
+  httplib::Result named = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(named);
+  ASSERT_EQ(named->status, 200) << named->body;
+  EXPECT_EQ(json::parse(named->body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+            "now");
+  // Streamed: the call as delta.tool_calls.
+  body["stream"] = true;
+  httplib::Result streamed = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200) << streamed->body;
+  bool done = false, saw_call = false;
+  std::string finish;
+  for (const json& event : Events(streamed->body, &done)) {
+    const json& choice = event["choices"][0];
+    if (choice["delta"].contains("tool_calls")) {
+      saw_call = true;
+      EXPECT_EQ(choice["delta"]["tool_calls"][0]["index"], 0);
+      EXPECT_EQ(choice["delta"]["tool_calls"][0]["function"]["name"], "now");
+    }
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_TRUE(done && saw_call);
+  EXPECT_EQ(finish, "tool_calls");
+  // The call and its result go back; the tools stay one reusable segment.
+  json next = ChatBody("What is the weather in Paris?", 8);
+  next["tools"] = tools;
+  next["messages"].push_back(assistant);
+  next["messages"].push_back({{"role", "tool"}, {"tool_call_id", call_id}, {"content", "18 C"}});
+  httplib::Result answer = Post("/v1/chat/completions", next.dump());
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  EXPECT_GT(json::parse(answer->body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            0);
+}
+
 }  // namespace
 }  // namespace reprise::server

@@ -1,14 +1,15 @@
 #include "server/openai_request.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "base/status.h"
+#include "engine/json_schema.h"
+#include "server/tool_calls.h"
 
 namespace reprise::server {
 namespace {
@@ -153,10 +154,9 @@ Result<std::vector<Document>> DocumentList(const json& value, std::string_view f
   return documents;
 }
 
-// OpenAI's "tools": one skill holding every function's name, description and parameters.
-Result<Document> ToolsAsSkill(const json& tools) {
+// OpenAI's "tools": one skill holding every function's signature (server/tool_calls.h).
+Result<Document> ToolsAsSkill(const json& tools, std::vector<std::string>& names) {
   if (!tools.is_array()) return FieldError("tools", "must be an array");
-  std::string text = "Available tools:\n";
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& tool = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
@@ -166,27 +166,71 @@ Result<Document> ToolsAsSkill(const json& tools) {
     }
     const json& function = tool["function"];
     const json& name = Field(function, "name");
-    if (!name.is_string()) return FieldError(where + ".function.name", "must be a string");
-    text += "- " + name.get<std::string>();
-    if (const json& description = Field(function, "description"); description.is_string()) {
-      text += ": " + description.get<std::string>();
+    if (!name.is_string() || name.get_ref<const std::string&>().empty()) {
+      return FieldError(where + ".function.name", "must be a non-empty string");
     }
-    if (function.contains("parameters")) {
-      // The schema as the model will read it; its depth is bounded by the parse.
-      text += "\n  parameters: " +
-              function["parameters"].dump(-1, ' ', false, json::error_handler_t::replace);
+    if (Has(function, "parameters") && !function["parameters"].is_object()) {
+      return FieldError(where + ".function.parameters", "must be an object (a JSON Schema)");
     }
-    text += "\n";
+    names.push_back(name.get<std::string>());
   }
-  return Document{"tools", text};
+  // The signatures as the model will read them; their depth is bounded by the parse.
+  return Document{"tools", ToolsSystemText(tools)};
+}
+
+// response_format: "" for text, else the JSON Schema the reply must be valid against (checked
+// here, so that a schema outside the subset is a 400 naming its keyword).
+Result<std::string> ResponseFormatSchema(const json& format) {
+  if (!format.is_object()) return FieldError("response_format", "must be an object");
+  REPRISE_RETURN_IF_ERROR(CheckKnownFields(format, {"type", "json_schema"}, "response_format"));
+  const json& type = Field(format, "type");
+  if (type == "text") return std::string();
+  if (type == "json_object") return std::string(R"({"type":"object"})");
+  if (type != "json_schema") {
+    return FieldError("response_format.type",
+                      "must be \"text\", \"json_object\" or \"json_schema\"");
+  }
+  const json& spec = Field(format, "json_schema");
+  if (!spec.is_object()) return FieldError("response_format.json_schema", "must be an object");
+  REPRISE_RETURN_IF_ERROR(CheckKnownFields(spec, {"name", "description", "schema", "strict"},
+                                           "response_format.json_schema"));
+  REPRISE_RETURN_IF_ERROR(StringField(Field(spec, "name"), "response_format.json_schema.name"));
+  if (Has(spec, "description")) {
+    REPRISE_RETURN_IF_ERROR(
+        StringField(spec["description"], "response_format.json_schema.description"));
+  }
+  if (Has(spec, "strict")) {
+    REPRISE_RETURN_IF_ERROR(BoolField(spec["strict"], "response_format.json_schema.strict"));
+  }
+  if (!Has(spec, "schema")) return std::string(R"({"type":"object"})");
+  const json& schema = spec["schema"];
+  Result<engine::JsonSchema> compiled = engine::JsonSchema::Compile(schema);
+  if (!compiled.ok()) {
+    return FieldError("response_format.json_schema.schema", compiled.error().message());
+  }
+  return schema.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // The fields both endpoints share.
 const std::set<std::string_view>& CommonFields() {
-  static const std::set<std::string_view> fields = {
-      "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-      "seed", "stream", "stream_options", "stop", "n", "user", "presence_penalty",
-      "frequency_penalty", "logprobs", "logit_bias", "documents", "skills"};
+  static const std::set<std::string_view> fields = {"model",
+                                                    "max_tokens",
+                                                    "max_completion_tokens",
+                                                    "temperature",
+                                                    "top_p",
+                                                    "top_k",
+                                                    "seed",
+                                                    "stream",
+                                                    "stream_options",
+                                                    "stop",
+                                                    "n",
+                                                    "user",
+                                                    "presence_penalty",
+                                                    "frequency_penalty",
+                                                    "logprobs",
+                                                    "logit_bias",
+                                                    "documents",
+                                                    "skills"};
   return fields;
 }
 
@@ -201,8 +245,9 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
   g.max_new_tokens = limits.default_max_tokens;
   for (const char* field : {"max_tokens", "max_completion_tokens"}) {
     if (Has(body, field)) {
+      // 0 only to score an echoed prompt (checked by the completions parser).
       REPRISE_ASSIGN_OR_RETURN(g.max_new_tokens,
-                               IntegerField(body[field], field, 1, limits.max_tokens));
+                               IntegerField(body[field], field, 0, limits.max_tokens));
     }
   }
   g.temperature = 1.0f;  // OpenAI's default
@@ -236,8 +281,8 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
     if (!options.is_object()) return FieldError("stream_options", "must be an object");
     REPRISE_RETURN_IF_ERROR(CheckKnownFields(options, {"include_usage"}, "stream_options"));
     if (Has(options, "include_usage")) {
-      REPRISE_ASSIGN_OR_RETURN(out.include_usage, BoolField(options["include_usage"],
-                                                            "stream_options.include_usage"));
+      REPRISE_ASSIGN_OR_RETURN(out.include_usage,
+                               BoolField(options["include_usage"], "stream_options.include_usage"));
     }
   }
   if (Has(body, "stop")) {
@@ -253,26 +298,21 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
       return FieldError("stop", "must be a string or an array of strings");
     }
     if (static_cast<int>(out.stop.size()) > limits.max_stop_sequences) {
-      return FieldError("stop", "may hold at most " + std::to_string(limits.max_stop_sequences) +
-                                    " sequences");
+      return FieldError(
+          "stop", "may hold at most " + std::to_string(limits.max_stop_sequences) + " sequences");
     }
     for (const std::string& s : out.stop) {
       if (s.empty()) return FieldError("stop", "must not hold an empty string");
     }
   }
-  if (Has(body, "n")) REPRISE_RETURN_IF_ERROR(IntegerField(body["n"], "n", 1, 1));
+  if (Has(body, "n")) {
+    REPRISE_ASSIGN_OR_RETURN(g.num_choices, IntegerField(body["n"], "n", 1, kMaxChoices));
+  }
   if (Has(body, "user")) REPRISE_RETURN_IF_ERROR(StringField(body["user"], "user"));
   for (const char* field : {"presence_penalty", "frequency_penalty"}) {
     if (Has(body, field)) {
       REPRISE_ASSIGN_OR_RETURN(const double v, NumberField(body[field], field, -2.0, 2.0));
       if (v != 0.0) return FieldError(field, "is not supported (only 0)");
-    }
-  }
-  if (Has(body, "logprobs")) {
-    const json& logprobs = body["logprobs"];
-    if (!(logprobs.is_boolean() && !logprobs.get<bool>()) &&
-        !(logprobs.is_number_integer() && logprobs.get<int64_t>() == 0)) {
-      return FieldError("logprobs", "is not supported");
     }
   }
   if (Has(body, "logit_bias")) {
@@ -324,36 +364,86 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
         CheckKnownFields(m, {"role", "content", "name", "tool_call_id", "tool_calls"}, where));
     REPRISE_ASSIGN_OR_RETURN(std::string role, StringField(Field(m, "role"), where + ".role"));
     if (!roles.contains(role)) {
-      return FieldError(where + ".role",
-                        "must be one of system, developer, user, assistant, tool; not '" + role +
-                            "'");
+      return FieldError(
+          where + ".role",
+          "must be one of system, developer, user, assistant, tool; not '" + role + "'");
     }
-    if (Has(m, "tool_calls")) return FieldError(where + ".tool_calls", "is not supported");
     if (role == "developer") role = "system";  // OpenAI's newer name for the system role
     REPRISE_ASSIGN_OR_RETURN(std::string content,
                              ContentText(Field(m, "content"), where + ".content"));
+    if (Has(m, "tool_calls")) {
+      if (role != "assistant")
+        return FieldError(where + ".tool_calls", "is for assistant messages");
+      REPRISE_ASSIGN_OR_RETURN(const std::string calls,
+                               RenderToolCalls(m["tool_calls"], where + ".tool_calls"));
+      content += (content.empty() ? "" : "\n") + calls;
+    }
+    if (role == "tool") {
+      if (Has(m, "tool_call_id")) {
+        REPRISE_RETURN_IF_ERROR(StringField(m["tool_call_id"], where + ".tool_call_id"));
+      }
+      role = "user";  // a result reaches the model as the user's turn
+      content = RenderToolResult(content);
+    }
     out.generate.messages.push_back(ChatTurn{std::move(role), std::move(content)});
   }
+  // tool_choice: "auto" (default), "none", "required", {"type": "function", "function":
+  // {"name": ...}}.
+  std::string choice_mode = "auto", named;
   if (Has(body, "tool_choice")) {
     const json& choice = body["tool_choice"];
-    if (!choice.is_string() || (choice != "auto" && choice != "none")) {
-      return FieldError("tool_choice", "is supported as \"auto\" or \"none\" only");
+    if (choice.is_string() && (choice == "auto" || choice == "none" || choice == "required")) {
+      choice_mode = choice.get<std::string>();
+    } else if (choice.is_object() && Field(choice, "type") == "function" &&
+               Field(choice, "function").is_object() &&
+               Field(choice["function"], "name").is_string()) {
+      choice_mode = "named";
+      named = choice["function"]["name"].get<std::string>();
+    } else {
+      return FieldError("tool_choice",
+                        "must be \"auto\", \"none\", \"required\" or "
+                        "{\"type\": \"function\", \"function\": {\"name\": ...}}");
     }
   }
-  if (Has(body, "tools") && Field(body, "tool_choice") != "none") {
-    REPRISE_ASSIGN_OR_RETURN(Document tools, ToolsAsSkill(body["tools"]));
-    if (!body["tools"].empty()) out.generate.skills.insert(out.generate.skills.begin(), tools);
+  const bool has_tools = Has(body, "tools") && body["tools"].is_array() && !body["tools"].empty();
+  if ((choice_mode == "required" || choice_mode == "named") && !has_tools) {
+    return FieldError("tool_choice", "needs 'tools'");
+  }
+  if (Has(body, "tools") && choice_mode != "none") {
+    std::vector<std::string> names;
+    REPRISE_ASSIGN_OR_RETURN(Document tools, ToolsAsSkill(body["tools"], names));
+    if (has_tools) {
+      out.generate.skills.insert(out.generate.skills.begin(), tools);
+      out.tool_names = std::move(names);
+    }
+    if (choice_mode == "required" || choice_mode == "named") {
+      if (Has(body, "response_format") && Field(body["response_format"], "type") != "text") {
+        return FieldError("response_format",
+                          "cannot be combined with tool_choice \"" + choice_mode + "\"");
+      }
+      Result<std::string> schema = ToolCallSchema(body["tools"], named);
+      if (!schema.ok()) return FieldError("tool_choice", schema.error().message());
+      out.generate.json_schema = std::move(schema).value();
+    }
   }
   if (Has(body, "parallel_tool_calls")) {
     REPRISE_RETURN_IF_ERROR(BoolField(body["parallel_tool_calls"], "parallel_tool_calls"));
   }
   if (Has(body, "response_format")) {
-    const json& format = body["response_format"];
-    if (!format.is_object() || Field(format, "type") != "text") {
-      return FieldError("response_format", "is supported as {\"type\": \"text\"} only");
+    REPRISE_ASSIGN_OR_RETURN(std::string schema, ResponseFormatSchema(body["response_format"]));
+    if (!schema.empty()) out.generate.json_schema = std::move(schema);
+  }
+  if (Has(body, "logprobs")) {
+    REPRISE_ASSIGN_OR_RETURN(out.generate.return_logprobs, BoolField(body["logprobs"], "logprobs"));
+  }
+  if (Has(body, "top_logprobs")) {
+    REPRISE_ASSIGN_OR_RETURN(out.generate.top_logprobs,
+                             IntegerField(body["top_logprobs"], "top_logprobs", 0, 20));
+    if (!out.generate.return_logprobs) {
+      return FieldError("top_logprobs", "needs \"logprobs\": true");
     }
   }
-  if (Has(body, "top_logprobs")) return FieldError("top_logprobs", "is not supported");
+  if (out.generate.max_new_tokens == 0) return FieldError("max_tokens", "must be >= 1");
   REPRISE_RETURN_IF_ERROR(CheckDocumentCount(out, limits));
   out.generate.chat = true;
   return out;
@@ -374,14 +464,25 @@ Result<ServeRequest> ParseCompletionRequest(std::string_view body_text,
   } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
     out.generate.prompt = prompt[0].get<std::string>();
   } else if (prompt.is_array()) {
-    return FieldError("prompt", "must be one string (token-id prompts and batches of prompts "
-                                "are not supported)");
+    return FieldError("prompt",
+                      "must be one string (token-id prompts and batches of prompts "
+                      "are not supported)");
   } else {
     return FieldError("prompt", "must be a string");
   }
   if (Has(body, "echo")) {
     REPRISE_ASSIGN_OR_RETURN(const bool echo, BoolField(body["echo"], "echo"));
-    if (echo) return FieldError("echo", "is not supported");
+    out.echo = echo;
+  }
+  if (Has(body, "logprobs")) {
+    // The sampled token's log-probability and this many alternatives (OpenAI allows 5).
+    REPRISE_ASSIGN_OR_RETURN(out.generate.top_logprobs,
+                             IntegerField(body["logprobs"], "logprobs", 0, 20));
+    out.generate.return_logprobs = true;
+    out.generate.return_prompt_logprobs = out.echo;
+  }
+  if (out.generate.max_new_tokens == 0 && !out.echo) {
+    return FieldError("max_tokens", "must be >= 1 (0 only with echo, to score the prompt)");
   }
   if (Has(body, "suffix")) return FieldError("suffix", "is not supported");
   if (Has(body, "best_of")) REPRISE_RETURN_IF_ERROR(IntegerField(body["best_of"], "best_of", 1, 1));

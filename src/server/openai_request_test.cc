@@ -1,6 +1,7 @@
 #include "server/openai_request.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace reprise::server {
 namespace {
@@ -69,8 +70,40 @@ TEST(OpenAiRequestTest, ToolsBecomeOneSkillBlock) {
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   ASSERT_EQ(r->generate.skills.size(), 1u);
   EXPECT_EQ(r->generate.skills[0].id, "tools");
-  EXPECT_NE(r->generate.skills[0].text.find("get_weather: Weather"), std::string::npos);
+  EXPECT_NE(r->generate.skills[0].text.find("<tools>"), std::string::npos);
+  EXPECT_NE(r->generate.skills[0].text.find(R"("description":"Weather")"), std::string::npos);
   EXPECT_NE(r->generate.skills[0].text.find("get_time"), std::string::npos);
+  EXPECT_EQ(r->tool_names, (std::vector<std::string>{"get_weather", "get_time"}));
+  EXPECT_TRUE(r->generate.json_schema.empty());  // "auto"
+}
+
+TEST(OpenAiRequestTest, ToolChoicesAndTheToolLoopsMessages) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"a": {"type": "integer"}},
+      "required": ["a"]}}}])";
+  Result<ServeRequest> required = Chat(R"({"messages": [{"role": "user", "content": "x"}], )" +
+                                       tools + R"(, "tool_choice": "required"})");
+  ASSERT_TRUE(required.ok()) << ErrorOf(required);
+  EXPECT_NE(required->generate.json_schema.find(R"("const":"f")"), std::string::npos);
+  Result<ServeRequest> named = Chat(R"({"messages": [{"role": "user", "content": "x"}], )" + tools +
+                                    R"(, "tool_choice": {"type": "function", "function": {"name": "g"}}})");
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.error().message().find("'g'"), std::string::npos);
+  Result<ServeRequest> none = Chat(R"({"messages": [{"role": "user", "content": "x"}], )" + tools +
+                                   R"(, "tool_choice": "none"})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->generate.skills.empty());
+  EXPECT_TRUE(none->tool_names.empty());
+  Result<ServeRequest> loop = Chat(R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+       "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "2"}], )" + tools + "}");
+  ASSERT_TRUE(loop.ok()) << ErrorOf(loop);
+  ASSERT_EQ(loop->generate.messages.size(), 3u);
+  EXPECT_EQ(loop->generate.messages[1].content,
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\":1}}\n</tool_call>");
+  EXPECT_EQ(loop->generate.messages[2].role, "user");
+  EXPECT_EQ(loop->generate.messages[2].content, "<tool_response>\n2\n</tool_response>");
 }
 
 TEST(OpenAiRequestTest, RefusesBadBodies) {
@@ -93,20 +126,22 @@ TEST(OpenAiRequestTest, RefusesBadBodies) {
       {R"({"messages": [{"role": "user", "content": "x", "extra": 1}]})", "unrecognized argument 'extra'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "bogus": true})", "unrecognized argument 'bogus'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "'max_tokens' must be in"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "'max_tokens' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "'max_tokens' must be >= 1"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 99999999999999})", "'max_tokens' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 1.5})", "must be an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "5"})", "must be an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": 3})", "'temperature' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "must be a number"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "'top_p' must be in"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "'n' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 17})", "'n' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "true or false"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": 3})", "'stop'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]})", "at most 4"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": [""]})", "empty string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1})", "not supported"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "needs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "'top_logprobs' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 1})", "true or false"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": {"text": "a"}})", "'documents' must be an array"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": "a"}]})", "documents[0].text"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": "a", "text": ""}]})", "must not be empty"},
@@ -118,7 +153,9 @@ TEST(OpenAiRequestTest, RefusesBadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "model": ""})", "'model' must be"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "code"}]})", "tools[0]"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}})", "response_format.type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "string", "pattern": "a"}}}})", "'pattern' is not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})", "json_schema.name"},
       {R"({"messages": [{"role": "user", "content": "x"}], "model": 3})", "'model' must be a string"},
   };
   for (const auto& c : cases) {
@@ -210,9 +247,51 @@ TEST(OpenAiRequestTest, ParsesACompletionRequest) {
   EXPECT_EQ(one->generate.prompt, "x");
 }
 
+TEST(OpenAiRequestTest, LogprobsEchoAndChoices) {
+  Result<ServeRequest> chat = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 20,
+          "n": 3})");
+  ASSERT_TRUE(chat.ok()) << ErrorOf(chat);
+  EXPECT_TRUE(chat->generate.return_logprobs);
+  EXPECT_EQ(chat->generate.top_logprobs, 20);
+  EXPECT_FALSE(chat->generate.return_prompt_logprobs);
+  EXPECT_EQ(chat->generate.num_choices, 3);
+  Result<ServeRequest> scored = ParseCompletionRequest(
+      R"({"prompt": "x", "echo": true, "logprobs": 2, "max_tokens": 0})", kLimits);
+  ASSERT_TRUE(scored.ok()) << ErrorOf(scored);
+  EXPECT_TRUE(scored->echo);
+  EXPECT_TRUE(scored->generate.return_logprobs);
+  EXPECT_TRUE(scored->generate.return_prompt_logprobs);
+  EXPECT_EQ(scored->generate.top_logprobs, 2);
+  EXPECT_EQ(scored->generate.max_new_tokens, 0);
+  Result<ServeRequest> plain = ParseCompletionRequest(R"({"prompt": "x", "logprobs": 0})", kLimits);
+  ASSERT_TRUE(plain.ok()) << ErrorOf(plain);
+  EXPECT_TRUE(plain->generate.return_logprobs);
+  EXPECT_FALSE(plain->generate.return_prompt_logprobs);
+}
+
+TEST(OpenAiRequestTest, ResponseFormatsBecomeASchema) {
+  Result<ServeRequest> text = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text"}})");
+  ASSERT_TRUE(text.ok()) << ErrorOf(text);
+  EXPECT_TRUE(text->generate.json_schema.empty());
+  Result<ServeRequest> object = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(object.ok()) << ErrorOf(object);
+  EXPECT_EQ(object->generate.json_schema, R"({"type":"object"})");
+  Result<ServeRequest> schema = Chat(
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+          "json_schema": {"name": "p", "strict": true, "schema": {"type": "object",
+          "properties": {"a": {"type": "integer"}}, "required": ["a"],
+          "additionalProperties": false}}}})");
+  ASSERT_TRUE(schema.ok()) << ErrorOf(schema);
+  EXPECT_EQ(nlohmann::json::parse(schema->generate.json_schema)["required"][0], "a");
+}
+
 TEST(OpenAiRequestTest, RefusesBadCompletionRequests) {
   for (const char* body : {R"({})", R"({"prompt": 5})", R"({"prompt": [1, 2, 3]})",
-                           R"({"prompt": ["a", "b"]})", R"({"prompt": "x", "echo": true})",
+                           R"({"prompt": ["a", "b"]})", R"({"prompt": "x", "max_tokens": 0})",
+                           R"({"prompt": "x", "logprobs": 21})", R"({"prompt": "x", "logprobs": true})",
                            R"({"prompt": "x", "suffix": "y"})", R"({"prompt": "x", "best_of": 3})",
                            R"({"prompt": "x", "messages": []})"}) {
     Result<ServeRequest> r = ParseCompletionRequest(body, kLimits);

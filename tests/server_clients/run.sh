@@ -8,7 +8,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cli="$1" model="$2" work="$3"
 shift 3
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(openai_client.test.mjs chat_page.test.mjs)
+[ ${#tests[@]} -gt 0 ] || tests=(openai_client.test.mjs agent_api.test.mjs chat_page.test.mjs)
 
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
   echo "SKIP: node and npm are needed (scripts/install-deps.sh installs them)"
