@@ -321,6 +321,10 @@ struct ReuseReport {
   int64_t chunks_from_memory = 0;
   int64_t chunks_from_flash = 0;
   int guard_fallbacks = 0;  // recompute calls the quality guard prefilled in full
+  // Which prompt tokens came from the cache: [begin, end) runs in prompt order, covering the
+  // tokens_prefix + tokens_reused + tokens_recomputed of them (recomputed tokens were found
+  // too). For tools that set them against a recall oracle's mask (`bench serve`).
+  std::vector<std::pair<int, int>> found_runs;
 };
 
 struct GenerateResult {

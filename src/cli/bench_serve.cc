@@ -8,7 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <span>
 #include <thread>
+#include <tuple>
+#include <utility>
+
+#include "tools/request_recall_oracle.h"
 
 namespace reprise::cli {
 namespace {
@@ -36,17 +42,37 @@ const std::string* FindString(const json& object, const char* key) {
   return value != nullptr && value->is_string() ? &value->get_ref<const std::string&>() : nullptr;
 }
 
-void ReadInt(const json& object, const char* key, int64_t* out) {
-  const json* value = Find(object, key);
-  if (value == nullptr || !value->is_number()) return;
-  if (value->is_number_integer()) {
-    *out = value->is_number_unsigned()
-               ? static_cast<int64_t>(std::min<uint64_t>(value->get<uint64_t>(), INT64_MAX))
-               : value->get<int64_t>();
-    return;
+// A number as an int64_t (clamped, truncated); false for anything else.
+bool ToInt(const json& value, int64_t* out) {
+  if (!value.is_number()) return false;
+  if (value.is_number_integer()) {
+    *out = value.is_number_unsigned()
+               ? static_cast<int64_t>(std::min<uint64_t>(value.get<uint64_t>(), INT64_MAX))
+               : value.get<int64_t>();
+    return true;
   }
-  const double d = value->get<double>();  // finite: JSON has no NaN or infinity
+  const double d = value.get<double>();  // finite: JSON has no NaN or infinity
   *out = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d);
+  return true;
+}
+
+void ReadInt(const json& object, const char* key, int64_t* out) {
+  if (const json* value = Find(object, key)) ToInt(*value, out);
+}
+
+// [[begin, end], ...] with 0 <= begin <= end; nullopt for anything else.
+std::optional<std::vector<std::pair<int64_t, int64_t>>> ReadRuns(const json& value) {
+  if (!value.is_array()) return std::nullopt;
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (const json& run : value) {
+    int64_t begin = -1, end = -1;
+    if (!run.is_array() || run.size() != 2 || !ToInt(run[0], &begin) || !ToInt(run[1], &end) ||
+        begin < 0 || end < begin) {
+      return std::nullopt;
+    }
+    runs.emplace_back(begin, end);
+  }
+  return runs;
 }
 
 void ReadDouble(const json& object, const char* key, double* out) {
@@ -178,6 +204,12 @@ void ReadUsage(const json& response, ServeUsage* usage) {
     ReadInt(*r, "chunks_from_flash", &usage->chunks_from_flash);
     ReadDouble(*r, "decode_tokens_per_second", &usage->server_decode_tokens_per_second);
     if (const std::string* name = FindString(*r, "namespace")) usage->reprise_namespace = *name;
+    if (const json* value = Find(*r, "found_runs")) {
+      if (auto runs = ReadRuns(*value)) {
+        usage->has_found_runs = true;
+        usage->found_runs = std::move(*runs);
+      }
+    }
   }
   if (const json* t = FindObject(response, "timings")) {
     usage->has_timings = true;
@@ -186,6 +218,18 @@ void ReadUsage(const json& response, ServeUsage* usage) {
     ReadInt(*t, "cache_n", &usage->timings_cache_n);
     ReadDouble(*t, "predicted_per_second", &usage->timings_predicted_per_second);
   }
+}
+
+int64_t PromptTokensOf(const ServeUsage& usage) {
+  if (usage.prompt_tokens >= 0) return usage.prompt_tokens;
+  if (usage.timings_prompt_n >= 0 && usage.timings_cache_n >= 0) {
+    return usage.timings_prompt_n + usage.timings_cache_n;
+  }
+  return -1;
+}
+
+int64_t CachedTokensOf(const ServeUsage& usage) {
+  return usage.cached_tokens >= 0 ? usage.cached_tokens : usage.timings_cache_n;
 }
 
 std::string DescribeErrorBody(std::string_view body) {
@@ -247,6 +291,21 @@ Result<DocumentsMode> ParseDocumentsMode(std::string_view name) {
                               "' (known: auto, field, inline)");
 }
 
+Result<ServeEndpoint> ParseServeEndpoint(std::string_view name) {
+  if (name == "chat") return ServeEndpoint::kChat;
+  if (name == "completions") return ServeEndpoint::kCompletions;
+  return InvalidArgumentError("unknown endpoint '" + std::string(name) +
+                              "' (known: chat, completions)");
+}
+
+std::string_view ServeEndpointName(ServeEndpoint endpoint) {
+  return endpoint == ServeEndpoint::kChat ? "chat" : "completions";
+}
+
+std::string_view ServeEndpointPath(ServeEndpoint endpoint) {
+  return endpoint == ServeEndpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+}
+
 std::string_view DocumentsModeName(DocumentsMode mode) {
   switch (mode) {
     case DocumentsMode::kAuto:
@@ -259,14 +318,54 @@ std::string_view DocumentsModeName(DocumentsMode mode) {
   return "?";
 }
 
+namespace {
+
+// "Document <id>:\n<text>", as the engine titles a document (engine/request_segments.cc).
+std::string Titled(std::string_view kind, const workload::TraceText& item) {
+  std::string out(kind);
+  if (!item.id.empty()) out += " " + item.id;
+  return out + ":\n" + item.text;
+}
+
+// The skills, then the documents, titled, in the order the engine places them.
+std::vector<std::string> TitledContext(const workload::TraceRequest& request) {
+  std::vector<std::string> texts;
+  for (const workload::TraceText& s : request.skills) texts.push_back(Titled("Skill", s));
+  for (const workload::TraceText& d : request.documents) texts.push_back(Titled("Document", d));
+  return texts;
+}
+
+// The fields every request body shares.
+void AddCommonFields(const workload::TraceRequest& request, const ChatBodyOptions& options,
+                     json& body) {
+  body["max_tokens"] = request.max_tokens > 0 ? request.max_tokens : options.max_tokens;
+  body["temperature"] = 0;
+  body["seed"] = options.seed;
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+}
+
+}  // namespace
+
 json BuildChatBody(const workload::TraceRequest& request,
                    const std::vector<workload::TraceMessage>& messages,
                    const ChatBodyOptions& options) {
   json body = json::object();
   if (!options.model.empty()) body["model"] = options.model;
   json out_messages = json::array();
-  for (const workload::TraceMessage& message : messages) {
-    out_messages.push_back({{"role", message.role}, {"content", message.content}});
+  const bool is_inline = options.documents == DocumentsMode::kInline;
+  size_t m = 0;
+  for (; m < messages.size() && messages[m].role == "system"; ++m) {
+    out_messages.push_back({{"role", "system"}, {"content", messages[m].content}});
+  }
+  if (is_inline) {
+    // Where the engine puts the `documents` and `skills` fields, as it renders them.
+    for (std::string& text : TitledContext(request)) {
+      out_messages.push_back({{"role", "system"}, {"content", std::move(text)}});
+    }
+  }
+  for (; m < messages.size(); ++m) {
+    out_messages.push_back({{"role", messages[m].role}, {"content", messages[m].content}});
   }
   auto texts = [](const std::vector<workload::TraceText>& items) {
     json array = json::array();
@@ -275,36 +374,42 @@ json BuildChatBody(const workload::TraceRequest& request,
     }
     return array;
   };
-  if (options.documents == DocumentsMode::kInline) {
-    std::string blocks;
-    for (const workload::TraceText& d : request.documents) {
-      blocks += "\n\nDocument " + d.id + ":\n" + d.text;
-    }
-    for (const workload::TraceText& s : request.skills) {
-      blocks += "\n\nSkill " + s.id + ":\n" + s.text;
-    }
-    if (!blocks.empty()) {
-      auto system = std::find_if(out_messages.begin(), out_messages.end(), [](const json& m) {
-        return m["role"] == "system";
-      });
-      if (system != out_messages.end()) {
-        (*system)["content"] = (*system)["content"].get<std::string>() + blocks;
-      } else {
-        // One object (a braced list here would insert each pair as an element of its own).
-        json system_message = {{"role", "system"}, {"content", blocks.substr(2)}};
-        out_messages.insert(out_messages.begin(), std::move(system_message));
-      }
-    }
-  } else {
+  if (!is_inline) {
     if (!request.documents.empty()) body["documents"] = texts(request.documents);
     if (!request.skills.empty()) body["skills"] = texts(request.skills);
   }
   body["messages"] = std::move(out_messages);
-  body["max_tokens"] = request.max_tokens > 0 ? request.max_tokens : options.max_tokens;
-  body["temperature"] = 0;
-  body["seed"] = options.seed;
-  body["stream"] = true;
-  body["stream_options"] = {{"include_usage", true}};
+  AddCommonFields(request, options, body);
+  return body;
+}
+
+std::string PlainPrompt(const workload::TraceRequest& request,
+                        const std::vector<workload::TraceMessage>& messages) {
+  std::string text;
+  const auto add_line = [&text](std::string_view line) {
+    text += line;
+    if (!line.ends_with('\n')) text += '\n';
+  };
+  size_t m = 0;
+  for (; m < messages.size() && messages[m].role == "system"; ++m) add_line(messages[m].content);
+  for (const std::string& block : TitledContext(request)) text += block + "\n\n";
+  for (; m < messages.size(); ++m) {
+    if (m + 1 == messages.size()) {
+      text += messages[m].content;
+    } else {
+      add_line(messages[m].content);
+    }
+  }
+  return text;
+}
+
+json BuildCompletionBody(const workload::TraceRequest& request,
+                         const std::vector<workload::TraceMessage>& messages,
+                         const ChatBodyOptions& options) {
+  json body = json::object();
+  if (!options.model.empty()) body["model"] = options.model;
+  body["prompt"] = PlainPrompt(request, messages);
+  AddCommonFields(request, options, body);
   return body;
 }
 
@@ -412,8 +517,8 @@ Result<ModelInfo> ServeClient::FindModel(std::string_view wanted) {
                        std::string(wanted) + "'");
 }
 
-Result<RequestMeasurement> ServeClient::Send(const json& body) {
-  const std::string path = prefix_ + "/v1/chat/completions";
+Result<RequestMeasurement> ServeClient::Send(const json& body, ServeEndpoint endpoint) {
+  const std::string path = prefix_ + std::string(ServeEndpointPath(endpoint));
   httplib::Request request;
   request.method = "POST";
   request.path = path;
@@ -502,6 +607,7 @@ std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasureme
   }
   for (PhaseSummary& phase : phases) {
     std::vector<double> ttft, latency, decode;
+    bool all_found = true, all_cached = true;
     auto add = [](int64_t value, int64_t* sum) {
       if (value >= 0) *sum = (*sum < 0 ? 0 : *sum) + value;
     };
@@ -522,14 +628,28 @@ std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasureme
       add(u.tokens_new, &phase.tokens_new);
       add(u.chunks_from_memory, &phase.chunks_from_memory);
       add(u.chunks_from_flash, &phase.chunks_from_flash);
-      if (r.tokens_reusable >= 0 && r.tokens_found >= 0) {
+      if (r.tokens_reusable >= 0) {
         add(r.tokens_reusable, &phase.tokens_reusable);
         add(r.tokens_found, &phase.tokens_found);
+        add(r.tokens_cached, &phase.tokens_cached);
+        all_found = all_found && r.tokens_found >= 0;
+        all_cached = all_cached && r.tokens_cached >= 0;
+      }
+      const int64_t prompt = PromptTokensOf(u);
+      if (r.oracle_prompt_tokens >= 0 && prompt >= 0) {
+        phase.num_prompt_mismatches =
+            std::max(phase.num_prompt_mismatches, 0) + (prompt != r.oracle_prompt_tokens);
       }
     }
+    if (!all_found) phase.tokens_found = -1;
+    if (!all_cached) phase.tokens_cached = -1;
     if (phase.tokens_reusable > 0) {
-      phase.reuse_recall =
-          static_cast<double>(phase.tokens_found) / static_cast<double>(phase.tokens_reusable);
+      const auto share = [&](int64_t count) {
+        return count < 0 ? -1.0
+                         : static_cast<double>(count) / static_cast<double>(phase.tokens_reusable);
+      };
+      phase.reuse_recall = share(phase.tokens_found);
+      phase.cached_recall = share(phase.tokens_cached);
     }
     phase.ttft_ms = SummarizeTimes(std::move(ttft));
     phase.latency_ms = SummarizeTimes(std::move(latency));
@@ -563,9 +683,10 @@ std::string ServeBenchText(const ServeBenchRun& run) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof(line),
-                "bench serve: trace %s, %zu requests to %s, model %s, documents %s, context %d "
-                "tokens (estimated)\n",
+                "bench serve: trace %s, %zu requests to %s, model %s, endpoint %s, documents "
+                "%s, context %d tokens (estimated)\n",
                 run.trace.c_str(), run.requests.size(), run.url.c_str(), run.model.c_str(),
+                std::string(ServeEndpointName(run.endpoint)).c_str(),
                 std::string(DocumentsModeName(run.documents)).c_str(), run.context_tokens);
   out += line;
   std::snprintf(line, sizeof(line), "%4s  %-5s  %-32s %7s %7s %9s %8s %9s %7s %7s %7s %7s\n",
@@ -607,10 +728,19 @@ std::string ServeBenchText(const ServeBenchRun& run) {
     out += line;
     if (p.tokens_reusable >= 0) {
       std::snprintf(line, sizeof(line),
-                    "  reuse recall %s%% (%s tokens served from the cache of %s reusable: covered "
-                    "by a window of an earlier prompt)\n",
+                    "  reusable %s tokens (covered by a window of an earlier prompt); found in "
+                    "the cache %s of them (recall %s%%); cached_tokens %s (%s%% of reusable)\n",
+                    Count(p.tokens_reusable).c_str(), Count(p.tokens_found).c_str(),
                     p.reuse_recall >= 0 ? Fixed(100.0 * p.reuse_recall).c_str() : "-",
-                    Count(p.tokens_found).c_str(), Count(p.tokens_reusable).c_str());
+                    Count(p.tokens_cached).c_str(),
+                    p.cached_recall >= 0 ? Fixed(100.0 * p.cached_recall).c_str() : "-");
+      out += line;
+    }
+    if (p.num_prompt_mismatches > 0) {
+      std::snprintf(line, sizeof(line),
+                    "  WARNING: %d of %d requests got prompt_tokens other than the oracle's "
+                    "count: the server was sent, or made, another prompt\n",
+                    p.num_prompt_mismatches, p.num_requests);
       out += line;
     }
   }
@@ -652,8 +782,10 @@ json ServeBenchJson(const ServeBenchRun& run) {
                   {"prompt_tokens", Nullable(u.prompt_tokens)},
                   {"completion_tokens", Nullable(u.completion_tokens)},
                   {"cached_tokens", Nullable(u.cached_tokens)},
+                  {"oracle_prompt_tokens", Nullable(r.oracle_prompt_tokens)},
                   {"tokens_reusable", Nullable(r.tokens_reusable)},
-                  {"tokens_found", Nullable(r.tokens_found)}};
+                  {"tokens_found", Nullable(r.tokens_found)},
+                  {"tokens_cached", Nullable(r.tokens_cached)}};
     if (u.has_reprise) {
       entry["reprise"] = {{"ttft_ms", Nullable(u.server_ttft_ms)},
                           {"tokens_prefix", Nullable(u.tokens_prefix)},
@@ -666,6 +798,7 @@ json ServeBenchJson(const ServeBenchRun& run) {
                           {"decode_tokens_per_second",
                            Nullable(u.server_decode_tokens_per_second)},
                           {"namespace", u.reprise_namespace}};
+      if (u.has_found_runs) entry["reprise"]["found_runs"] = u.found_runs;
     }
     if (u.has_timings) {
       entry["timings"] = {{"prompt_ms", Nullable(u.timings_prompt_ms)},
@@ -677,28 +810,34 @@ json ServeBenchJson(const ServeBenchRun& run) {
   }
   json summary = json::array();
   for (const PhaseSummary& p : SummarizeServeBench(run.requests)) {
-    summary.push_back({{"phase", p.phase},
-                       {"requests", p.num_requests},
-                       {"ttft_ms", TimeJson(p.ttft_ms)},
-                       {"latency_ms", TimeJson(p.latency_ms)},
-                       {"decode_tokens_per_second", TimeJson(p.decode_tokens_per_second)},
-                       {"prompt_tokens", Nullable(p.prompt_tokens)},
-                       {"completion_tokens", Nullable(p.completion_tokens)},
-                       {"cached_tokens", Nullable(p.cached_tokens)},
-                       {"tokens_prefix", Nullable(p.tokens_prefix)},
-                       {"tokens_prefix_inexact", Nullable(p.tokens_prefix_inexact)},
-                       {"tokens_reused", Nullable(p.tokens_reused)},
-                       {"tokens_recomputed", Nullable(p.tokens_recomputed)},
-                       {"tokens_new", Nullable(p.tokens_new)},
-                       {"chunks_from_memory", Nullable(p.chunks_from_memory)},
-                       {"chunks_from_flash", Nullable(p.chunks_from_flash)},
-                       {"tokens_reusable", Nullable(p.tokens_reusable)},
-                       {"tokens_found", Nullable(p.tokens_found)},
-                       {"reuse_recall", Nullable(p.reuse_recall)}});
+    summary.push_back(
+        {{"phase", p.phase},
+         {"requests", p.num_requests},
+         {"ttft_ms", TimeJson(p.ttft_ms)},
+         {"latency_ms", TimeJson(p.latency_ms)},
+         {"decode_tokens_per_second", TimeJson(p.decode_tokens_per_second)},
+         {"prompt_tokens", Nullable(p.prompt_tokens)},
+         {"completion_tokens", Nullable(p.completion_tokens)},
+         {"cached_tokens", Nullable(p.cached_tokens)},
+         {"tokens_prefix", Nullable(p.tokens_prefix)},
+         {"tokens_prefix_inexact", Nullable(p.tokens_prefix_inexact)},
+         {"tokens_reused", Nullable(p.tokens_reused)},
+         {"tokens_recomputed", Nullable(p.tokens_recomputed)},
+         {"tokens_new", Nullable(p.tokens_new)},
+         {"chunks_from_memory", Nullable(p.chunks_from_memory)},
+         {"chunks_from_flash", Nullable(p.chunks_from_flash)},
+         {"tokens_reusable", Nullable(p.tokens_reusable)},
+         {"tokens_found", Nullable(p.tokens_found)},
+         {"tokens_cached", Nullable(p.tokens_cached)},
+         {"reuse_recall", Nullable(p.reuse_recall)},
+         {"cached_recall", Nullable(p.cached_recall)},
+         {"prompt_mismatches",
+          p.num_prompt_mismatches >= 0 ? json(p.num_prompt_mismatches) : json(nullptr)}});
   }
   return {{"trace", run.trace},
           {"url", run.url},
           {"model", run.model},
+          {"endpoint", ServeEndpointName(run.endpoint)},
           {"documents", DocumentsModeName(run.documents)},
           {"context_tokens", run.context_tokens},
           {"dropped_history_messages", run.num_dropped_history_messages},
@@ -712,17 +851,44 @@ json ServeBenchJson(const ServeBenchRun& run) {
 
 // ----- The run
 
-Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
-                                    const ServeProgressFn& on_request) {
-  REPRISE_ASSIGN_OR_RETURN(workload::ServeTraceKind kind,
-                           workload::ParseServeTraceKind(options.trace));
-  REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ServeClient> client,
-                           ServeClient::Create({.url = options.url,
-                                                .api_key = options.api_key,
-                                                .now_ms = options.now_ms}));
+void SetRecall(std::span<const uint8_t> reusable, RequestMeasurement& m) {
+  m.oracle_prompt_tokens = static_cast<int64_t>(reusable.size());
+  m.tokens_reusable = std::count(reusable.begin(), reusable.end(), uint8_t{1});
+  m.tokens_cached = CachedTokensOf(m.usage);
+  m.tokens_found = -1;
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  if (m.usage.has_found_runs) {
+    runs = m.usage.found_runs;
+  } else if (m.tokens_cached >= 0) {
+    // OpenAI's cached_tokens are the prompt's start that matched a cached prompt (so are
+    // vLLM's and SGLang's; llama-server's --cache-reuse shifts the cached chunks it finds
+    // into that start).
+    runs = {{0, m.tokens_cached}};
+  } else {
+    return;
+  }
+  m.tokens_found = tools::CountReusableIn<int64_t>(reusable, runs);
+}
+
+namespace {
+
+// One server of a run: its clients (one per concurrent request), what it was found to be and
+// its requests' bodies.
+struct ServerUnderTest {
+  std::vector<std::unique_ptr<ServeClient>> clients;
   ServeBenchRun run;
+  ChatBodyOptions body_options;
+};
+
+// Connects to `url`, finds the model and resolves the documents mode.
+Result<ServerUnderTest> OpenServer(const ServeBenchOptions& options, const std::string& url) {
+  ServerUnderTest server;
+  REPRISE_ASSIGN_OR_RETURN(
+      std::unique_ptr<ServeClient> client,
+      ServeClient::Create({.url = url, .api_key = options.api_key, .now_ms = options.now_ms}));
+  ServeBenchRun& run = server.run;
   run.trace = options.trace;
-  run.url = options.url;
+  run.url = url;
   run.model = options.model;
   Result<ModelInfo> model = client->FindModel(options.model);
   if (!model.ok()) {
@@ -737,20 +903,76 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   } else {
     run.model = model->id;
   }
+  run.endpoint = options.endpoint;
   run.documents = options.documents;
-  if (run.documents == DocumentsMode::kAuto) {
-    run.documents = model.ok() && model->owned_by == "reprise" ? DocumentsMode::kField
-                                                               : DocumentsMode::kInline;
+  if (run.endpoint == ServeEndpoint::kCompletions) {
+    // One plain text: the documents are part of it, for every server.
+    if (run.documents == DocumentsMode::kField) {
+      return InvalidArgumentError(
+          "--documents field needs the chat endpoint (with /v1/completions the documents are "
+          "part of the prompt text)");
+    }
+    run.documents = DocumentsMode::kInline;
+  } else if (run.documents == DocumentsMode::kAuto) {
+    run.documents =
+        model.ok() && model->owned_by == "reprise" ? DocumentsMode::kField : DocumentsMode::kInline;
   }
   run.context_tokens = options.context_tokens > 0                     ? options.context_tokens
                        : model.ok() && model->context_tokens > 0 ? model->context_tokens
                                                                  : kDefaultContextTokens;
-  if (run.context_tokens <= options.max_tokens) {
-    return InvalidArgumentError("the context (" + std::to_string(run.context_tokens) +
+  run.clients = options.clients;
+  server.body_options = {.model = run.model,
+                         .max_tokens = options.max_tokens,
+                         .seed = options.seed,
+                         .documents = run.documents};
+  server.clients.push_back(std::move(client));
+  while (static_cast<int>(server.clients.size()) < options.clients) {
+    REPRISE_ASSIGN_OR_RETURN(
+        std::unique_ptr<ServeClient> another,
+        ServeClient::Create({.url = url, .api_key = options.api_key, .now_ms = options.now_ms}));
+    server.clients.push_back(std::move(another));
+  }
+  return server;
+}
+
+}  // namespace
+
+Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
+                                    const ServeProgressFn& on_request) {
+  REPRISE_ASSIGN_OR_RETURN(std::vector<ServeBenchRun> runs,
+                           RunServeBenchSideBySide(options, {options.url}, on_request));
+  return std::move(runs.front());
+}
+
+Result<std::vector<ServeBenchRun>> RunServeBenchSideBySide(const ServeBenchOptions& options,
+                                                           const std::vector<std::string>& urls,
+                                                           const ServeProgressFn& on_request) {
+  REPRISE_ASSIGN_OR_RETURN(workload::ServeTraceKind kind,
+                           workload::ParseServeTraceKind(options.trace));
+  if (urls.empty()) return InvalidArgumentError("no server URL");
+  if (options.clients < 1) return InvalidArgumentError("clients must be >= 1");
+  if (options.clients > 1 && kind == workload::ServeTraceKind::kChatSession) {
+    return InvalidArgumentError(
+        "the chat-session trace is one conversation (each turn follows the last reply): it "
+        "takes one client");
+  }
+  if (options.clients > 1 && urls.size() > 1) {
+    return InvalidArgumentError("servers side by side take one client");
+  }
+  std::vector<ServerUnderTest> servers;
+  for (const std::string& url : urls) {
+    REPRISE_ASSIGN_OR_RETURN(ServerUnderTest server, OpenServer(options, url));
+    servers.push_back(std::move(server));
+  }
+  // One trace for all: the first server's context when the options give none.
+  const int context_tokens = servers.front().run.context_tokens;
+  for (ServerUnderTest& server : servers) server.run.context_tokens = context_tokens;
+  if (context_tokens <= options.max_tokens) {
+    return InvalidArgumentError("the context (" + std::to_string(context_tokens) +
                                 " tokens) leaves no room for a prompt after --max-tokens " +
                                 std::to_string(options.max_tokens));
   }
-  const int max_prompt_tokens = run.context_tokens - options.max_tokens;
+  const int max_prompt_tokens = context_tokens - options.max_tokens;
 
   workload::ServeTraceOptions trace_options;
   trace_options.data_dir = options.data_dir;
@@ -762,91 +984,176 @@ Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
   REPRISE_ASSIGN_OR_RETURN(workload::ServeTrace trace,
                            workload::BuildServeTrace(kind, trace_options));
 
+  // Every server is sent the same history: the chat-session trace records the dataset's
+  // replies, not the servers'.
   workload::ChatWindow window(max_prompt_tokens, workload::EstimateTokens);
-  const ChatBodyOptions body_options{.model = run.model,
-                                     .max_tokens = options.max_tokens,
-                                     .seed = options.seed,
-                                     .documents = run.documents};
+  const ServeEndpoint endpoint = options.endpoint;
   const int total = static_cast<int>(trace.requests.size());
-  if (options.clients < 1) return InvalidArgumentError("clients must be >= 1");
-  if (options.clients > 1 && kind == workload::ServeTraceKind::kChatSession) {
-    return InvalidArgumentError(
-        "the chat-session trace is one conversation (each turn follows the last reply): it "
-        "takes one client");
-  }
-  run.clients = options.clients;
-  // One client per concurrent request (a ServeClient sends one request at a time).
-  std::vector<std::unique_ptr<ServeClient>> clients;
-  clients.push_back(std::move(client));
-  while (static_cast<int>(clients.size()) < options.clients) {
-    REPRISE_ASSIGN_OR_RETURN(
-        std::unique_ptr<ServeClient> another,
-        ServeClient::Create(
-            {.url = options.url, .api_key = options.api_key, .now_ms = options.now_ms}));
-    clients.push_back(std::move(another));
-  }
+  const size_t num_servers = servers.size();
   const auto replay_start = std::chrono::steady_clock::now();
+  std::vector<double> busy_ms(num_servers, 0.0);
   for (int wave = 0; wave < total; wave += options.clients) {
     const int n = std::min(options.clients, total - wave);
-    std::vector<json> bodies;
-    std::vector<int64_t> reusable(static_cast<size_t>(n), -1);
+    // [server][request of the wave]
+    std::vector<std::vector<json>> bodies(num_servers);
+    std::vector<std::optional<std::vector<uint8_t>>> masks(static_cast<size_t>(n));
     for (int j = 0; j < n; ++j) {
       const int i = wave + j;
       const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
-      bodies.push_back(BuildChatBody(request, window.Messages(request), body_options));
-      if (options.count_reusable) {
-        Result<int64_t> counted = options.count_reusable(bodies.back());
-        if (!counted.ok()) {
-          return counted.error().WithContext("request " + std::to_string(i + 1) + " (" +
-                                             request.id + "): counting its reusable tokens");
+      const std::vector<workload::TraceMessage> messages = window.Messages(request);
+      for (size_t k = 0; k < num_servers; ++k) {
+        const ChatBodyOptions& body_options = servers[k].body_options;
+        bodies[k].push_back(endpoint == ServeEndpoint::kChat
+                                ? BuildChatBody(request, messages, body_options)
+                                : BuildCompletionBody(request, messages, body_options));
+      }
+      if (options.reusable_mask) {
+        // The first server's body: every form makes the same prompt (each server's
+        // prompt_tokens are checked against it).
+        Result<std::vector<uint8_t>> mask = options.reusable_mask(bodies[0].back(), endpoint);
+        if (!mask.ok()) {
+          return mask.error().WithContext("request " + std::to_string(i + 1) + " (" + request.id +
+                                          "): counting its reusable tokens");
         }
-        reusable[static_cast<size_t>(j)] = *counted;
+        masks[static_cast<size_t>(j)] = std::move(mask).value();
       }
     }
-    std::vector<Result<RequestMeasurement>> measured(static_cast<size_t>(n), Status::Ok());
-    if (n == 1) {
-      measured[0] = clients[0]->Send(bodies[0]);
-    } else {
-      std::vector<std::thread> senders;
-      for (int j = 0; j < n; ++j) {
-        senders.emplace_back([&, j] {
-          measured[static_cast<size_t>(j)] =
-              clients[static_cast<size_t>(j)]->Send(bodies[static_cast<size_t>(j)]);
-        });
+    // Side by side, the servers take turns, each wave starting with the next one, so that
+    // each meets the machine's load as often first as second.
+    std::vector<std::vector<Result<RequestMeasurement>>> measured(
+        num_servers, std::vector<Result<RequestMeasurement>>(static_cast<size_t>(n), Status::Ok()));
+    for (size_t turn = 0; turn < num_servers; ++turn) {
+      const size_t k = (static_cast<size_t>(wave / options.clients) + turn) % num_servers;
+      ServerUnderTest& server = servers[k];
+      const auto start = std::chrono::steady_clock::now();
+      if (n == 1) {
+        measured[k][0] = server.clients[0]->Send(bodies[k][0], endpoint);
+      } else {
+        std::vector<std::thread> senders;
+        for (int j = 0; j < n; ++j) {
+          senders.emplace_back([&, j, k] {
+            const auto jj = static_cast<size_t>(j);
+            measured[k][jj] = servers[k].clients[jj]->Send(bodies[k][jj], endpoint);
+          });
+        }
+        for (std::thread& t : senders) t.join();
       }
-      for (std::thread& t : senders) t.join();
+      busy_ms[k] +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
     }
     for (int j = 0; j < n; ++j) {
       const int i = wave + j;
       const workload::TraceRequest& request = trace.requests[static_cast<size_t>(i)];
-      Result<RequestMeasurement>& m = measured[static_cast<size_t>(j)];
-      if (!m.ok()) {
-        return Status(m.error().code(), "request " + std::to_string(i + 1) + " of " +
-                                            std::to_string(total) + " (" + request.id +
-                                            "): " + m.error().message());
-      }
-      m->id = request.id;
-      m->phase = request.phase;
-      if (reusable[static_cast<size_t>(j)] >= 0) {
-        m->tokens_reusable = reusable[static_cast<size_t>(j)];
-        const ServeUsage& u = m->usage;
-        if (u.has_reprise && u.tokens_prefix >= 0 && u.tokens_reused >= 0 &&
-            u.tokens_recomputed >= 0) {
-          m->tokens_found = u.tokens_prefix + u.tokens_reused + u.tokens_recomputed;
-        } else if (u.cached_tokens >= 0) {
-          m->tokens_found = u.cached_tokens;
+      for (size_t k = 0; k < num_servers; ++k) {
+        Result<RequestMeasurement>& m = measured[k][static_cast<size_t>(j)];
+        if (!m.ok()) {
+          return Status(m.error().code(),
+                        (num_servers > 1 ? servers[k].run.url + ": " : std::string()) + "request " +
+                            std::to_string(i + 1) + " of " + std::to_string(total) + " (" +
+                            request.id + "): " + m.error().message());
         }
+        m->id = request.id;
+        m->phase = request.phase;
+        if (const std::optional<std::vector<uint8_t>>& mask = masks[static_cast<size_t>(j)]) {
+          SetRecall(*mask, *m);
+        }
+        if (on_request) on_request(*m, i, total);
       }
-      window.AddReply(request, m->reply);
-      if (on_request) on_request(*m, i, total);
-      run.requests.push_back(std::move(m).value());
+      window.AddReply(request, measured[0][static_cast<size_t>(j)]->reply);
+      for (size_t k = 0; k < num_servers; ++k) {
+        servers[k].run.requests.push_back(std::move(measured[k][static_cast<size_t>(j)]).value());
+      }
     }
   }
-  run.wall_ms =
+  const double replay_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - replay_start)
           .count();
-  run.num_dropped_history_messages = window.num_dropped_messages();
-  return run;
+  std::vector<ServeBenchRun> runs;
+  for (size_t k = 0; k < num_servers; ++k) {
+    ServeBenchRun& run = servers[k].run;
+    // Alone, the whole replay; side by side, the time spent on this server's requests.
+    run.wall_ms = num_servers == 1 ? replay_ms : busy_ms[k];
+    run.num_dropped_history_messages = window.num_dropped_messages();
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+std::vector<ServeComparison> CompareServeRuns(const std::vector<ServeBenchRun>& runs) {
+  std::vector<ServeComparison> rows;
+  if (runs.empty()) return rows;
+  for (const PhaseSummary& base : SummarizeServeBench(runs.front().requests)) {
+    for (size_t k = 1; k < runs.size(); ++k) {
+      ServeComparison row;
+      row.phase = base.phase;
+      row.url = runs[k].url;
+      std::vector<const RequestMeasurement*> first, other;
+      for (const RequestMeasurement& r : runs.front().requests) {
+        if (r.phase == base.phase) first.push_back(&r);
+      }
+      for (const RequestMeasurement& r : runs[k].requests) {
+        if (r.phase == base.phase) other.push_back(&r);
+      }
+      std::vector<double> ratios, first_ttft, other_ttft, later_first, later_other;
+      for (size_t i = 0; i < std::min(first.size(), other.size()); ++i) {
+        const double a = first[i]->ttft_ms, b = other[i]->ttft_ms;
+        first_ttft.push_back(a);
+        other_ttft.push_back(b);
+        if (i > 0) {
+          later_first.push_back(a);
+          later_other.push_back(b);
+        }
+        if (a > 0 && b >= 0) ratios.push_back(b / a);
+      }
+      const auto ratio_of_means = [](std::vector<double> a, std::vector<double> b) {
+        const TimeSummary x = SummarizeTimes(std::move(a)), y = SummarizeTimes(std::move(b));
+        return std::pair{x.count > 0 && x.mean > 0 ? y.mean / x.mean : -1.0,
+                         x.count > 0 && x.p50 > 0 ? y.p50 / x.p50 : -1.0};
+      };
+      row.num_requests = static_cast<int>(ratios.size());
+      std::tie(row.mean_ratio, row.p50_ratio) = ratio_of_means(first_ttft, other_ttft);
+      std::tie(row.later_mean_ratio, std::ignore) = ratio_of_means(later_first, later_other);
+      const TimeSummary per_request = SummarizeTimes(std::move(ratios));
+      row.median_request_ratio = per_request.count > 0 ? per_request.p50 : -1.0;
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::string ServeComparisonText(const std::vector<ServeBenchRun>& runs) {
+  std::string out;
+  char line[512];
+  for (const ServeComparison& c : CompareServeRuns(runs)) {
+    std::snprintf(line, sizeof(line),
+                  "side by side, %s: %s against %s, TTFT ratio (its / the first's): mean %sx, "
+                  "p50 %sx, mean of requests 2..n %sx, median of the %d per-request ratios "
+                  "%sx\n",
+                  c.phase.c_str(), c.url.c_str(), runs.front().url.c_str(),
+                  Fixed(c.mean_ratio, 2).c_str(), Fixed(c.p50_ratio, 2).c_str(),
+                  Fixed(c.later_mean_ratio, 2).c_str(), c.num_requests,
+                  Fixed(c.median_request_ratio, 2).c_str());
+    out += line;
+  }
+  return out;
+}
+
+json ServeComparisonJson(const std::vector<ServeBenchRun>& runs) {
+  json runs_json = json::array();
+  for (const ServeBenchRun& run : runs) runs_json.push_back(ServeBenchJson(run));
+  json rows = json::array();
+  for (const ServeComparison& c : CompareServeRuns(runs)) {
+    rows.push_back({{"phase", c.phase},
+                    {"url", c.url},
+                    {"against", runs.front().url},
+                    {"requests", c.num_requests},
+                    {"ttft_mean_ratio", Nullable(c.mean_ratio)},
+                    {"ttft_p50_ratio", Nullable(c.p50_ratio)},
+                    {"ttft_mean_ratio_after_first", Nullable(c.later_mean_ratio)},
+                    {"ttft_median_request_ratio", Nullable(c.median_request_ratio)}});
+  }
+  return {{"runs", std::move(runs_json)}, {"comparison", std::move(rows)}};
 }
 
 }  // namespace reprise::cli

@@ -10,10 +10,15 @@
 //                      llama-server's `timings`, an error object. Malformed input is counted,
 //                      never thrown.
 //   BuildChatBody      the request JSON for a trace request: documents and skills as Reprise's
-//                      `documents` / `skills` fields, or inline in the system message.
-//   ServeClient        HTTP on cpp-httplib: GET /v1/models, POST /v1/chat/completions
-//                      (stream, include_usage), the clock injected.
-//   RunServeBench      builds the trace and replays it.
+//                      `documents` / `skills` fields, or inline as the system messages the
+//                      engine makes of those fields (the same prompt text either way).
+//   BuildCompletionBody  the same request as one plain-text prompt (PlainPrompt), for
+//                      /v1/completions: every server gets exactly the same text.
+//   ServeClient        HTTP on cpp-httplib: GET /v1/models, POST /v1/chat/completions or
+//                      /v1/completions (stream, include_usage), the clock injected.
+//   RunServeBench      builds the trace and replays it; RunServeBenchSideBySide replays it
+//                      against several servers at once, request by request in turns (the
+//                      machine's load then weighs on each alike), CompareServeRuns the ratios.
 //   SummarizeServeBench / ServeBenchText / ServeBenchJson   the figures and their printing.
 // The subcommand's flags are in command_bench.cc.
 #pragma once
@@ -22,8 +27,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -87,6 +94,9 @@ struct ServeUsage {
   int64_t chunks_from_flash = -1;
   double server_decode_tokens_per_second = -1;
   std::string reprise_namespace;
+  // Which prompt tokens came from the cache, [begin, end) in prompt order (`found_runs`).
+  bool has_found_runs = false;
+  std::vector<std::pair<int64_t, int64_t>> found_runs;
   // llama-server's `timings`.
   bool has_timings = false;
   double timings_prompt_ms = -1;
@@ -137,6 +147,11 @@ class ChatStream {
 // of the wrong type are left as they were).
 void ReadUsage(const nlohmann::json& response, ServeUsage* usage);
 
+// The prompt's tokens and those served from the server's cache: usage's counts, else
+// llama-server's timings (prompt_n + cache_n, cache_n); -1 when the server said neither.
+int64_t PromptTokensOf(const ServeUsage& usage);
+int64_t CachedTokensOf(const ServeUsage& usage);
+
 // The message of an OpenAI error body {"error": {"message", "type", "code"}} as
 // "<type> (<code>): <message>", or the body's first 200 bytes when it is not one.
 std::string DescribeErrorBody(std::string_view body);
@@ -150,6 +165,15 @@ enum class DocumentsMode { kAuto, kField, kInline };
 Result<DocumentsMode> ParseDocumentsMode(std::string_view name);
 std::string_view DocumentsModeName(DocumentsMode mode);
 
+// The API the trace is sent to: POST /v1/chat/completions (messages) or /v1/completions (one
+// plain-text prompt).
+enum class ServeEndpoint { kChat, kCompletions };
+
+// "chat", "completions". Errors: InvalidArgument.
+Result<ServeEndpoint> ParseServeEndpoint(std::string_view name);
+std::string_view ServeEndpointName(ServeEndpoint endpoint);
+std::string_view ServeEndpointPath(ServeEndpoint endpoint);  // "/v1/chat/completions", ...
+
 struct ChatBodyOptions {
   std::string model;
   int max_tokens = 64;
@@ -159,12 +183,26 @@ struct ChatBodyOptions {
 
 // The POST /v1/chat/completions body: messages, max_tokens (the request's own when it has
 // one), temperature 0, seed, stream with include_usage; documents and skills as
-// `"documents"` / `"skills"` arrays of {id, text} (kField), or appended to the first system
-// message as "Document <id>:\n<text>" / "Skill <id>:\n<text>" blocks (kInline; a system
-// message of their own when there is none).
+// `"documents"` / `"skills"` arrays of {id, text} (kField), or (kInline) exactly the messages
+// Reprise's engine makes of those fields (GenerateRequest::documents): after the leading
+// system messages, each skill, then each document, a system message of its own,
+// "Skill <id>:\n<text>" / "Document <id>:\n<text>". Both forms give the same prompt.
 nlohmann::json BuildChatBody(const workload::TraceRequest& request,
                              const std::vector<workload::TraceMessage>& messages,
                              const ChatBodyOptions& options);
+
+// The request as one plain text: the leading system messages, then each skill and each
+// document as "Skill <id>:\n<text>\n\n" / "Document <id>:\n<text>\n\n", then the other
+// messages' contents, one after the other, each ended by a line end but the last (the
+// prompt ends where the answer begins: "...\nAnswer:", a chat's newest turn).
+std::string PlainPrompt(const workload::TraceRequest& request,
+                        const std::vector<workload::TraceMessage>& messages);
+
+// The POST /v1/completions body: {"prompt": PlainPrompt(...)} and the other fields of
+// BuildChatBody's; documents are always in the text (options.documents is not read).
+nlohmann::json BuildCompletionBody(const workload::TraceRequest& request,
+                                   const std::vector<workload::TraceMessage>& messages,
+                                   const ChatBodyOptions& options);
 
 // One request as the client saw it. Times in ms; -1 where not measured.
 struct RequestMeasurement {
@@ -178,16 +216,31 @@ struct RequestMeasurement {
   int num_malformed_events = 0;
   std::string reply;
   ServeUsage usage;
-  // Reuse recall (with ServeBenchOptions::count_reusable): the prompt's tokens that a window
-  // seen in an earlier request's prompt covers, and those the server says it served from its
-  // cache — Reprise: prefix + reused + recomputed; others:
-  // usage.prompt_tokens_details.cached_tokens. -1: not measured.
+  // Reuse recall (with ServeBenchOptions::reusable_mask), -1 where not measured:
+  //   oracle_prompt_tokens  the prompt's length as the oracle built it; a server that reports
+  //                         another usage.prompt_tokens was sent (or made) another prompt.
+  //   tokens_reusable       its tokens that a window seen in an earlier prompt covers;
+  //   tokens_found          of those, the ones the server says came from its cache, token by
+  //                         token (found ∩ reusable): Reprise's found_runs (prefix, reused and
+  //                         recomputed tokens), else the first cached_tokens tokens (OpenAI's
+  //                         cached_tokens are a cached start of the prompt; llama-server's
+  //                         --cache-reuse shifts the chunks it finds into that start);
+  //   tokens_cached         the server's count of cached tokens (CachedTokensOf; Reprise's
+  //                         excludes recomputed tokens), not intersected: it can count tokens
+  //                         that the oracle does not (a shared start shorter than a window).
+  int64_t oracle_prompt_tokens = -1;
   int64_t tokens_reusable = -1;
   int64_t tokens_found = -1;
+  int64_t tokens_cached = -1;
 };
 
 // Derives ttft, latency and decode speed from a finished stream.
 RequestMeasurement Measure(const ChatStream& stream, double start_ms, double end_ms);
+
+// Sets m's recall fields from the oracle's mask of its prompt (1 = reusable) and m.usage:
+// found = the mask's reusable tokens inside the server's found_runs, or inside its first
+// cached tokens (CachedTokensOf) when it gives no runs.
+void SetRecall(std::span<const uint8_t> reusable, RequestMeasurement& m);
 
 struct ModelInfo {
   std::string id;
@@ -214,10 +267,11 @@ class ServeClient {
   // Corrupt (not a model list), NotFound (no such model).
   Result<ModelInfo> FindModel(std::string_view wanted);
 
-  // POSTs `body` to /v1/chat/completions and measures it. Errors as FindModel's, plus
+  // POSTs `body` to the endpoint's path and measures it. Errors as FindModel's, plus
   // Corrupt for a response without any content or usage, and the message of an error object
   // sent in the stream.
-  Result<RequestMeasurement> Send(const nlohmann::json& body);
+  Result<RequestMeasurement> Send(const nlohmann::json& body,
+                                  ServeEndpoint endpoint = ServeEndpoint::kChat);
 
  private:
   ServeClient(ServeClientOptions options, std::string prefix,
@@ -259,10 +313,16 @@ struct PhaseSummary {
   int64_t tokens_new = -1;
   int64_t chunks_from_memory = -1;
   int64_t chunks_from_flash = -1;
-  // Sums over the requests where both were measured; recall = found / reusable (-1: none).
+  // Over the requests the oracle counted (-1: none; found and cached: -1 unless every one of
+  // them reported it): reuse_recall = found / reusable (found ∩ reusable, token by token);
+  // cached_recall = cached / reusable (the servers' own counts, not intersected).
   int64_t tokens_reusable = -1;
   int64_t tokens_found = -1;
+  int64_t tokens_cached = -1;
   double reuse_recall = -1;
+  double cached_recall = -1;
+  // Requests whose usage.prompt_tokens differs from the oracle's count (-1: not checked).
+  int num_prompt_mismatches = -1;
 };
 
 // One summary per phase, in order of first appearance.
@@ -273,6 +333,7 @@ struct ServeBenchRun {
   std::string url;
   std::string model;
   DocumentsMode documents = DocumentsMode::kInline;
+  ServeEndpoint endpoint = ServeEndpoint::kChat;
   int context_tokens = 0;
   int num_dropped_history_messages = 0;  // chat-session
   std::vector<RequestMeasurement> requests;
@@ -301,19 +362,22 @@ struct ServeBenchOptions {
   // The context window the prompts must fit, generation included, in EstimateTokens; 0 = the
   // server's when /v1/models says, else kDefaultContextTokens.
   int context_tokens = 0;
-  DocumentsMode documents = DocumentsMode::kAuto;
+  DocumentsMode documents = DocumentsMode::kAuto;  // kField needs the chat endpoint
+  ServeEndpoint endpoint = ServeEndpoint::kChat;
   int max_catalog_skills = 0;  // agent: skills in the catalogue and drawn from (0 = all)
   // Clients sending at once: the trace is replayed in waves of this many requests, each wave
   // sent together and awaited (chat-session needs 1: each turn follows the last reply).
   int clients = 1;
   uint64_t seed = 0;
   std::function<double()> now_ms;  // empty = steady_clock
-  // Reuse recall: called with each request body, in order, before it is sent; returns the
-  // tokens of its prompt (as the server's tokenizer and chat template make them) that a
-  // window of the planner's min_match_tokens seen in an earlier request's prompt covers, and
-  // remembers the prompt (tools::RequestRecallOracle; the command wires it to the model
-  // file given with --tokenizer). Empty = recall is not measured.
-  std::function<Result<int64_t>(const nlohmann::json& body)> count_reusable;
+  // Reuse recall: called with each request body and its endpoint, in order, before it is
+  // sent; returns one byte per token of its prompt (as the server's tokenizer and chat
+  // template make them), 1 where a window of the planner's min_match_tokens seen in an
+  // earlier request's prompt covers the token, and remembers the prompt
+  // (tools::RequestRecallOracle; the command wires it to the model file given with
+  // --tokenizer). Empty = recall is not measured.
+  std::function<Result<std::vector<uint8_t>>(const nlohmann::json& body, ServeEndpoint endpoint)>
+      reusable_mask;
 };
 
 inline constexpr int kDefaultContextTokens = 2048;
@@ -326,5 +390,33 @@ using ServeProgressFn = std::function<void(const RequestMeasurement&, int, int)>
 // (its index and id in the message).
 Result<ServeBenchRun> RunServeBench(const ServeBenchOptions& options,
                                     const ServeProgressFn& on_request);
+
+// The same replay against every server of `urls` (options.url is not read) with one client:
+// each request is sent to each server in turn, the first server of the turn rotating request
+// by request, so that a load that comes and goes on a shared machine weighs on each alike.
+// The trace and the prompts are the same for all (the context: options.context_tokens, else
+// the first server's); each server's documents mode is resolved on its own (auto). The
+// recall oracle sees the first server's body. on_request is called for each server's
+// measurement. ServeBenchRun::wall_ms is the time spent on that server's requests. Errors:
+// RunServeBench's, and InvalidArgument for no URL or clients > 1 with several.
+Result<std::vector<ServeBenchRun>> RunServeBenchSideBySide(const ServeBenchOptions& options,
+                                                           const std::vector<std::string>& urls,
+                                                           const ServeProgressFn& on_request);
+
+// Each later run against the first, per phase (requests paired by their index in the trace).
+// Ratios are its TTFT / the first's; -1 where not measured.
+struct ServeComparison {
+  std::string phase;
+  std::string url;       // the later run's
+  int num_requests = 0;  // pairs with both TTFTs
+  double mean_ratio = -1;
+  double p50_ratio = -1;
+  double later_mean_ratio = -1;      // means of requests 2..n (the first is cold on both)
+  double median_request_ratio = -1;  // the median of the per-request ratios
+};
+std::vector<ServeComparison> CompareServeRuns(const std::vector<ServeBenchRun>& runs);
+std::string ServeComparisonText(const std::vector<ServeBenchRun>& runs);
+// {"runs": [ServeBenchJson of each], "comparison": [...]}.
+nlohmann::json ServeComparisonJson(const std::vector<ServeBenchRun>& runs);
 
 }  // namespace reprise::cli

@@ -82,13 +82,19 @@ std::string Chunk(std::string_view content) {
       .dump();
 }
 
+// A streamed chunk of /v1/completions.
+std::string TextChunk(std::string_view text) {
+  return json({{"object", "text_completion"}, {"choices", {{{"index", 0}, {"text", text}}}}})
+      .dump();
+}
+
 constexpr std::string_view kFinalChunk =
     R"({"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":3,"total_tokens":123,)"
     R"("prompt_tokens_details":{"cached_tokens":96}},"reprise":{"ttft_ms":4.5,)"
     R"("tokens_prefix":10,"tokens_prefix_inexact":4,"tokens_reused":86,)"
     R"("tokens_recomputed":9,"tokens_new":15,)"
     R"("chunks_from_memory":2,"chunks_from_flash":1,"decode_tokens_per_second":250.0,)"
-    R"("namespace":"default"}})";
+    R"("namespace":"default","found_runs":[[0,10],[20,115]]}})";
 
 TEST(ChatStreamTest, CollectsContentTimesUsageAndReuse) {
   ChatStream stream;
@@ -116,6 +122,8 @@ TEST(ChatStreamTest, CollectsContentTimesUsageAndReuse) {
   EXPECT_EQ(u.chunks_from_memory, 2);
   EXPECT_EQ(u.chunks_from_flash, 1);
   EXPECT_EQ(u.reprise_namespace, "default");
+  EXPECT_TRUE(u.has_found_runs);
+  EXPECT_EQ(u.found_runs, (std::vector<std::pair<int64_t, int64_t>>{{0, 10}, {20, 115}}));
   EXPECT_FALSE(u.has_timings);
 
   // Sent at 0: TTFT to the first content chunk; 2 tokens after the first in 20 ms.
@@ -230,7 +238,9 @@ TEST(BuildChatBodyTest, FieldModeSendsDocumentsAndSkillsAsSegments) {
   EXPECT_EQ(body["messages"][0]["content"], "Answer.");
 }
 
-TEST(BuildChatBodyTest, InlineModePutsTheTextsIntoTheSystemMessage) {
+// Inline, the texts are the system messages the engine makes of the fields: after the
+// leading system messages, skills first, each titled.
+TEST(BuildChatBodyTest, InlineModeSendsTheSystemMessagesTheEngineMakesOfTheFields) {
   workload::TraceRequest request = DocRequest();
   request.max_tokens = 1;
   json body = BuildChatBody(request, {{"system", "Answer."}, {"user", "Where is Paris?"}},
@@ -239,15 +249,37 @@ TEST(BuildChatBodyTest, InlineModePutsTheTextsIntoTheSystemMessage) {
   EXPECT_FALSE(body.contains("skills"));
   EXPECT_FALSE(body.contains("model"));
   EXPECT_EQ(body["max_tokens"], 1);  // the request's own
-  EXPECT_EQ(body["messages"][0]["content"],
-            "Answer.\n\nDocument d1:\nParis is in France.\n\nDocument d2:\nRome is in Italy."
-            "\n\nSkill s1:\nUse a map.");
-  // Without a system message, the texts get one of their own.
-  body = BuildChatBody(request, {{"user", "Where is Paris?"}},
-                       {.documents = DocumentsMode::kInline});
-  ASSERT_EQ(body["messages"].size(), 2u);
-  EXPECT_EQ(body["messages"][0]["role"], "system");
-  EXPECT_TRUE(body["messages"][0]["content"].get<std::string>().starts_with("Document d1:\n"));
+  EXPECT_EQ(body["messages"], json::parse(R"([
+      {"role": "system", "content": "Answer."},
+      {"role": "system", "content": "Skill s1:\nUse a map."},
+      {"role": "system", "content": "Document d1:\nParis is in France."},
+      {"role": "system", "content": "Document d2:\nRome is in Italy."},
+      {"role": "user", "content": "Where is Paris?"}])"));
+  // Without a system message, the texts come first.
+  body =
+      BuildChatBody(request, {{"user", "Where is Paris?"}}, {.documents = DocumentsMode::kInline});
+  ASSERT_EQ(body["messages"].size(), 4u);
+  EXPECT_EQ(body["messages"][0]["content"], "Skill s1:\nUse a map.");
+  EXPECT_EQ(body["messages"][3]["role"], "user");
+}
+
+TEST(BuildChatBodyTest, CompletionBodyIsOnePlainTextWithTheDocumentsInIt) {
+  const workload::TraceRequest request = DocRequest();
+  const std::vector<workload::TraceMessage> messages = {{"system", "Answer.\n"},
+                                                        {"user", "Tell me."},
+                                                        {"assistant", "What?"},
+                                                        {"user", "Where is Paris?\nAnswer:"}};
+  const json body =
+      BuildCompletionBody(request, messages, {.model = "m", .max_tokens = 8, .seed = 2});
+  EXPECT_EQ(body["prompt"],
+            "Answer.\nSkill s1:\nUse a map.\n\nDocument d1:\nParis is in France.\n\n"
+            "Document d2:\nRome is in Italy.\n\nTell me.\nWhat?\nWhere is Paris?\nAnswer:");
+  EXPECT_EQ(body["prompt"], PlainPrompt(request, messages));
+  EXPECT_FALSE(body.contains("messages"));
+  EXPECT_FALSE(body.contains("documents"));
+  EXPECT_EQ(body["model"], "m");
+  EXPECT_EQ(body["max_tokens"], 8);
+  EXPECT_EQ(body["stream"], true);
 }
 
 TEST(BenchServeFiguresTest, PercentilesInterpolateAndSkipMissing) {
@@ -310,51 +342,13 @@ class FakeServer {
                           .dump(),
                       "application/json");
     });
-    server_.Post("/v1/chat/completions", [this, send_reprise](const httplib::Request& req,
-                                                              httplib::Response& res) {
-      json body = json::parse(req.body, nullptr, false);
-      int turn = 0;  // this request's number, 1-based
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        bodies_.push_back(body);
-        arrivals_.push_back(std::chrono::steady_clock::now());
-        turn = static_cast<int>(bodies_.size());
-      }
-      if (body.is_object() && body.contains("max_tokens") && body["max_tokens"] == 999) {
-        res.status = 400;
-        res.set_content(R"({"error":{"message":"max_tokens too large","type":)"
-                        R"("invalid_request_error","code":"max_tokens"}})",
-                        "application/json");
-        return;
-      }
-      if (body.is_object() && body.contains("max_tokens") && body["max_tokens"] == 998) {
-        res.set_chunked_content_provider("text/event-stream",
-                                         [](size_t, httplib::DataSink& sink) {
-                                           sink.write("data: {broken\n\n", 15);
-                                           sink.write("data: [DONE]\n\n", 14);
-                                           sink.done();
-                                           return true;
-                                         });
-        return;
-      }
-      res.set_chunked_content_provider(
-          "text/event-stream", [turn, send_reprise](size_t, httplib::DataSink& sink) {
-            auto write = [&](const std::string& s) { sink.write(s.data(), s.size()); };
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            const std::string first = "data: " + Chunk("reply") + "\r\n\r\n";
-            write(first.substr(0, 10));
-            write(first.substr(10));
-            write(": keep-alive\n\n");
-            for (const std::string& piece : {std::string(" number"), " " + std::to_string(turn)}) {
-              std::this_thread::sleep_for(std::chrono::milliseconds(10));
-              write("data: " + Chunk(piece) + "\n\n");
-            }
-            json final_chunk = json::parse(kFinalChunk);
-            if (!send_reprise) final_chunk.erase("reprise");
-            write("data: " + final_chunk.dump() + "\n\ndata: [DONE]\n\n");
-            sink.done();
-            return true;
-          });
+    server_.Post("/v1/completions", [this, send_reprise, owned_by](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+      Answer(req, res, send_reprise, owned_by, /*chat=*/false);
+    });
+    server_.Post("/v1/chat/completions", [this, send_reprise, owned_by](const httplib::Request& req,
+                                                                        httplib::Response& res) {
+      Answer(req, res, send_reprise, owned_by, /*chat=*/true);
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -370,17 +364,74 @@ class FakeServer {
     std::lock_guard<std::mutex> lock(mutex_);
     return bodies_;
   }
+  std::vector<std::string> paths() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return paths_;
+  }
   std::vector<std::chrono::steady_clock::time_point> arrivals() {
     std::lock_guard<std::mutex> lock(mutex_);
     return arrivals_;
   }
 
  private:
+  // Answers with "reply number <n> from <owned_by>" (so that replies differ between servers).
+  void Answer(const httplib::Request& req, httplib::Response& res, bool send_reprise,
+              const std::string& owned_by, bool chat) {
+    const auto chunk = [chat](std::string_view text) {
+      return chat ? Chunk(text) : TextChunk(text);
+    };
+    json body = json::parse(req.body, nullptr, false);
+    int turn = 0;  // this request's number, 1-based
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      bodies_.push_back(body);
+      paths_.push_back(req.path);
+      arrivals_.push_back(std::chrono::steady_clock::now());
+      turn = static_cast<int>(bodies_.size());
+    }
+    if (body.is_object() && body.contains("max_tokens") && body["max_tokens"] == 999) {
+      res.status = 400;
+      res.set_content(R"({"error":{"message":"max_tokens too large","type":)"
+                      R"("invalid_request_error","code":"max_tokens"}})",
+                      "application/json");
+      return;
+    }
+    if (body.is_object() && body.contains("max_tokens") && body["max_tokens"] == 998) {
+      res.set_chunked_content_provider("text/event-stream", [](size_t, httplib::DataSink& sink) {
+        sink.write("data: {broken\n\n", 15);
+        sink.write("data: [DONE]\n\n", 14);
+        sink.done();
+        return true;
+      });
+      return;
+    }
+    res.set_chunked_content_provider("text/event-stream", [turn, send_reprise, owned_by, chunk](
+                                                              size_t, httplib::DataSink& sink) {
+      auto write = [&](const std::string& s) { sink.write(s.data(), s.size()); };
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const std::string first = "data: " + chunk("reply") + "\r\n\r\n";
+      write(first.substr(0, 10));
+      write(first.substr(10));
+      write(": keep-alive\n\n");
+      for (const std::string& piece :
+           {std::string(" number"), " " + std::to_string(turn) + " from " + owned_by}) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        write("data: " + chunk(piece) + "\n\n");
+      }
+      json final_chunk = json::parse(kFinalChunk);
+      if (!send_reprise) final_chunk.erase("reprise");
+      write("data: " + final_chunk.dump() + "\n\ndata: [DONE]\n\n");
+      sink.done();
+      return true;
+    });
+  }
+
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
   std::mutex mutex_;
   std::vector<json> bodies_;
+  std::vector<std::string> paths_;
   std::vector<std::chrono::steady_clock::time_point> arrivals_;
 };
 
@@ -397,7 +448,7 @@ TEST(ServeClientTest, StreamsAChatCompletionAndMeasuresIt) {
   Result<RequestMeasurement> m =
       (*client)->Send(BuildChatBody(DocRequest(), {{"user", "Where is Paris?"}}, {}));
   ASSERT_TRUE(m.ok()) << m.error().ToString();
-  EXPECT_EQ(m->reply, "reply number 1");
+  EXPECT_EQ(m->reply, "reply number 1 from reprise");
   EXPECT_EQ(m->num_content_chunks, 3);
   EXPECT_EQ(m->num_malformed_events, 0);
   EXPECT_EQ(m->usage.cached_tokens, 96);
@@ -440,44 +491,78 @@ TEST(ServeClientTest, ReportsHttpErrorsMalformedStreamsAndRefusedConnections) {
   EXPECT_NE(model.error().message().find("cannot reach"), std::string::npos);
 }
 
-TEST(RunServeBenchTest, ChatSessionFeedsRepliesBackAndAutoPicksTheDocumentsField) {
+// Every server is sent the same prompts: the chat's history holds the dataset's replies, not
+// the server's (which differ here: each fake names itself), through either endpoint.
+TEST(RunServeBenchTest, ChatSessionReplaysTheDatasetsRepliesToEveryServer) {
   auto data = testing_support::SharedDataDir();
-  if (!data) GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
-  FakeServer server;
-  ServeBenchOptions options{.url = server.url(), .trace = "chat-session", .data_dir = *data,
-                            .num_requests = 3};
-  int num_progress = 0;
-  Result<ServeBenchRun> run =
-      RunServeBench(options, [&](const RequestMeasurement&, int, int) { ++num_progress; });
-  ASSERT_TRUE(run.ok()) << run.error().ToString();
-  EXPECT_EQ(num_progress, 3);
-  EXPECT_EQ(run->model, "tiny");
-  EXPECT_EQ(run->documents, DocumentsMode::kField);
-  std::vector<json> bodies = server.bodies();
-  ASSERT_EQ(bodies.size(), 3u);
-  // Turn 3 carries turns 1 and 2 with the server's replies to them.
-  const json& messages = bodies[2]["messages"];
-  ASSERT_EQ(messages.size(), 6u);
-  EXPECT_EQ(messages[2]["role"], "assistant");
-  EXPECT_EQ(messages[2]["content"], "reply number 1");
-  EXPECT_EQ(messages[4]["content"], "reply number 2");
-  EXPECT_EQ(bodies[2]["model"], "tiny");
+  if (!data)
+    GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
+  for (const ServeEndpoint endpoint : {ServeEndpoint::kChat, ServeEndpoint::kCompletions}) {
+    std::vector<std::vector<json>> sent;
+    for (const char* owner : {"reprise", "llamacpp"}) {
+      FakeServer server(owner);
+      ServeBenchOptions options{
+          .url = server.url(), .trace = "chat-session", .data_dir = *data, .num_requests = 3};
+      options.endpoint = endpoint;
+      int num_progress = 0;
+      Result<ServeBenchRun> run =
+          RunServeBench(options, [&](const RequestMeasurement&, int, int) { ++num_progress; });
+      ASSERT_TRUE(run.ok()) << run.error().ToString();
+      EXPECT_EQ(num_progress, 3);
+      EXPECT_EQ(run->model, "tiny");
+      EXPECT_EQ(run->endpoint, endpoint);
+      EXPECT_EQ(run->requests[0].reply, "reply number 1 from " + std::string(owner));
+      std::vector<json> bodies = server.bodies();
+      ASSERT_EQ(bodies.size(), 3u);
+      EXPECT_EQ(server.paths()[0], ServeEndpointPath(endpoint));
+      EXPECT_EQ(bodies[2]["model"], "tiny");
+      for (json& body : bodies) body.erase("model");
+      sent.push_back(std::move(bodies));
+    }
+    EXPECT_EQ(sent[0], sent[1]) << ServeEndpointName(endpoint);
+    const json& third = sent[0][2];
+    if (endpoint == ServeEndpoint::kChat) {
+      // Turn 3 carries turns 1 and 2 with the other speaker's answers from the data.
+      const json& messages = third["messages"];
+      ASSERT_EQ(messages.size(), 6u);
+      EXPECT_EQ(messages[2]["role"], "assistant");
+      EXPECT_TRUE(messages[2]["content"].get<std::string>().starts_with("Melanie: "));
+      EXPECT_TRUE(messages[4]["content"].get<std::string>().starts_with("Melanie: "));
+    } else {
+      const std::string prompt = third["prompt"].get<std::string>();
+      EXPECT_NE(prompt.find("\nMelanie: "), std::string::npos) << prompt;
+      EXPECT_EQ(prompt.find("reply number"), std::string::npos) << prompt;
+      EXPECT_TRUE(prompt.starts_with(workload::kChatSessionSystemPrompt));
+    }
+  }
 
-  options.trace = "docqa";
-  options.num_requests = 2;
-  run = RunServeBench(options, nullptr);
+  FakeServer server;
+  ServeBenchOptions options{
+      .url = server.url(), .trace = "docqa", .data_dir = *data, .num_requests = 2};
+  Result<ServeBenchRun> run = RunServeBench(options, nullptr);
   ASSERT_TRUE(run.ok()) << run.error().ToString();
-  bodies = server.bodies();
+  EXPECT_EQ(run->documents, DocumentsMode::kField);  // auto, for a Reprise server
+  std::vector<json> bodies = server.bodies();
   EXPECT_TRUE(bodies.back().contains("documents"));
   EXPECT_EQ(run->requests.front().phase, "index");
   EXPECT_EQ(run->requests.back().phase, "query");
   EXPECT_NE(ServeBenchText(*run).find("index: "), std::string::npos);
+  // With /v1/completions the documents are part of the text, for every server.
+  options.endpoint = ServeEndpoint::kCompletions;
+  run = RunServeBench(options, nullptr);
+  ASSERT_TRUE(run.ok()) << run.error().ToString();
+  EXPECT_EQ(run->documents, DocumentsMode::kInline);
+  EXPECT_NE(server.bodies().back()["prompt"].get<std::string>().find("\nDocument "),
+            std::string::npos);
+  options.documents = DocumentsMode::kField;
+  EXPECT_EQ(RunServeBench(options, nullptr).error().code(), StatusCode::kInvalidArgument);
 }
 
-// Reuse recall: the reusable count comes from the oracle (here a stand-in that says 0 for
-// the first request and 200 after), what was found from the server's `reprise` object
-// (prefix + reused + recomputed = 105) or, from servers without one, `cached_tokens` (96).
-TEST(RunServeBenchTest, RecallSetsFoundAgainstReusableTokens) {
+// Reuse recall: the oracle's mask (here a stand-in: nothing reusable in the first request, the
+// first 100 of 120 tokens after) against the server's found_runs [0, 10) and [20, 115): found
+// = 10 + 80 = 90 of 100 reusable, token by token; for a server without found_runs, its
+// cached_tokens (96) as the prompt's start: 96 of 100; cached_tokens beside it for both.
+TEST(RunServeBenchTest, RecallIntersectsFoundTokensWithTheOraclesMask) {
   auto data = testing_support::SharedDataDir();
   if (!data)
     GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
@@ -486,26 +571,59 @@ TEST(RunServeBenchTest, RecallSetsFoundAgainstReusableTokens) {
     std::vector<json> counted;
     ServeBenchOptions options{
         .url = server.url(), .trace = "chat-session", .data_dir = *data, .num_requests = 3};
-    options.count_reusable = [&counted](const json& body) -> Result<int64_t> {
+    options.reusable_mask = [&counted](const json& body,
+                                       ServeEndpoint) -> Result<std::vector<uint8_t>> {
       counted.push_back(body);
-      return counted.size() == 1 ? 0 : 200;
+      std::vector<uint8_t> mask(120, 0);
+      if (counted.size() > 1) std::fill(mask.begin(), mask.begin() + 100, 1);
+      return mask;
     };
     Result<ServeBenchRun> run = RunServeBench(options, nullptr);
     ASSERT_TRUE(run.ok()) << run.error().ToString();
     ASSERT_EQ(counted.size(), 3u);
     EXPECT_EQ(counted, server.bodies());  // each body exactly as sent, in order
-    const int64_t found = reprise ? 10 + 86 + 9 : 96;
     EXPECT_EQ(run->requests[0].tokens_reusable, 0);
-    EXPECT_EQ(run->requests[2].tokens_reusable, 200);
-    EXPECT_EQ(run->requests[2].tokens_found, found);
+    EXPECT_EQ(run->requests[0].tokens_found, 0);
+    EXPECT_EQ(run->requests[2].tokens_reusable, 100);
+    EXPECT_EQ(run->requests[2].tokens_found, reprise ? 90 : 96);
+    EXPECT_EQ(run->requests[2].tokens_cached, 96);
+    EXPECT_EQ(run->requests[2].oracle_prompt_tokens, 120);
     const std::vector<PhaseSummary> phases = SummarizeServeBench(run->requests);
     ASSERT_EQ(phases.size(), 1u);
-    EXPECT_EQ(phases[0].tokens_reusable, 400);
-    EXPECT_EQ(phases[0].tokens_found, 3 * found);
-    EXPECT_DOUBLE_EQ(phases[0].reuse_recall, 3.0 * static_cast<double>(found) / 400.0);
-    EXPECT_NE(ServeBenchText(*run).find("reuse recall"), std::string::npos);
-    EXPECT_EQ(ServeBenchJson(*run)["summary"][0]["tokens_reusable"], 400);
+    EXPECT_EQ(phases[0].tokens_reusable, 200);
+    EXPECT_EQ(phases[0].tokens_found, reprise ? 180 : 192);
+    EXPECT_EQ(phases[0].tokens_cached, 3 * 96);
+    EXPECT_DOUBLE_EQ(phases[0].reuse_recall, reprise ? 0.9 : 0.96);
+    EXPECT_DOUBLE_EQ(phases[0].cached_recall, 3 * 96 / 200.0);
+    EXPECT_EQ(phases[0].num_prompt_mismatches, 0);  // the fake says 120 prompt tokens
+    const std::string text = ServeBenchText(*run);
+    EXPECT_NE(text.find(reprise ? "found in the cache 180 of them (recall 90.0%)"
+                                : "found in the cache 192 of them (recall 96.0%)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("cached_tokens 288 (144.0% of reusable)"), std::string::npos) << text;
+    EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
+    const json j = ServeBenchJson(*run);
+    EXPECT_EQ(j["summary"][0]["tokens_reusable"], 200);
+    EXPECT_EQ(j["summary"][0]["prompt_mismatches"], 0);
+    EXPECT_EQ(j["requests"][2]["tokens_cached"], 96);
   }
+  // A prompt of another length than the oracle's is flagged (and runs past it are cut).
+  RequestMeasurement m;
+  m.phase = "query";
+  m.usage.prompt_tokens = 120;
+  m.usage.has_found_runs = true;
+  m.usage.found_runs = {{0, 10}, {20, 115}};
+  SetRecall(std::vector<uint8_t>(50, 1), m);
+  EXPECT_EQ(m.tokens_found, 10 + 30);
+  const std::vector<PhaseSummary> phases = SummarizeServeBench({m});
+  EXPECT_EQ(phases[0].num_prompt_mismatches, 1);
+  EXPECT_NE(ServeBenchText({.requests = {m}}).find("WARNING: 1 of 1 requests"), std::string::npos);
+  // A server that names no tokens and no cached count: nothing found is claimed.
+  m.usage.has_found_runs = false;
+  SetRecall(std::vector<uint8_t>(120, 1), m);
+  EXPECT_EQ(m.tokens_found, -1);
+
   // Without an oracle, nothing is claimed.
   FakeServer server;
   Result<ServeBenchRun> run = RunServeBench(
@@ -514,11 +632,12 @@ TEST(RunServeBenchTest, RecallSetsFoundAgainstReusableTokens) {
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->requests[0].tokens_reusable, -1);
   EXPECT_EQ(SummarizeServeBench(run->requests)[0].reuse_recall, -1);
-  EXPECT_EQ(ServeBenchText(*run).find("reuse recall"), std::string::npos);
+  EXPECT_EQ(SummarizeServeBench(run->requests)[0].num_prompt_mismatches, -1);
+  EXPECT_EQ(ServeBenchText(*run).find("reusable"), std::string::npos);
   // An oracle that fails stops the run before the request is sent, naming it.
   ServeBenchOptions failing{
       .url = server.url(), .trace = "chat-session", .data_dir = *data, .num_requests = 2};
-  failing.count_reusable = [](const json&) -> Result<int64_t> {
+  failing.reusable_mask = [](const json&, ServeEndpoint) -> Result<std::vector<uint8_t>> {
     return InvalidArgumentError("bad body");
   };
   const size_t sent = server.bodies().size();
@@ -527,6 +646,74 @@ TEST(RunServeBenchTest, RecallSetsFoundAgainstReusableTokens) {
   EXPECT_NE(run.error().message().find("request 1 (chat"), std::string::npos)
       << run.error().message();
   EXPECT_EQ(server.bodies().size(), sent);
+}
+
+// Side by side: each request goes to both servers, the first of the turn alternating; each
+// server gets its own documents form of the same prompt; the oracle counts each prompt once.
+TEST(RunServeBenchTest, ServersSideBySideTakeTurnsOnTheSamePrompts) {
+  auto data = testing_support::SharedDataDir();
+  if (!data)
+    GTEST_SKIP() << "shared data not found (set REPRISE_DATA_DIR or provide ../shared/data)";
+  FakeServer reprise("reprise"), other("llamacpp", /*send_reprise=*/false);
+  int num_counted = 0;
+  ServeBenchOptions options{.trace = "docqa", .data_dir = *data, .num_requests = 2};
+  options.reusable_mask = [&](const json&, ServeEndpoint) -> Result<std::vector<uint8_t>> {
+    ++num_counted;
+    return std::vector<uint8_t>(120, 1);
+  };
+  int num_progress = 0;
+  Result<std::vector<ServeBenchRun>> runs =
+      RunServeBenchSideBySide(options, {reprise.url(), other.url()},
+                              [&](const RequestMeasurement&, int, int) { ++num_progress; });
+  ASSERT_TRUE(runs.ok()) << runs.error().ToString();
+  ASSERT_EQ(runs->size(), 2u);
+  const size_t num_requests = (*runs)[0].requests.size();
+  ASSERT_GT(num_requests, 2u);
+  EXPECT_EQ((*runs)[1].requests.size(), num_requests);
+  EXPECT_EQ(num_counted, static_cast<int>(num_requests));
+  EXPECT_EQ(num_progress, 2 * static_cast<int>(num_requests));
+  EXPECT_EQ((*runs)[0].documents, DocumentsMode::kField);
+  EXPECT_EQ((*runs)[1].documents, DocumentsMode::kInline);
+  EXPECT_EQ((*runs)[1].url, other.url());
+  const std::vector<json> a = reprise.bodies(), b = other.bodies();
+  ASSERT_EQ(a.size(), num_requests);
+  ASSERT_EQ(b.size(), num_requests);
+  EXPECT_TRUE(a[0].contains("documents"));
+  EXPECT_FALSE(b[0].contains("documents"));
+  // The first server of each turn alternates.
+  const auto ta = reprise.arrivals(), tb = other.arrivals();
+  for (size_t i = 0; i < num_requests; ++i) {
+    EXPECT_EQ(ta[i] < tb[i], i % 2 == 0) << "request " << i;
+  }
+  for (size_t i = 0; i < num_requests; ++i) {
+    EXPECT_EQ((*runs)[0].requests[i].id, (*runs)[1].requests[i].id);
+    EXPECT_EQ((*runs)[1].requests[i].tokens_found, 96);  // its cached start
+  }
+  EXPECT_NE(ServeComparisonText(*runs).find("side by side, query: " + other.url()),
+            std::string::npos)
+      << ServeComparisonText(*runs);
+  EXPECT_EQ(ServeComparisonJson(*runs)["runs"].size(), 2u);
+
+  options.clients = 2;
+  EXPECT_EQ(RunServeBenchSideBySide(options, {reprise.url(), other.url()}, nullptr).error().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(BenchServeFiguresTest, ComparisonPairsRequestsByIndex) {
+  ServeBenchRun first{.url = "a"}, second{.url = "b"};
+  const double a[] = {10, 20, 30}, b[] = {20, 60, 30};
+  for (int i = 0; i < 3; ++i) {
+    first.requests.push_back({.phase = "query", .ttft_ms = a[i]});
+    second.requests.push_back({.phase = "query", .ttft_ms = b[i]});
+  }
+  const std::vector<ServeComparison> rows = CompareServeRuns({first, second});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].url, "b");
+  EXPECT_EQ(rows[0].num_requests, 3);
+  EXPECT_DOUBLE_EQ(rows[0].mean_ratio, 110.0 / 60.0);
+  EXPECT_DOUBLE_EQ(rows[0].p50_ratio, 30.0 / 20.0);
+  EXPECT_DOUBLE_EQ(rows[0].later_mean_ratio, 90.0 / 50.0);
+  EXPECT_DOUBLE_EQ(rows[0].median_request_ratio, 2.0);
 }
 
 // --clients N sends the trace in waves of N requests at once (each answer takes >= 40 ms
@@ -585,8 +772,7 @@ TEST(RunServeBenchTest, InlineForOtherServersAndErrorsNameTheRequest) {
   EXPECT_EQ(run->documents, DocumentsMode::kInline);
   const json body = server.bodies().back();
   EXPECT_FALSE(body.contains("skills"));
-  EXPECT_NE(body["messages"][0]["content"].get<std::string>().find("\n\nSkill "),
-            std::string::npos);
+  EXPECT_TRUE(body["messages"][1]["content"].get<std::string>().starts_with("Skill "));
 
   run = RunServeBench({.url = server.url(), .trace = "agent", .data_dir = *data,
                        .num_requests = 1, .max_tokens = 999, .context_tokens = 100000},

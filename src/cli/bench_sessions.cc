@@ -26,9 +26,11 @@ void BenchSessions::Register(CLI::App& bench) {
   sub_->add_option("-n,--sessions", sessions_, "Sessions (and engines) to add, 1..64")
       ->default_val(4)
       ->check(IntegerIn(1, 64));
-  sub_->add_option("-p,--prompt-tokens", prompt_tokens_, "Prompt length of each request")
-      ->default_val(512)
-      ->check(IntegerIn(1, 1 << 20));
+  sub_->add_option("-p,--prompt-tokens", prompt_tokens_,
+                   "Prompt length of each request (0 = fill the context, so that the whole KV "
+                   "cache is resident)")
+      ->default_val(0)
+      ->check(IntegerIn(0, 1 << 20));
   sub_->add_flag("--json", json_, "Print the figures as JSON");
 }
 
@@ -42,8 +44,9 @@ int BenchSessions::Run() {
   GenerateRequest request;
   request.max_new_tokens = 4;
   // Each new session or engine runs one request of about --prompt-tokens tokens, so that as
-  // much of its KV cache and arenas is resident as a request that long makes (pages of the
-  // KV cache beyond it are reserved, not resident).
+  // much of its KV cache and arenas is resident as a request that long makes: pages of the
+  // KV cache past it are reserved, not resident, so only a request that fills the context
+  // (the default) measures what a session costs once it is used in full.
   auto run = [&](auto& target) -> Status {
     Result<GenerateResult> r = target.Generate(request);
     return r.ok() ? Status::Ok() : r.error();
@@ -53,12 +56,30 @@ int BenchSessions::Run() {
   Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
   if (!engine.ok()) return PrintError("bench sessions", engine.error());
   const std::string sentence = "Once upon a time, there was a little girl who liked to read. ";
-  const int prompt_tokens = std::min(prompt_tokens_, (*engine)->context_tokens() - 8);
-  while (static_cast<int>((*engine)->Tokenize(request.prompt + sentence, true, false).size()) <
-         prompt_tokens) {
-    request.prompt += sentence;
+  // Room for the reply's tokens; the prompt and reply then fill the context.
+  const int full = (*engine)->context_tokens() - request.max_new_tokens - 1;
+  const int prompt_tokens = prompt_tokens_ > 0 ? std::min(prompt_tokens_, full) : full;
+  // Whole sentences up to the length (tokenized once per sentence count, doubling then
+  // halving, so a long context costs a few dozen tokenizer calls, not thousands), then single
+  // words up to it.
+  const auto tokens_in = [&](const std::string& text) {
+    return static_cast<int>((*engine)->Tokenize(text, true, false).size());
+  };
+  const auto tokens_of = [&](int count) {
+    std::string text;
+    for (int i = 0; i < count; ++i) text += sentence;
+    return tokens_in(text);
+  };
+  int low = 1, high = 1;  // tokens_of(low) fits (or low is 1); tokens_of(high) does not
+  while (tokens_of(high) <= prompt_tokens) high *= 2;
+  low = high / 2 > 0 ? high / 2 : 1;
+  while (high - low > 1) {
+    const int middle = (low + high) / 2;
+    (tokens_of(middle) <= prompt_tokens ? low : high) = middle;
   }
-  if (request.prompt.empty()) request.prompt = sentence;
+  for (int i = 0; i < low; ++i) request.prompt += sentence;
+  while (tokens_in(request.prompt + " a") <= prompt_tokens) request.prompt += " a";
+  const int used_tokens = tokens_in(request.prompt);
   if (Status s = run(**engine); !s.ok()) return PrintError("bench sessions", s);
   const double first_mb = CurrentRssMb();
 
@@ -87,7 +108,8 @@ int BenchSessions::Run() {
     nlohmann::json j = {{"model", model_path_},
                         {"context_tokens", (*engine)->context_tokens()},
                         {"added", sessions_},
-                        {"prompt_tokens", request.prompt.empty() ? 0 : prompt_tokens},
+                        {"prompt_tokens", used_tokens},
+                        {"tokens_per_request", used_tokens + request.max_new_tokens},
                         {"first_engine_mb", first_mb - start_mb},
                         {"per_session_mb", per_session},
                         {"per_engine_mb", per_engine},
@@ -95,8 +117,11 @@ int BenchSessions::Run() {
     std::printf("%s\n", DumpJson(j).c_str());
     return kExitOk;
   }
-  std::printf("%s\nresident set growth, each after one request of about %d tokens:\n",
-              (*engine)->Describe().c_str(), prompt_tokens);
+  std::printf(
+      "%s\nresident set growth, each after one request of %d prompt + %d generated tokens in "
+      "its %d-token context:\n",
+      (*engine)->Describe().c_str(), used_tokens, request.max_new_tokens,
+      (*engine)->context_tokens());
   std::printf("first engine (load, pack, compile, one session): %8.1f MiB\n", first_mb - start_mb);
   std::printf("each further session of it:                       %8.1f MiB\n", per_session);
   std::printf("each further engine (baseline, a second load):    %8.1f MiB\n", per_engine);

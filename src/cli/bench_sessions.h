@@ -1,6 +1,8 @@
 // `reprise bench sessions`: what a second session costs in memory next to what a second
 // engine (a second model load, the only way before the program / session split) costs, both
-// measured in the same run (resident set growth, MiB).
+// measured in the same run (resident set growth, MiB). Each runs one request that fills its
+// context by default, so that its whole KV cache (reserved and mapped, resident only where
+// written) counts.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,7 +22,7 @@ class BenchSessions {
   int threads_ = 0;
   int context_ = 0;
   int sessions_ = 4;
-  int prompt_tokens_ = 512;
+  int prompt_tokens_ = 0;  // 0 = fill the context
   bool json_ = false;
 };
 

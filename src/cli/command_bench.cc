@@ -502,7 +502,10 @@ class BenchCommand : public Command {
         "Replay a request trace over HTTP against Reprise's or any OpenAI-compatible "
         "server: TTFT, decode tokens/s, reuse");
     CLI::App* s = serve_;
-    s->add_option("--url", serve_options_.url, "Server URL, http://host:port")->required();
+    s->add_option("--url", serve_urls_,
+                  "Server URL, http://host:port; given more than once, the servers side by side "
+                  "(each request to each in turn, the ratios of their TTFTs to the first's)")
+        ->required();
     s->add_option("--trace", serve_options_.trace, "Request trace")
         ->required()
         ->check(CLI::IsMember({"docqa", "chat-session", "agent", "docqa-shuffled"}));
@@ -520,9 +523,15 @@ class BenchCommand : public Command {
                   "(0 = the server's if /v1/models says, else 2048)")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 24));
+    s->add_option("--endpoint", serve_endpoint_,
+                  "chat: /v1/chat/completions with messages; completions: /v1/completions with "
+                  "the same request as one plain-text prompt")
+        ->default_val("chat")
+        ->check(CLI::IsMember({"chat", "completions"}));
     s->add_option("--documents", serve_documents_,
-                  "Documents and skills as Reprise's fields, inline in the system message, or "
-                  "auto (field when /v1/models says owned_by reprise)")
+                  "Documents and skills as Reprise's fields, or inline as the system messages "
+                  "the engine makes of those fields (the same prompt), or auto (field when "
+                  "/v1/models says owned_by reprise); completions: always inline")
         ->default_val("auto")
         ->check(CLI::IsMember({"auto", "field", "inline"}));
     s->add_option("--catalog-skills", serve_options_.max_catalog_skills,
@@ -555,33 +564,43 @@ class BenchCommand : public Command {
     Result<DocumentsMode> documents = ParseDocumentsMode(serve_documents_);
     if (!documents.ok()) return PrintError("bench serve", documents.error());
     serve_options_.documents = *documents;
+    Result<ServeEndpoint> endpoint = ParseServeEndpoint(serve_endpoint_);
+    if (!endpoint.ok()) return PrintError("bench serve", endpoint.error());
+    serve_options_.endpoint = *endpoint;
     std::unique_ptr<tools::RequestRecallOracle> recall;
     if (!serve_tokenizer_.empty()) {
       Result<std::unique_ptr<tools::RequestRecallOracle>> opened =
           tools::RequestRecallOracle::Open(serve_tokenizer_, ReuseTuning{}.min_match_tokens);
       if (!opened.ok()) return PrintError("bench serve", opened.error());
       recall = std::move(opened).value();
-      serve_options_.count_reusable = [&recall](const nlohmann::json& body) -> Result<int64_t> {
+      serve_options_.reusable_mask = [&recall](const nlohmann::json& body,
+                                               ServeEndpoint api) -> Result<std::vector<uint8_t>> {
         // The server's own parser: the prompt is built from exactly what the server reads.
         server::RequestLimits limits;
         limits.max_documents = 1 << 20;
         REPRISE_ASSIGN_OR_RETURN(server::ServeRequest request,
-                                 server::ParseChatCompletionRequest(body.dump(), limits));
-        return recall->CountThenAdd(request.generate);
+                                 api == ServeEndpoint::kChat
+                                     ? server::ParseChatCompletionRequest(body.dump(), limits)
+                                     : server::ParseCompletionRequest(body.dump(), limits));
+        return recall->MaskThenAdd(request.generate);
       };
     }
-    Result<ServeBenchRun> run =
-        RunServeBench(serve_options_, [](const RequestMeasurement& m, int index, int total) {
+    serve_options_.url = serve_urls_.front();
+    Result<std::vector<ServeBenchRun>> runs = RunServeBenchSideBySide(
+        serve_options_, serve_urls_, [](const RequestMeasurement& m, int index, int total) {
           std::fprintf(stderr, "\r[%d/%d] %s TTFT %.1f ms   ", index + 1, total, m.phase.c_str(),
                        m.ttft_ms);
-          if (index + 1 == total) std::fprintf(stderr, "\n");
         });
-    if (!run.ok()) {
-      std::fprintf(stderr, "\n");
-      return PrintError("bench serve", run.error());
+    std::fprintf(stderr, "\n");
+    if (!runs.ok()) return PrintError("bench serve", runs.error());
+    if (serve_json_) {
+      std::printf("%s\n", DumpJson(runs->size() == 1 ? ServeBenchJson(runs->front())
+                                                     : ServeComparisonJson(*runs))
+                              .c_str());
+      return kExitOk;
     }
-    std::printf("%s", serve_json_ ? (DumpJson(ServeBenchJson(*run)) + "\n").c_str()
-                                  : ServeBenchText(*run).c_str());
+    for (const ServeBenchRun& run : *runs) std::printf("%s", ServeBenchText(run).c_str());
+    if (runs->size() > 1) std::printf("%s", ServeComparisonText(*runs).c_str());
     return kExitOk;
   }
 
@@ -591,7 +610,9 @@ class BenchCommand : public Command {
   BenchConcurrent concurrent_;
   CLI::App* serve_ = nullptr;
   ServeBenchOptions serve_options_;
+  std::vector<std::string> serve_urls_;
   std::string serve_documents_ = "auto";
+  std::string serve_endpoint_ = "chat";
   std::string serve_tokenizer_;
   bool serve_json_ = false;
   std::string eviction_ = "cost";

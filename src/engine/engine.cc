@@ -499,6 +499,20 @@ Result<GenerateResult> Engine::Generate(const GenerateRequest& request,
   return result;
 }
 
+// The [begin, end) runs of tokens the plan took from the cache (prefix or not).
+static std::vector<std::pair<int, int>> FoundRuns(std::span<const reuse::TokenKind> kinds) {
+  std::vector<std::pair<int, int>> runs;
+  for (int i = 0; i < static_cast<int>(kinds.size()); ++i) {
+    if (kinds[static_cast<size_t>(i)] == reuse::TokenKind::kNew) continue;
+    if (!runs.empty() && runs.back().second == i) {
+      ++runs.back().second;
+    } else {
+      runs.emplace_back(i, i + 1);
+    }
+  }
+  return runs;
+}
+
 Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& request,
                                    const TextCallback& on_text) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
@@ -581,6 +595,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     result.reuse.kv_prep_ms = report->kv_prep_ms;
     result.reuse.compute_ms = report->compute_ms;
     result.reuse.guard_fallbacks = report->guard_fallbacks;
+    result.reuse.found_runs = FoundRuns(reuse.planned_kinds());
     if (request.return_first_token_logits) {
       result.first_token_logits.assign(reuse.logits().begin(), reuse.logits().end());
     }

@@ -301,6 +301,26 @@ TEST(EngineContextTest, TheSameDocumentsInAnotherOrderAreReused) {
     EXPECT_GT(r2->reuse.tokens_reused + r2->reuse.tokens_recomputed + r2->reuse.tokens_prefix,
               static_cast<int>(r2->prompt_tokens.size()) / 2)
         << "chat " << chat;
+    // found_runs says which tokens those are: in order, disjoint, inside the prompt, as many
+    // as the counts say, starting with the prefix; the last token is always computed.
+    EXPECT_TRUE(r1->reuse.found_runs.empty()) << "chat " << chat;
+    const std::vector<std::pair<int, int>>& runs = r2->reuse.found_runs;
+    ASSERT_FALSE(runs.empty());
+    int found = 0, end = 0;
+    for (const auto& [b, e] : runs) {
+      EXPECT_LE(end, b);
+      EXPECT_LT(b, e);
+      found += e - b;
+      end = e;
+    }
+    EXPECT_LT(end, static_cast<int>(r2->prompt_tokens.size()));
+
+    EXPECT_EQ(found,
+              r2->reuse.tokens_prefix + r2->reuse.tokens_reused + r2->reuse.tokens_recomputed);
+    if (r2->reuse.tokens_prefix > 0) {
+      EXPECT_EQ(runs.front().first, 0);
+      EXPECT_GE(runs.front().second, r2->reuse.tokens_prefix);
+    }
   }
 }
 

@@ -38,7 +38,8 @@ json Reprise(const GenerateResult& result, double queue_ms) {
               {"chunks_from_flash", r.chunks_from_flash},
               {"guard_fallbacks", r.guard_fallbacks},
               {"decode_tokens_per_second", result.decode_tokens_per_second},
-              {"namespace", result.name_space}};
+              {"namespace", result.name_space},
+              {"found_runs", r.found_runs}};
 }
 
 json Header(const ResponseHeader& header, bool chunk) {

@@ -5,7 +5,9 @@
 //   {"ttft_ms", "queue_ms", "tokens_prefix", "tokens_prefix_inexact", "tokens_reused",
 //    "tokens_recomputed",
 //    "tokens_new", "chunks_from_memory", "chunks_from_flash", "guard_fallbacks",
-//    "decode_tokens_per_second", "namespace"}
+//    "decode_tokens_per_second", "namespace", "found_runs"}
+// found_runs: the prompt tokens that came from the cache, as [begin, end) pairs in prompt
+// order (ReuseReport::found_runs), so a client can set them against its own recall oracle.
 // Text that is not valid UTF-8 (a model can emit a stray byte token) is written with U+FFFD
 // in its place, never refused.
 //

@@ -22,6 +22,7 @@ GenerateResult SomeResult() {
   r.reuse.tokens_new = 10;
   r.reuse.chunks_from_memory = 2;
   r.reuse.chunks_from_flash = 1;
+  r.reuse.found_runs = {{0, 10}, {20, 100}};
   return r;
 }
 
@@ -42,6 +43,7 @@ TEST(OpenAiResponseTest, ChatCompletionHasOpenAisShapeAndReuse) {
   EXPECT_EQ(body["reprise"]["chunks_from_flash"], 1);
   EXPECT_EQ(body["reprise"]["namespace"], "app");
   EXPECT_EQ(body["reprise"]["queue_ms"], 3.0);
+  EXPECT_EQ(body["reprise"]["found_runs"], json::parse("[[0,10],[20,100]]"));
 }
 
 TEST(OpenAiResponseTest, CompletionAndChunks) {

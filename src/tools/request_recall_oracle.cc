@@ -1,5 +1,6 @@
 #include "tools/request_recall_oracle.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -15,10 +16,15 @@ Result<std::unique_ptr<RequestRecallOracle>> RequestRecallOracle::Open(
 }
 
 int64_t RequestRecallOracle::CountThenAdd(const GenerateRequest& request) {
+  const std::vector<uint8_t> mask = MaskThenAdd(request);
+  return std::count(mask.begin(), mask.end(), uint8_t{1});
+}
+
+std::vector<uint8_t> RequestRecallOracle::MaskThenAdd(const GenerateRequest& request) {
   const std::vector<int32_t> prompt = tokenizer_->PromptTokens(request);
-  const int64_t reusable = oracle_.CountReusable(prompt);
+  std::vector<uint8_t> mask = oracle_.ReusableMask(prompt);
   oracle_.Add(prompt);
-  return reusable;
+  return mask;
 }
 
 }  // namespace reprise::tools

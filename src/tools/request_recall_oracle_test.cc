@@ -68,6 +68,16 @@ TEST_F(RequestRecallOracleTest, CountsDocumentsSeenInEarlierRequestsAsReusable) 
   EXPECT_EQ((*oracle)->CountThenAdd(again), tokens_of(again));
 }
 
+TEST(CountReusableInTest, CountsReusableTokensInsideTheRunsOnly) {
+  const std::vector<uint8_t> mask = {1, 1, 0, 0, 1, 1, 1, 0, 1, 1};
+  const std::vector<std::pair<int, int>> runs = {{1, 5}, {6, 9}};
+  EXPECT_EQ(CountReusableIn<int>(mask, runs), 2 + 2);  // tokens 1, 4; 6, 8
+  EXPECT_EQ(CountReusableIn<int>(mask, std::vector<std::pair<int, int>>{}), 0);
+  // Runs past the mask (another prompt than the oracle's) count where both have tokens.
+  const std::vector<std::pair<int64_t, int64_t>> long_runs = {{8, 40}, {50, 60}};
+  EXPECT_EQ(CountReusableIn<int64_t>(mask, long_runs), 2);
+}
+
 TEST_F(RequestRecallOracleTest, RefusesAMissingModelAndAZeroWindow) {
   EXPECT_FALSE(RequestRecallOracle::Open(dir_.path() + "/missing.gguf", 32).ok());
   EXPECT_EQ(RequestRecallOracle::Open(path_, 0).error().code(), StatusCode::kInvalidArgument);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "reuse/reuse_recall_oracle.h"
+#include "tools/request_recall_oracle.h"
 #include "workload/named_workload.h"
 
 namespace reprise::tools {
@@ -314,7 +315,9 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       st.tokens_recomputed += report.tokens_recomputed;
       st.tokens_new += report.tokens_new;
       if (run.has_cache) {
-        const int found = report.tokens_prefix + report.tokens_reused + report.tokens_recomputed;
+        // Found ∩ reusable, token by token: the plan may take tokens that the oracle does not
+        // count (a cached start shorter than a window, chunks of an earlier run's store).
+        const auto found = static_cast<int>(CountReusableIn<int>(reusable_mask, report.found_runs));
         st.tokens_found += found;
         const size_t w = static_cast<size_t>(st.queries - 1) / kRecallWindowQueries;
         if (run.window_found.size() <= w) {

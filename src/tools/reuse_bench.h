@@ -95,7 +95,8 @@ struct MethodStats {
   int64_t guard_fallbacks = 0;
   double residual_deviation_mean = 0;
   std::vector<double> ttft_ms;  // per query
-  // Reuse recall: tokens found in the cache (prefix + non-prefix, recomputed or not) over the
+  // Reuse recall: the reusable tokens found in the cache (ReuseReport::found_runs: prefix +
+  // non-prefix, recomputed or not, intersected token by token with the oracle's mask) over the
   // tokens the oracle calls reusable (ReuseBenchResult::tokens_reusable); in total and per
   // query (-1 where the oracle found nothing). Methods with a cache only (none: 0).
   int64_t tokens_found = 0;

@@ -177,7 +177,9 @@ int SessionNumber(std::string_view key) {
   return number;
 }
 
-// Appends one request per turn of a LoCoMo sample, until `limit` requests in all.
+// Appends one request per user message of a LoCoMo sample, until `limit` requests in all. The
+// sample's first speaker is the user; consecutive turns of one side make one message, one line
+// each; a session's first turn is led by its header line.
 Status AppendConversation(const nlohmann::json& sample, const std::string& what, size_t limit,
                           std::vector<TraceRequest>* requests) {
   REPRISE_ASSIGN_OR_RETURN(std::string sample_id, JsonStringField(sample, "sample_id", what));
@@ -204,6 +206,14 @@ Status AppendConversation(const nlohmann::json& sample, const std::string& what,
   }
   std::sort(sessions.begin(), sessions.end());
 
+  // The messages, alternating sides: the user's carry the id of their first turn.
+  struct Message {
+    bool is_user = false;
+    std::string id;
+    std::string text;
+  };
+  std::vector<Message> messages;
+  std::string user_speaker;
   for (const auto& [number, turns] : sessions) {
     const std::string session_key = "session_" + std::to_string(number);
     std::string header = "[Session " + std::to_string(number);
@@ -213,24 +223,40 @@ Status AppendConversation(const nlohmann::json& sample, const std::string& what,
       header += ", " + date;
     }
     header += "]\n";
-    for (size_t t = 0; t < turns->size() && requests->size() < limit; ++t) {
+    for (size_t t = 0; t < turns->size(); ++t) {
       const nlohmann::json& turn = (*turns)[t];
       const std::string turn_what = what + " " + session_key + " turn " + std::to_string(t);
       REPRISE_ASSIGN_OR_RETURN(std::string speaker, JsonStringField(turn, "speaker", turn_what));
       REPRISE_ASSIGN_OR_RETURN(std::string text, JsonStringField(turn, "text", turn_what));
-      TraceRequest request;
-      request.id = "chat:" + sample_id + ":s" + std::to_string(number) + ":t" + std::to_string(t);
-      request.phase = kPhaseQuery;
-      request.system = system;
-      request.conversation_id = "locomo:" + sample_id;
-      request.user = (t == 0 ? header : std::string()) + speaker + ": " + text;
+      std::string line = (t == 0 ? header : std::string()) + speaker + ": " + text;
       if (turn.contains("blip_caption")) {
         REPRISE_ASSIGN_OR_RETURN(std::string caption,
                                  JsonStringField(turn, "blip_caption", turn_what));
-        request.user += " [shares an image: " + caption + "]";
+        line += " [shares an image: " + caption + "]";
       }
-      requests->push_back(std::move(request));
+      if (user_speaker.empty()) user_speaker = speaker;
+      const bool is_user = speaker == user_speaker;
+      if (!messages.empty() && messages.back().is_user == is_user) {
+        messages.back().text += "\n" + line;
+      } else {
+        messages.push_back(
+            {is_user,
+             "chat:" + sample_id + ":s" + std::to_string(number) + ":t" + std::to_string(t),
+             std::move(line)});
+      }
     }
+  }
+  for (size_t m = 0; m < messages.size() && requests->size() < limit; ++m) {
+    if (!messages[m].is_user) continue;
+    TraceRequest request;
+    request.id = messages[m].id;
+    request.phase = kPhaseQuery;
+    request.system = system;
+    request.conversation_id = "locomo:" + sample_id;
+    request.user = messages[m].text;
+    // The conversation's last message has no answer: nothing is sent after it.
+    request.reply = m + 1 < messages.size() ? messages[m + 1].text : std::string();
+    requests->push_back(std::move(request));
   }
   return Status::Ok();
 }
@@ -430,14 +456,14 @@ std::vector<TraceMessage> ChatWindow::Messages(const TraceRequest& request) {
   return messages;
 }
 
-void ChatWindow::AddReply(const TraceRequest& request, std::string reply) {
+void ChatWindow::AddReply(const TraceRequest& request, std::string server_reply) {
   if (request.conversation_id.empty()) return;
   if (request.conversation_id != conversation_id_) {
     conversation_id_ = request.conversation_id;
     history_.clear();
   }
   history_.push_back({"user", request.user});
-  history_.push_back({"assistant", std::move(reply)});
+  history_.push_back({"assistant", request.reply ? *request.reply : std::move(server_reply)});
 }
 
 }  // namespace reprise::workload

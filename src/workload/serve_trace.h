@@ -13,11 +13,15 @@
 //                 "query" phase: each question with its retrieved documents in retrieval order.
 //                 Questions that share a retrieved document come first, grouped (related
 //                 questions of one user), then the others in file order.
-//   chat-session  LoCoMo conversations replayed turn by turn (file order, then session order):
-//                 each real turn, of either speaker, is a user message "<speaker>: <text>";
-//                 the server's reply becomes the assistant message after it (ChatWindow), so
-//                 the history grows with both; past the prompt budget the oldest exchanges
-//                 are dropped, as chat apps do, and everything after the cut moves.
+//   chat-session  LoCoMo conversations replayed as a chat (file order, then session order):
+//                 the conversation's first speaker is the user, the other one the assistant;
+//                 each user message (a turn "<speaker>: <text>", or several of the same
+//                 speaker in a row, one per line) is a request, and the dataset's answer to it
+//                 (the other speaker's next turns) is its `reply`, which ChatWindow records as
+//                 the assistant message whatever the server said — so every server gets the
+//                 same prompts. The history grows with both; past the prompt budget the
+//                 oldest exchanges are dropped, as chat apps do, and everything after the cut
+//                 moves.
 //   agent         SkillsBench: a fixed skill catalogue as the system message, then per task
 //                 the full text of the skills it loads and its instruction. The skills are
 //                 drawn Zipf-like (P(rank r) ~ 1/r^s over a seeded ranking of the catalogue)
@@ -31,6 +35,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,8 +58,8 @@ inline constexpr std::string_view kPhaseIndex = "index";  // docqa: a document s
 inline constexpr std::string_view kPhaseQuery = "query";  // a question, turn or task
 
 inline constexpr std::string_view kChatSessionSystemPrompt =
-    "You are a friendly participant in a chat. Each user message is one turn of the "
-    "conversation, starting with the speaker's name. Reply briefly.\n";
+    "You are a friendly participant in a chat. Each message holds turns of the conversation, "
+    "one a line, each starting with the speaker's name. Reply briefly.\n";
 inline constexpr std::string_view kDocQaIndexUserMessage = "Read the document.";
 
 struct ServeTraceOptions {
@@ -92,6 +97,10 @@ struct TraceRequest {
   // for a standalone request.
   std::string conversation_id;
   int max_tokens = 0;  // > 0: generate at most this many (index requests); 0 = the client's
+  // chat-session: the dataset's answer to this message, recorded in the history instead of
+  // the server's reply (so that each server is sent the same prompts); nullopt = the server's
+  // reply is recorded.
+  std::optional<std::string> reply;
 };
 
 struct ServeTrace {
@@ -127,9 +136,10 @@ class ChatWindow {
   // The messages to send for `request` (drops history as needed; the drop is permanent).
   std::vector<TraceMessage> Messages(const TraceRequest& request);
 
-  // Records `request`'s user turn and the server's reply as the newest exchange. Call after
-  // Messages(request). No-op for a request without conversation_id.
-  void AddReply(const TraceRequest& request, std::string reply);
+  // Records `request`'s user turn and its reply as the newest exchange: request.reply when
+  // the trace gives one, else `server_reply`. Call after Messages(request). No-op for a
+  // request without conversation_id.
+  void AddReply(const TraceRequest& request, std::string server_reply);
 
   int num_history_messages() const { return static_cast<int>(history_.size()); }
   // Messages dropped from the front since construction (over all conversations).

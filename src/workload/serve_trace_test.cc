@@ -149,27 +149,53 @@ TEST(ServeTraceTest, DocQaShuffledSendsTheSameDocumentsInNewOrdersWithoutAnIndex
   EXPECT_EQ(orders.size(), 8u);
 }
 
-TEST(ServeTraceTest, ChatSessionReplaysTheTurnsOfBothSpeakersInOrder) {
+// The speaker of each line of a message ("[Session ...]" header lines skipped).
+std::set<std::string> SpeakersOf(const std::string& message) {
+  std::set<std::string> speakers;
+  size_t begin = 0;
+  while (begin < message.size()) {
+    size_t end = message.find('\n', begin);
+    if (end == std::string::npos) end = message.size();
+    const std::string line = message.substr(begin, end - begin);
+    if (!line.starts_with("[Session ")) speakers.insert(line.substr(0, line.find(": ")));
+    begin = end + 1;
+  }
+  return speakers;
+}
+
+// The first speaker's turns are the requests, the other's are their replies, from the data:
+// every server is sent the same history.
+TEST(ServeTraceTest, ChatSessionReplaysTheDatasetsTurnsAndReplies) {
   REPRISE_REQUIRE_SHARED_FILE(file, std::string(kLocomoFile));
   Result<ServeTrace> trace =
       BuildServeTrace(ServeTraceKind::kChatSession, Options(DataDirOf(file, kLocomoFile), 20));
   ASSERT_TRUE(trace.ok()) << trace.error().ToString();
   ASSERT_EQ(trace->requests.size(), 20u);
-  std::set<std::string> speakers;
   for (const TraceRequest& request : trace->requests) {
     EXPECT_EQ(request.phase, kPhaseQuery);
     EXPECT_EQ(request.conversation_id, trace->requests[0].conversation_id);
     EXPECT_EQ(request.system, trace->requests[0].system);
     EXPECT_TRUE(request.documents.empty());
-    // After the session header of a session's first turn: "<speaker>: <text>".
-    const size_t header_end = request.user.starts_with("[Session ") ? request.user.find("]\n") + 2 : 0;
-    const std::string line = request.user.substr(header_end);
-    speakers.insert(line.substr(0, line.find(": ")));
+    EXPECT_EQ(SpeakersOf(request.user), std::set<std::string>{"Caroline"}) << request.id;
+    ASSERT_TRUE(request.reply.has_value()) << request.id;
+    EXPECT_EQ(SpeakersOf(*request.reply), std::set<std::string>{"Melanie"}) << request.id;
   }
   EXPECT_TRUE(trace->requests[0].user.starts_with("[Session 1, "));
   EXPECT_NE(trace->requests[0].user.find("\nCaroline: Hey Mel!"), std::string::npos);
-  EXPECT_TRUE(trace->requests[1].user.starts_with("Melanie: "));
-  EXPECT_EQ(speakers, (std::set<std::string>{"Caroline", "Melanie"}));
+  EXPECT_TRUE(trace->requests[0].reply->starts_with("Melanie: "));
+  EXPECT_EQ(trace->requests[0].id, "chat:conv-26:s1:t0");
+  EXPECT_EQ(trace->requests[1].id, "chat:conv-26:s1:t2");
+
+  // Replayed through a window, the history holds the data's replies, not the server's.
+  ChatWindow window(0, CountWords);
+  for (size_t i = 0; i < 3; ++i) {
+    const std::vector<TraceMessage> messages = window.Messages(trace->requests[i]);
+    ASSERT_EQ(messages.size(), 2 + 2 * i);
+    if (i > 0) {
+      EXPECT_EQ(messages[messages.size() - 2].content, *trace->requests[i - 1].reply);
+    }
+    window.AddReply(trace->requests[i], "what the server said");
+  }
 }
 
 // Turns of one conversation, each 10 words, with 10-word replies.

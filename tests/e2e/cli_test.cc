@@ -342,6 +342,15 @@ TEST_F(CliTest, BenchSessionsComparesSessionsWithEngines) {
   EXPECT_NE(text.out.find("each further session of it:"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("each further engine (baseline"), std::string::npos) << text.out;
   EXPECT_NE(Reprise("bench sessions -m " + model_ + " -n 0").exit_code, 0);
+  EXPECT_LE(j["prompt_tokens"].get<int>(), 64);
+  // By default each request fills its context (its whole KV cache is written): the prompt and
+  // the 4 generated tokens leave at most one slot and one word of the filler free.
+  o = Reprise("bench sessions -m " + model_ + " -t 1 -c 1024 -n 1 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["context_tokens"].get<int>(), 1024);
+  EXPECT_LE(j["tokens_per_request"].get<int>(), 1024 - 1);
+  EXPECT_GE(j["tokens_per_request"].get<int>(), 1024 - 4) << o.out;
 }
 
 TEST_F(CliTest, BenchAccuracyComparesTheGraphsWithTheReferenceForward) {
@@ -396,9 +405,12 @@ TEST_F(CliTest, BenchReuseReportsEveryMethod) {
   for (const char* method : {"full", "blend"}) {
     const nlohmann::json& m = j["methods"][method];
     EXPECT_GT(m["reuse_recall"].get<double>(), 0.5) << method;
-    EXPECT_EQ(m["tokens_found"].get<int64_t>(), m["tokens_prefix"].get<int64_t>() +
+    // Found tokens are counted where the oracle calls them reusable (found ∩ reusable): at
+    // most what the plan took from the cache, and recall at most 1.
+    EXPECT_LE(m["tokens_found"].get<int64_t>(), m["tokens_prefix"].get<int64_t>() +
                                                     m["tokens_nonprefix"].get<int64_t>() +
                                                     m["tokens_recomputed"].get<int64_t>());
+    EXPECT_LE(m["reuse_recall"].get<double>(), 1.0) << method;
     ASSERT_EQ(m["reuse_recall_per_query"].size(), 4u) << method;
     EXPECT_EQ(m["reuse_recall_per_query"][0].get<double>(), -1.0);
     // Every reusable token left new has one cause; the others were found.
@@ -409,11 +421,25 @@ TEST_F(CliTest, BenchReuseReportsEveryMethod) {
       lost += m["reuse_recall_losses"][cause].get<int64_t>();
     }
     EXPECT_LE(lost, reusable) << method;
-    EXPECT_LE(reusable - lost, m["tokens_found"].get<int64_t>()) << method;
+    EXPECT_EQ(reusable - lost, m["tokens_found"].get<int64_t>()) << method;
   }
   EXPECT_LE(j["methods"]["prefix"]["reuse_recall"].get<double>(),
             j["methods"]["full"]["reuse_recall"].get<double>());
   EXPECT_EQ(j["methods"]["none"]["reuse_recall"].get<double>(), 0.0);
+
+  // Again on the same store: the first run's chunks are found though this run's oracle has
+  // not seen them (nothing is reusable in the first query); only what the oracle calls
+  // reusable counts as found, so recall stays at most 1.
+  o = Reprise("bench reuse -m " + stories +
+              " --workload chat --queries 4 --top-chunks 3 --chunk-tokens 64 --json --data " +
+              data + " --store " + store.path());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  j = nlohmann::json::parse(o.out);
+  for (const char* method : {"prefix", "full", "blend"}) {
+    const nlohmann::json& m = j["methods"][method];
+    EXPECT_LE(m["tokens_found"].get<int64_t>(), j["tokens_reusable"].get<int64_t>()) << method;
+    EXPECT_LE(m["reuse_recall"].get<double>(), 1.0) << method;
+  }
 }
 
 // The quality guard at a threshold every reuse exceeds sends each recompute call back to a
