@@ -340,10 +340,10 @@ void OpenAiRequestSeeds(const std::string& dir) {
   const char* bodies[] = {
       R"({"model":"m","messages":[{"role":"user","content":"Hi"}],"max_tokens":8})",
       R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"a"}]}],"stream":true,"stream_options":{"include_usage":true},"stop":["\n"]})",
-      R"({"messages":[{"role":"user","content":"q"}],"documents":[{"id":"1","text":"doc one"},{"id":2,"text":"doc two"}],"skills":[{"text":"s"}],"temperature":0.7,"top_p":0.9,"top_k":40,"seed":-3})",
+      R"({"messages":[{"role":"user","content":"q"}],"documents":[{"id":"1","text":"doc one"},{"id":"2","text":"doc two"}],"skills":[{"id":"s","text":"s"}],"temperature":0.7,"top_p":0.9,"top_k":40,"seed":-3})",
       R"({"messages":[{"role":"user","content":"w"}],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}],"tool_choice":"auto"})",
       R"({"prompt":"Once upon a time","max_tokens":16,"echo":false,"n":1})",
-      R"({"prompt":["x"],"documents":[{"text":"d"}],"logprobs":0,"presence_penalty":0})",
+      R"({"prompt":["x"],"documents":[{"id":"d","text":"d"}],"logprobs":0,"presence_penalty":0})",
   };
   int i = 0;
   for (const char* body : bodies) Save(dir + "/body" + std::to_string(i++) + ".json", body);

@@ -7,8 +7,10 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   clang lld libclang-rt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  libsqlite3-dev libpcre2-dev libxxhash-dev
-  nlohmann-json3-dev libcpp-httplib-dev libcli11-dev
+  libsqlite3-dev libpcre2-dev libxxhash-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev
+  libboost-dev       # Boost.Beast and Asio (header-only): the HTTP server
+  libcpp-httplib-dev # an HTTP client: `bench serve`, tests
   python3
   chromium  # renders the HTML benchmark reports in their test (skipped without it)
 )

@@ -34,7 +34,8 @@ class CacheCommand : public Command {
     for (CLI::App* s : {stats_, ls_, pin_, gc_, clear_}) {
       s->add_option("--store", dir_,
                     "Store folder (default: <cache folder>/store; the cache folder is "
-                    "$XDG_CACHE_HOME/reprise or ~/.cache/reprise)");
+                    "$XDG_CACHE_HOME/reprise or ~/.cache/reprise)")
+          ->check(NonEmptyFolder());
       ns_options_.push_back(s->add_option("--namespace", name_space_, "Only this namespace")
                                 ->check(ExistingNamespaceName()));
       s->add_flag("--json", json_, "Print JSON");
@@ -68,6 +69,17 @@ class CacheCommand : public Command {
     Result<std::unique_ptr<StoreAdmin>> opened = StoreAdmin::Open(options);
     if (!opened.ok()) return PrintError("cache", opened.error());
     StoreAdmin& store = **opened;
+    // A name that no namespace may have (what `serve --namespace` refuses) is refused too,
+    // unless an older version stored chunks under it: those stay listable and clearable.
+    if (ns) {
+      if (Status valid = CheckNamespaceName(*ns); !valid.ok()) {
+        Result<StoreStatus> held = store.Status(ns);
+        if (!held.ok() || held->chunks == 0) {
+          PrintError("cache", valid.WithContext("--namespace"));
+          return kExitUsage;
+        }
+      }
+    }
     if (stats_->parsed()) return Stats(store, ns);
     if (ls_->parsed()) return List(store, ns);
     if (pin_->parsed()) return Pin(store, ns);

@@ -100,7 +100,8 @@ class RunCommand : public Command {
                   "Keep KV caches on flash across runs, in the default store folder "
                   "(<cache folder>/store; the cache folder is $XDG_CACHE_HOME/reprise or "
                   "~/.cache/reprise)");
-    sub->add_option("--store-dir", options_.store_dir, "Keep KV caches in this folder");
+    sub->add_option("--store-dir", options_.store_dir, "Keep KV caches in this folder")
+        ->check(NonEmptyFolder());
     sub->add_option("--namespace", options_.name_space, "Store namespace (one per app)")
         ->default_val("default")
         ->check(NewNamespaceName());

@@ -4,7 +4,10 @@
 // --drain-seconds), the store is flushed, and the process exits 0.
 
 #include <pthread.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +25,20 @@
 
 namespace reprise::cli {
 namespace {
+
+// Each connection is a file descriptor: let the process open enough of them for
+// `max_connections` and the store's files, up to the hard limit (said when that is too low).
+void RaiseOpenFileLimit(int max_connections) {
+  const rlim_t wanted = static_cast<rlim_t>(max_connections) + 256;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted) return;
+  limit.rlim_cur = std::min(wanted, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < wanted) {
+    REPRISE_LOG(kWarning) << "open files are limited to " << limit.rlim_cur
+                          << ": fewer connections than --max-connections can be taken";
+  }
+}
 
 class ServeCommand : public Command {
  public:
@@ -69,9 +86,28 @@ class ServeCommand : public Command {
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
     sub->add_option("--drain-seconds", server_.drain_seconds,
-                    "On SIGTERM, how long running requests may finish before being cancelled")
+                    "On SIGTERM, how long waiting and running requests may finish before being "
+                    "cancelled")
         ->default_val(30)
         ->check(IntegerIn(0, 3600));
+    sub->add_option("--max-connections", server_.max_connections,
+                    "Open connections at most; one more is answered 503")
+        ->default_val(server_.max_connections)
+        ->check(IntegerIn(1, 1 << 20));
+    sub->add_option("--max-connections-per-client", server_.max_connections_per_client,
+                    "Open connections from one client address at most (behind a proxy every "
+                    "client has its address: raise this to --max-connections)")
+        ->default_val(server_.max_connections_per_client)
+        ->check(IntegerIn(1, 1 << 20));
+    sub->add_option("--request-timeout", request_timeout_seconds_,
+                    "Seconds a request's head and body may take from its first byte, in all "
+                    "(not per byte)")
+        ->default_val(60)
+        ->check(IntegerIn(1, 3600));
+    sub->add_option("--idle-timeout", idle_timeout_seconds_,
+                    "Seconds an open connection may wait for its next request")
+        ->default_val(30)
+        ->check(IntegerIn(1, 3600));
     sub->add_option("-c,--context", engine_.context_tokens,
                     "Context size of each session in tokens (0 = the model's, at most 4096)")
         ->default_val(0)
@@ -113,7 +149,8 @@ class ServeCommand : public Command {
                   "run --help`)");
     sub->add_flag("--store", use_store_,
                   "Keep KV caches on flash across restarts, in the default store folder");
-    sub->add_option("--store-dir", engine_.store_dir, "Keep KV caches in this folder");
+    sub->add_option("--store-dir", engine_.store_dir, "Keep KV caches in this folder")
+        ->check(NonEmptyFolder());
     sub->add_option("--namespace", engine_.name_space,
                     "Namespace of requests without an API key (and of keys given without one)")
         ->default_val("default")
@@ -166,6 +203,9 @@ class ServeCommand : public Command {
     server_.default_namespace = engine_.name_space;
     server_.max_body_bytes = static_cast<int64_t>(max_body_mb_) << 20;
     server_.max_running = engine_.sessions;
+    server_.request_timeout = std::chrono::seconds(request_timeout_seconds_);
+    server_.idle_timeout = std::chrono::seconds(idle_timeout_seconds_);
+    RaiseOpenFileLimit(server_.max_connections);
 
     // SIGTERM and SIGINT are taken by one thread (sigwait); every other thread, the engine's
     // included, is made after this and inherits the mask. A client that goes away must not
@@ -226,6 +266,8 @@ class ServeCommand : public Command {
   std::string reuse_name_ = "blend", codec_name_ = "f16";
   std::string selection_name_;
   int max_body_mb_ = 8;
+  int request_timeout_seconds_ = 60;
+  int idle_timeout_seconds_ = 30;
   bool use_store_ = false;
 };
 

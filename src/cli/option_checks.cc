@@ -92,6 +92,15 @@ CLI::Validator NewNamespaceName() {
       "NAME");
 }
 
+CLI::Validator NonEmptyFolder() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        return input.empty() ? "a folder name must not be empty (leave the option out instead)"
+                             : "";
+      },
+      "DIR");
+}
+
 CLI::Validator ExistingNamespaceName() {
   return CLI::Validator(
       [](std::string& input) -> std::string {

@@ -37,6 +37,10 @@ CLI::Validator ChunkIdText();
 // A namespace name for new chunks (CheckNamespaceName in cli/store_names.h).
 CLI::Validator NewNamespaceName();
 
+// A folder given by name (--store-dir, --store): not empty. An empty name would otherwise
+// mean "no store" or "the default folder", silently.
+CLI::Validator NonEmptyFolder();
+
 // A namespace name to look up: only non-empty. Old stores may hold names that new chunks may
 // not use; they must stay listable and clearable.
 CLI::Validator ExistingNamespaceName();

@@ -76,6 +76,11 @@ TEST(OptionChecksTest, NamespaceNames) {
   EXPECT_NE(Check(ExistingNamespaceName(), ""), "");
 }
 
+TEST(OptionChecksTest, FoldersMustBeNamed) {
+  EXPECT_EQ(Check(NonEmptyFolder(), "/tmp/store"), "");
+  EXPECT_NE(Check(NonEmptyFolder(), "").find("must not be empty"), std::string::npos);
+}
+
 TEST(BudgetMibToBytesTest, ConvertsInRangeAndRejectsTheRest) {
   Result<int64_t> one = engine::BudgetMibToBytes(1, "--disk-mb");
   ASSERT_TRUE(one.ok());

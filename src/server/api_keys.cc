@@ -1,5 +1,7 @@
 #include "server/api_keys.h"
 
+#include <cctype>
+
 namespace reprise::server {
 namespace {
 
@@ -13,7 +15,29 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
 }  // namespace
+
+std::optional<std::string_view> BearerToken(std::string_view authorization) {
+  constexpr std::string_view kScheme = "bearer";
+  auto blank_at = [&](size_t i) { return i < authorization.size() && IsBlank(authorization[i]); };
+  size_t at = 0;
+  while (blank_at(at)) ++at;
+  if (authorization.size() - at < kScheme.size()) return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[at + i])) != kScheme[i]) {
+      return std::nullopt;
+    }
+  }
+  at += kScheme.size();
+  if (!blank_at(at)) return std::nullopt;  // "Bearerkey" is another scheme
+  while (blank_at(at)) ++at;
+  size_t end = authorization.size();
+  while (end > at && IsBlank(authorization[end - 1])) --end;
+  if (end == at) return std::nullopt;
+  return authorization.substr(at, end - at);
+}
 
 Result<ApiKeys> ApiKeys::Create(const std::vector<std::string>& specs,
                                 const std::string& default_namespace) {
@@ -37,12 +61,11 @@ Result<ApiKeys> ApiKeys::Create(const std::vector<std::string>& specs,
 
 std::optional<std::string> ApiKeys::NamespaceOf(std::string_view authorization) const {
   if (keys_.empty()) return default_namespace_;
-  constexpr std::string_view kBearer = "Bearer ";
-  if (authorization.substr(0, kBearer.size()) != kBearer) return std::nullopt;
-  const std::string_view given = authorization.substr(kBearer.size());
+  std::optional<std::string_view> given = BearerToken(authorization);
+  if (!given) return std::nullopt;
   std::optional<std::string> found;
   for (const Key& key : keys_) {  // every key is compared, found or not
-    if (ConstantTimeEqual(given, key.key) && !found) found = key.name_space;
+    if (ConstantTimeEqual(*given, key.key) && !found) found = key.name_space;
   }
   return found;
 }

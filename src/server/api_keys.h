@@ -1,6 +1,6 @@
 // API keys and the namespaces they map to (`--api-key KEY[:NAMESPACE]`). With no key
 // configured every request is let in, into the default namespace; with keys, a request must
-// carry one (`Authorization: Bearer KEY`) and reuses only its key's namespace's KV.
+// carry one (`Authorization: Bearer KEY`, BearerToken) and reuses only its key's namespace's KV.
 //
 // Thread-safe after construction (read-only).
 #pragma once
@@ -13,6 +13,11 @@
 #include "reprise/status.h"
 
 namespace reprise::server {
+
+// The token of an Authorization header that uses the Bearer scheme: the scheme matched
+// without regard to case (RFC 7235), then one or more spaces or tabs, then the token (blanks
+// around it dropped). nullopt for another scheme or no token.
+std::optional<std::string_view> BearerToken(std::string_view authorization);
 
 class ApiKeys {
  public:

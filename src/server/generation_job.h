@@ -1,75 +1,94 @@
-// One request's generation, run on a thread of its own so that the HTTP handler can wait for
-// the first token (and answer an error with a proper status), then stream the rest as it
-// comes. Stop sequences are applied here: the text handed out never holds one, and
-// generation stops at the first.
+// One call of POST /v1/chat/completions or /v1/completions, from its body to its answer's last
+// byte, on a thread of its own (the transport's I/O threads must not wait): the body decoded
+// (Content-Encoding, bounded by its inflated size) and parsed, the request admitted to a
+// session in arrival order (RequestQueue), generated, and answered through its
+// ResponseStream:
+//   - whole: the status and body once the generation ended (an error mid-way still gets its
+//     own status);
+//   - streamed: the head and the first event once there is text; an error before it gets its
+//     own status, an error after it an SSE error event and [DONE].
+// Stop sequences are applied here: the text sent never holds one, and generation stops at the
+// first. The request is cancelled (the engine stops before its next graph call) when the
+// client goes away, in the queue, during the prefill or while it generates, and when Cancel
+// is called — the drain's time is over: what has not started is answered 503, a stream an
+// SSE error event and [DONE]. Never a 200 without a body.
 //
-// Thread-safe: the generation thread produces, one handler thread consumes; Cancel may be
-// called from any thread.
+// Thread-safe: Cancel and finished may be called from any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <optional>
+#include <memory>
 #include <string>
 #include <thread>
-#include <vector>
 
-#include "base/thread_annotations.h"
 #include "reprise/engine.h"
+#include "server/http_errors.h"
+#include "server/http_transport.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
 #include "server/request_queue.h"
-#include "server/stop_sequences.h"
 
 namespace reprise::server {
 
+// What every job of one server shares; it must outlive the jobs.
+struct JobContext {
+  Engine& engine;
+  RequestQueue& queue;
+  Metrics& metrics;
+  std::string model_name;      // the id requests may name
+  int64_t max_body_bytes = 0;  // inflated
+  RequestLimits limits;
+  int max_prompt_tokens = 0;  // 0 = the context's limit
+};
+
 class GenerationJob {
  public:
-  // `request.cancel` is set to this job's flag. `engine` must outlive the job.
-  GenerationJob(Engine& engine, GenerateRequest request, std::vector<std::string> stop);
-  // Cancels a generation still running and waits for its thread.
+  // `request` holds the body as it came (Content-Encoding still on it); `name_space` is the
+  // one its API key maps to.
+  GenerationJob(const JobContext& context, Endpoint endpoint, std::string name_space,
+                HttpRequest request, std::shared_ptr<ResponseStream> response);
+  // Cancels the job if it still runs and waits for its thread.
   ~GenerationJob();
   GenerationJob(const GenerationJob&) = delete;
   GenerationJob& operator=(const GenerationJob&) = delete;
 
-  // The flag that cancels the request; also pass it to RequestQueue::Admit.
-  const std::atomic<bool>* cancel_flag() const { return &cancel_; }
+  void Start();
 
-  // Starts generating; `admission` is held until the generation ends.
-  void Start(RequestQueue::Admission admission);
+  // The server is shutting down and will not wait: stop now, and answer 503 (or an SSE error
+  // event) rather than as if the client had left.
+  void Cancel();
 
-  struct Update {
-    std::string text;       // new text since the last call (stop sequences removed)
-    bool finished = false;  // the generation has ended: result() is ready
-  };
-  // Waits until there is new text or the generation ended, at most `timeout`.
-  Update Next(std::chrono::milliseconds timeout);
-  // Waits until the first text, or the end (an error before any token, an empty reply).
-  void WaitForFirstText();
-
-  void Cancel() { cancel_.store(true); }
-  bool cancelled() const { return cancel_.load(); }
-
-  // Valid once an Update said finished.
-  const Result<GenerateResult>& result() const { return *result_; }
-  bool stop_sequence_hit() const { return stop_sequence_hit_; }
+  // The answer has been given (or its client is gone) and the thread is about to end.
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
 
  private:
-  void Run(RequestQueue::Admission admission);
+  void Run();
+  // Answers a whole error (nothing was sent before) and counts it.
+  void Refuse(const HttpError& error);
+  // Answers from the generation's result; `began` says whether a streamed head went out.
+  void Conclude(const Result<GenerateResult>& result, const ResponseHeader& header,
+                const ServeRequest& request, std::string text, bool began, bool stop_sequence_hit,
+                double queue_ms);
+  // Whether the request was stopped by Cancel (not by its client).
+  bool shut_down() const { return shut_down_.load(std::memory_order_acquire); }
+  void Count(int http_status);
 
-  Engine& engine_;
-  GenerateRequest request_;
-  StopSequences stops_;  // used by the generation thread only
-  std::atomic<bool> cancel_{false};
+  const JobContext& context_;
+  const Endpoint endpoint_;
+  const std::string endpoint_name_;
+  const std::string name_space_;
+  HttpRequest request_;
+  const std::shared_ptr<ResponseStream> response_;
+  const std::chrono::steady_clock::time_point arrived_;
+  // The engine's and the queue's cancel flag: set by the client going away (through the
+  // stream's callback, which may run after this job is gone: hence shared) or by Cancel.
+  const std::shared_ptr<std::atomic<bool>> cancel_;
+  // Release-acquire with the reads in Conclude: set before cancel_.
+  std::atomic<bool> shut_down_{false};
+  std::atomic<bool> finished_{false};
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::string pending_ REPRISE_GUARDED_BY(mutex_);
-  bool has_text_ REPRISE_GUARDED_BY(mutex_) = false;
-  bool finished_ REPRISE_GUARDED_BY(mutex_) = false;
-  // Written by the generation thread before `finished_` turns true, read after.
-  std::optional<Result<GenerateResult>> result_;
-  bool stop_sequence_hit_ = false;
 };
 
 }  // namespace reprise::server

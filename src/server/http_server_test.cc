@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/memory_usage.h"
+#include "server/server_test_support.h"
 
 namespace reprise::server {
 namespace {
@@ -23,30 +24,15 @@ const std::string kModel = std::string(REPRISE_SOURCE_DIR) + "/data/demo/stories
 class HttpServerTest : public ::testing::Test {
  protected:
   void Start(ServerOptions options = {}, int sessions = 2) {
-    EngineOptions engine_options;
-    engine_options.model_path = kModel;
-    engine_options.context_tokens = 1024;
-    engine_options.num_threads = 2;
-    engine_options.sessions = sessions;
-    engine_options.reuse = ReuseMethod::kBlend;
-    engine_options.cache_mb = 64;
-    Result<std::unique_ptr<Engine>> engine = Engine::Create(engine_options);
-    ASSERT_TRUE(engine.ok()) << engine.error().ToString();
-    engine_ = std::move(*engine);
-    options.port = 0;
     options.model_name = "stories260K";
-    options.max_running = sessions;
-    Result<std::unique_ptr<HttpServer>> server = HttpServer::Create(*engine_, options);
-    ASSERT_TRUE(server.ok()) << server.error().ToString();
-    server_ = std::move(*server);
-    serving_ = std::thread([this] { EXPECT_TRUE(server_->Serve().ok()); });
+    server_ = std::make_unique<test_support::RunningServer>(kModel, sessions, 1024, options);
+    ASSERT_TRUE(server_->ok()) << server_->error();
   }
 
   void TearDown() override {
-    if (server_) {
+    if (server_ && server_->ok()) {
       server_->Stop();
-      serving_.join();
-      server_.reset();
+      EXPECT_TRUE(server_->served().ok()) << server_->served().ToString();
     }
   }
 
@@ -69,25 +55,8 @@ class HttpServerTest : public ::testing::Test {
                 {"temperature", 0}};
   }
 
-  // The JSON payloads of an SSE body, without [DONE]; `done` tells whether it ended with it.
   static std::vector<json> Events(const std::string& body, bool* done) {
-    std::vector<json> events;
-    *done = false;
-    size_t at = 0;
-    while (true) {
-      const size_t end = body.find("\n\n", at);
-      if (end == std::string::npos) break;
-      const std::string event = body.substr(at, end - at);
-      at = end + 2;
-      if (event.rfind("data: ", 0) != 0) continue;
-      const std::string data = event.substr(6);
-      if (data == "[DONE]") {
-        *done = true;
-        continue;
-      }
-      events.push_back(json::parse(data));
-    }
-    return events;
+    return test_support::SseEvents(body, done);
   }
 
   static void ExpectOpenAiError(const httplib::Result& res, int status) {
@@ -101,9 +70,7 @@ class HttpServerTest : public ::testing::Test {
     EXPECT_TRUE(body["error"]["type"].is_string());
   }
 
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread serving_;
+  std::unique_ptr<test_support::RunningServer> server_;
 };
 
 TEST_F(HttpServerTest, HealthModelsAndThePage) {
@@ -342,17 +309,7 @@ TEST_F(HttpServerTest, AClientThatGoesAwayMidStreamLeavesTheServerWell) {
   EXPECT_EQ(after->status, 200);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
+using test_support::kAddressSanitizer;
 
 TEST_F(HttpServerTest, MemoryStaysBoundedOverManyRequests) {
   if (kAddressSanitizer) {

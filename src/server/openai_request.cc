@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -18,15 +19,31 @@ Status FieldError(std::string_view field, std::string_view what) {
   return InvalidArgumentError("'" + std::string(field) + "' " + std::string(what));
 }
 
-Result<json> ParseObject(std::string_view body) {
+// Parses `body` without following it deeper than `max_depth` levels of arrays and objects:
+// nlohmann's parser keeps its own stack (it does not recurse), and the callback discards what
+// lies deeper, so that nothing later (copies, dump(), the destructor) recurses past the limit.
+Result<json> ParseObject(std::string_view body, int max_depth) {
+  bool too_deep = false;
+  const json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth) {
+      too_deep = true;
+      return false;
+    }
+    return true;
+  };
   json parsed;
   try {
-    parsed = json::parse(body.begin(), body.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
+    parsed = json::parse(body.begin(), body.end(), limit_depth, /*allow_exceptions=*/false);
   } catch (const std::exception& e) {  // allocation failures; the parser itself does not throw
     return InvalidArgumentError(std::string("the body could not be parsed: ") + e.what());
   }
   if (parsed.is_discarded()) {
     return InvalidArgumentError("the body is not valid JSON (or not valid UTF-8)");
+  }
+  if (too_deep) {
+    return InvalidArgumentError("the body is nested deeper than " + std::to_string(max_depth) +
+                                " levels of arrays and objects");
   }
   if (!parsed.is_object()) return InvalidArgumentError("the body must be a JSON object");
   return parsed;
@@ -47,6 +64,14 @@ Status CheckKnownFields(const json& object, const std::set<std::string_view>& kn
 bool Has(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && !it->is_null();
+}
+
+// The member `key` of `object`, or null when it has none; a reference, never a copy (a copy
+// of a client's value is as deep as the client made it).
+const json& Field(const json& object, const char* key) {
+  static const json kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
 }
 
 Result<int> IntegerField(const json& value, std::string_view field, int64_t min, int64_t max) {
@@ -94,43 +119,34 @@ Result<std::string> ContentText(const json& content, std::string_view field) {
     const std::string where = std::string(field) + "[" + std::to_string(i) + "]";
     if (!part.is_object()) return FieldError(where, "must be an object");
     REPRISE_RETURN_IF_ERROR(CheckKnownFields(part, {"type", "text"}, where));
-    if (!part.contains("type") || !part["type"].is_string()) {
-      return FieldError(where + ".type", "must be a string");
+    const json& type = Field(part, "type");
+    if (!type.is_string()) return FieldError(where + ".type", "must be a string");
+    if (type != "text") {
+      return FieldError(
+          where + ".type",
+          "'" + type.get<std::string>() + "' is not supported: this model takes text parts only");
     }
-    if (part["type"] != "text") {
-      return FieldError(where + ".type",
-                        "'" + part["type"].get<std::string>() +
-                            "' is not supported: this model takes text parts only");
-    }
-    REPRISE_ASSIGN_OR_RETURN(std::string piece,
-                             StringField(part.value("text", json()), where + ".text"));
+    REPRISE_ASSIGN_OR_RETURN(std::string piece, StringField(Field(part, "text"), where + ".text"));
     text += piece;
   }
   return text;
 }
 
-// "documents" / "skills": [{"id": "...", "text": "..."}].
+// "documents" / "skills": [{"id": "...", "text": "..."}], both fields required.
 Result<std::vector<Document>> DocumentList(const json& value, std::string_view field) {
   if (!value.is_array()) return FieldError(field, "must be an array of {id, text} objects");
   std::vector<Document> documents;
   for (size_t i = 0; i < value.size(); ++i) {
     const json& item = value[i];
     const std::string where = std::string(field) + "[" + std::to_string(i) + "]";
-    if (!item.is_object()) return FieldError(where, "must be an object with 'text'");
+    if (!item.is_object()) return FieldError(where, "must be an object with 'id' and 'text'");
     REPRISE_RETURN_IF_ERROR(CheckKnownFields(item, {"id", "text"}, where));
+    // The id names the document to the model ("Document <id>:") and to the app: a non-empty
+    // string, always.
     Document document;
-    if (Has(item, "id")) {
-      const json& id = item["id"];
-      if (id.is_string()) {
-        document.id = id.get<std::string>();
-      } else if (id.is_number_integer()) {
-        document.id = id.dump();
-      } else {
-        return FieldError(where + ".id", "must be a string or an integer");
-      }
-    }
-    REPRISE_ASSIGN_OR_RETURN(document.text,
-                             StringField(item.value("text", json()), where + ".text"));
+    REPRISE_ASSIGN_OR_RETURN(document.id, StringField(Field(item, "id"), where + ".id"));
+    if (document.id.empty()) return FieldError(where + ".id", "must not be empty");
+    REPRISE_ASSIGN_OR_RETURN(document.text, StringField(Field(item, "text"), where + ".text"));
     if (document.text.empty()) return FieldError(where + ".text", "must not be empty");
     documents.push_back(std::move(document));
   }
@@ -144,19 +160,19 @@ Result<Document> ToolsAsSkill(const json& tools) {
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& tool = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
-    if (!tool.is_object() || tool.value("type", json()) != "function" ||
-        !tool.contains("function") || !tool["function"].is_object()) {
+    if (!tool.is_object() || Field(tool, "type") != "function" ||
+        !Field(tool, "function").is_object()) {
       return FieldError(where, "must be {\"type\": \"function\", \"function\": {...}}");
     }
     const json& function = tool["function"];
-    if (!function.contains("name") || !function["name"].is_string()) {
-      return FieldError(where + ".function.name", "must be a string");
-    }
-    text += "- " + function["name"].get<std::string>();
-    if (function.contains("description") && function["description"].is_string()) {
-      text += ": " + function["description"].get<std::string>();
+    const json& name = Field(function, "name");
+    if (!name.is_string()) return FieldError(where + ".function.name", "must be a string");
+    text += "- " + name.get<std::string>();
+    if (const json& description = Field(function, "description"); description.is_string()) {
+      text += ": " + description.get<std::string>();
     }
     if (function.contains("parameters")) {
+      // The schema as the model will read it; its depth is bounded by the parse.
       text += "\n  parameters: " +
               function["parameters"].dump(-1, ' ', false, json::error_handler_t::replace);
     }
@@ -178,6 +194,9 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
   GenerateRequest& g = out.generate;
   if (Has(body, "model")) {
     REPRISE_ASSIGN_OR_RETURN(out.model, StringField(body["model"], "model"));
+    if (out.model.empty()) {
+      return FieldError("model", "must be the served model's id, or left out; not empty");
+    }
   }
   g.max_new_tokens = limits.default_max_tokens;
   for (const char* field : {"max_tokens", "max_completion_tokens"}) {
@@ -195,7 +214,9 @@ Status ParseCommon(const json& body, const RequestLimits& limits, ServeRequest& 
   g.top_p = 1.0f;
   if (Has(body, "top_p")) {
     REPRISE_ASSIGN_OR_RETURN(const double p, NumberField(body["top_p"], "top_p", 0.0, 1.0, true));
-    g.top_p = static_cast<float>(p);
+    // A positive top_p below float's range (1e-300) is still positive: the smallest float,
+    // which keeps the most likely token only.
+    g.top_p = std::max(static_cast<float>(p), std::numeric_limits<float>::denorm_min());
   }
   g.top_k = 0;
   if (Has(body, "top_k")) {
@@ -281,7 +302,7 @@ Status CheckDocumentCount(const ServeRequest& out, const RequestLimits& limits) 
 
 Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
                                                 const RequestLimits& limits) {
-  REPRISE_ASSIGN_OR_RETURN(const json body, ParseObject(body_text));
+  REPRISE_ASSIGN_OR_RETURN(const json body, ParseObject(body_text, limits.max_json_depth));
   std::set<std::string_view> known = CommonFields();
   known.insert({"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
                 "top_logprobs"});
@@ -301,7 +322,7 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
     if (!m.is_object()) return FieldError(where, "must be an object");
     REPRISE_RETURN_IF_ERROR(
         CheckKnownFields(m, {"role", "content", "name", "tool_call_id", "tool_calls"}, where));
-    REPRISE_ASSIGN_OR_RETURN(std::string role, StringField(m.value("role", json()), where + ".role"));
+    REPRISE_ASSIGN_OR_RETURN(std::string role, StringField(Field(m, "role"), where + ".role"));
     if (!roles.contains(role)) {
       return FieldError(where + ".role",
                         "must be one of system, developer, user, assistant, tool; not '" + role +
@@ -310,7 +331,7 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
     if (Has(m, "tool_calls")) return FieldError(where + ".tool_calls", "is not supported");
     if (role == "developer") role = "system";  // OpenAI's newer name for the system role
     REPRISE_ASSIGN_OR_RETURN(std::string content,
-                             ContentText(m.value("content", json()), where + ".content"));
+                             ContentText(Field(m, "content"), where + ".content"));
     out.generate.messages.push_back(ChatTurn{std::move(role), std::move(content)});
   }
   if (Has(body, "tool_choice")) {
@@ -319,7 +340,7 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
       return FieldError("tool_choice", "is supported as \"auto\" or \"none\" only");
     }
   }
-  if (Has(body, "tools") && body.value("tool_choice", json("auto")) != "none") {
+  if (Has(body, "tools") && Field(body, "tool_choice") != "none") {
     REPRISE_ASSIGN_OR_RETURN(Document tools, ToolsAsSkill(body["tools"]));
     if (!body["tools"].empty()) out.generate.skills.insert(out.generate.skills.begin(), tools);
   }
@@ -328,7 +349,7 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
   }
   if (Has(body, "response_format")) {
     const json& format = body["response_format"];
-    if (!format.is_object() || format.value("type", json()) != "text") {
+    if (!format.is_object() || Field(format, "type") != "text") {
       return FieldError("response_format", "is supported as {\"type\": \"text\"} only");
     }
   }
@@ -340,7 +361,7 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
 
 Result<ServeRequest> ParseCompletionRequest(std::string_view body_text,
                                             const RequestLimits& limits) {
-  REPRISE_ASSIGN_OR_RETURN(const json body, ParseObject(body_text));
+  REPRISE_ASSIGN_OR_RETURN(const json body, ParseObject(body_text, limits.max_json_depth));
   std::set<std::string_view> known = CommonFields();
   known.insert({"prompt", "echo", "suffix", "best_of"});
   REPRISE_RETURN_IF_ERROR(CheckKnownFields(body, known, ""));

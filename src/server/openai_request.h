@@ -5,9 +5,12 @@
 // or out of range, and an unknown field are refused with InvalidArgument naming the field
 // (the server answers 400 with OpenAI's error shape). Fields OpenAI defines that Reprise
 // cannot honour (n > 1, penalties, logprobs, images) are refused the same way rather than
-// ignored. Reprise's extensions:
+// ignored. A body nested deeper than RequestLimits::max_json_depth is refused while it is
+// parsed; no client value is copied or serialised past that depth. Reprise's extensions:
 //   "documents": [{"id": "...", "text": "..."}]  retrieved documents, each a reusable segment
 //   "skills":    [{"id": "...", "text": "..."}]  skill / tool descriptions, the same
+//                                                 (id: a non-empty string, the title the
+//                                                 model sees; text: non-empty)
 //   "top_k": int                                  sampling, as llama.cpp's server takes it
 // OpenAI's "tools" are rendered together as one skill (tool selection needs the whole block).
 //
@@ -27,6 +30,9 @@ struct RequestLimits {
   int max_tokens = 4096;         // the most a request may ask for
   int max_documents = 256;       // documents + skills in one request
   int max_stop_sequences = 4;
+  // Levels of arrays and objects a body may nest (the body itself is one). Deeper bodies are
+  // refused while they are parsed, before anything follows them.
+  int max_json_depth = 64;
 };
 
 struct ServeRequest {

@@ -22,8 +22,8 @@ TEST(OpenAiRequestTest, ParsesAChatRequest) {
                                                             {"type": "text", "text": " there"}]}],
     "max_tokens": 7, "temperature": 0, "top_p": 0.5, "seed": 42, "stream": true,
     "stream_options": {"include_usage": true}, "stop": ["\n\n", "END"],
-    "documents": [{"id": "a", "text": "Doc A"}, {"id": 7, "text": "Doc B"}],
-    "skills": [{"text": "Skill"}]})");
+    "documents": [{"id": "a", "text": "Doc A"}, {"id": "7", "text": "Doc B"}],
+    "skills": [{"id": "s", "text": "Skill"}]})");
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   EXPECT_EQ(r->model, "m");
   EXPECT_TRUE(r->stream);
@@ -42,7 +42,7 @@ TEST(OpenAiRequestTest, ParsesAChatRequest) {
   EXPECT_EQ(g.documents[1].id, "7");
   EXPECT_EQ(g.documents[1].text, "Doc B");
   ASSERT_EQ(g.skills.size(), 1u);
-  EXPECT_EQ(g.skills[0].id, "");
+  EXPECT_EQ(g.skills[0].id, "s");
 }
 
 TEST(OpenAiRequestTest, DefaultsFollowOpenAi) {
@@ -109,8 +109,13 @@ TEST(OpenAiRequestTest, RefusesBadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", "not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": {"text": "a"}})", "'documents' must be an array"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": "a"}]})", "documents[0].text"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"text": ""}]})", "must not be empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": "a", "text": ""}]})", "must not be empty"},
       {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"text": "a", "url": "u"}]})", "unrecognized argument 'url'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"text": "a"}]})", "'documents[0].id' must be a string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": null, "text": "a"}]})", "'documents[0].id' must be a string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [{"id": 7, "text": "a"}]})", "'documents[0].id' must be a string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "skills": [{"id": "", "text": "a"}]})", "'skills[0].id' must not be empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "model": ""})", "'model' must be"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "code"}]})", "tools[0]"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", "response_format"},
@@ -130,7 +135,8 @@ TEST(OpenAiRequestTest, TooManyDocumentsAreRefused) {
   limits.max_documents = 2;
   Result<ServeRequest> r = ParseChatCompletionRequest(
       R"({"messages": [{"role": "user", "content": "x"}],
-          "documents": [{"text": "a"}, {"text": "b"}], "skills": [{"text": "c"}]})",
+          "documents": [{"id": "a", "text": "a"}, {"id": "b", "text": "b"}],
+          "skills": [{"id": "c", "text": "c"}]})",
       limits);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("too many documents"), std::string::npos);
@@ -143,12 +149,56 @@ TEST(OpenAiRequestTest, DeepNestingIsRefusedWithoutCrashing) {
   body += "}";
   Result<ServeRequest> r = Chat(body);
   EXPECT_FALSE(r.ok());
+  // Where the parser used to follow client values: a message's content, a content part, a
+  // tool's parameters and type.
+  std::string objects;
+  for (int i = 0; i < 200000; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(200000, '}');
+  const std::string arrays = std::string(200000, '[') + std::string(200000, ']');
+  for (const std::string& deep : {
+           R"({"messages": [{"role": "user", "content": )" + arrays + "}]}",
+           R"({"messages": [{"role": "user", "content": [{"type": "text", "text": )" + objects +
+               "}]}]}",
+           R"({"messages": [{"role": )" + objects + "}]}",
+           R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function",
+               "function": {"name": "f", "parameters": )" + objects + "}}]}",
+           R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": )" + arrays +
+               "}]}",
+       }) {
+    Result<ServeRequest> refused = Chat(deep);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message().find("nested deeper than 64 levels"), std::string::npos)
+        << refused.error().message();
+  }
+}
+
+TEST(OpenAiRequestTest, NestingUpToTheLimitIsTaken) {
+  RequestLimits limits;
+  limits.max_json_depth = 8;
+  // The body, tools, [0], function, parameters: 5 levels; 3 more inside the schema make 8.
+  const std::string fits = R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type":
+      "function", "function": {"name": "f", "parameters": {"a": {"b": [[]]}}}}]})";
+  Result<ServeRequest> r = ParseChatCompletionRequest(fits, limits);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_NE(r->generate.skills[0].text.find(R"({"a":{"b":[[]]}})"), std::string::npos);
+  const std::string deeper = R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type":
+      "function", "function": {"name": "f", "parameters": {"a": {"b": [[[]]]}}}}]})";
+  Result<ServeRequest> refused = ParseChatCompletionRequest(deeper, limits);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("nested deeper than 8 levels"), std::string::npos);
+}
+
+TEST(OpenAiRequestTest, TinyTopPStaysPositive) {
+  Result<ServeRequest> r =
+      Chat(R"({"messages": [{"role": "user", "content": "x"}], "top_p": 1e-300})");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_GT(r->generate.top_p, 0.0f);
 }
 
 TEST(OpenAiRequestTest, ParsesACompletionRequest) {
   Result<ServeRequest> r = ParseCompletionRequest(
       R"({"model": "m", "prompt": "Once upon a time", "max_tokens": 5,
-          "documents": [{"text": "Doc"}]})",
+          "documents": [{"id": "d", "text": "Doc"}]})",
       kLimits);
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   EXPECT_FALSE(r->generate.chat);

@@ -706,6 +706,37 @@ TEST_F(CliHostileStoreTest, EmptyNamespaceIsAnErrorNotAll) {
   EXPECT_EQ(Reprise("cache clear --namespace e2e" + store).exit_code, 0);
 }
 
+// Issue 41: `serve --store-dir ""` ran without a store, silently (and `run` did too, and
+// `cache --store ""` used the default folder); `cache ls --namespace <200 bytes>` listed
+// nothing while serve refused the name.
+TEST_F(CliHostileStoreTest, EmptyFoldersAndImpossibleNamespacesAreRefused) {
+  const std::string store = " --store " + store_.path();
+  // `timeout`: a serve that took the option would run until killed.
+  for (const std::string& args :
+       {"serve -m " + model_ + " --port 0 --store-dir ''",
+        "run -m " + model_ + " -p hi -n 1 --store-dir ''", std::string("cache ls --store ''")}) {
+    Outcome o = Reprise(args, "timeout 60");
+    EXPECT_EQ(o.exit_code, 2) << args << ": " << o.err;
+    EXPECT_NE(o.err.find("must not be empty"), std::string::npos) << args << ": " << o.err;
+  }
+  const std::string long_name(200, 'n');
+  Outcome serve =
+      Reprise("serve -m " + model_ + " --port 0 --namespace " + long_name, "timeout 60");
+  EXPECT_EQ(serve.exit_code, 2) << serve.err;
+  EXPECT_NE(serve.err.find("at most 128"), std::string::npos) << serve.err;
+  for (const char* sub : {"ls", "stats", "pin", "clear"}) {
+    Outcome o = Reprise(std::string("cache ") + sub + " --namespace " + long_name + store);
+    EXPECT_EQ(o.exit_code, 2) << sub << ": " << o.out;
+    EXPECT_NE(o.err.find("at most 128"), std::string::npos) << sub << ": " << o.err;
+  }
+  // Chunks an older version stored under such a name stay listable and clearable.
+  SetAllNamespaces(store_.path(), long_name);
+  Outcome ls = Reprise("cache ls --json --namespace " + long_name + store);
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_GE(nlohmann::json::parse(ls.out).size(), 1u);
+  EXPECT_EQ(Reprise("cache clear --namespace " + long_name + store).exit_code, 0);
+}
+
 // A MiB budget past 2^44 wrapped to a tiny byte budget when shifted by 20 bits, and `cache gc`
 // then evicted the whole store.
 TEST_F(CliHostileStoreTest, BudgetsAreRangeCheckedAndGcSaysWhatItEvicted) {
