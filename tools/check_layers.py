@@ -1,45 +1,54 @@
 #!/usr/bin/env python3
 """Fails when a file under src/ includes a header from a layer it may not depend on.
 
-The rows of STYLE.md §2's table as written, plus three folders of the command line's own that
-the engine library (what an app embeds) never includes: `convert/` (importers and make-model:
-GGUF writing on top of the tokenizer and model layers), `workload/` (the benchmark workloads
-built from real texts) and `tools/` (the reuse, speed and accuracy benchmarks, the inspector's
-report, bench serve's recall oracle: measurement built on the public API, include/reprise/,
-and nothing of the engine's sources); and `api/`, the C API over the engine's public C++ API. `model` also reads `kernels/` (the packed weight formats it loads
-into), which STYLE.md reaches through `graph`. Includes are rooted at src/, so
-`#include "gguf/gguf_file.h"` names the gguf layer.
+The layer table is docs/design.md's §11. Three of its folders are the command line's own, never
+included by the engine library (what an app embeds): `convert/` (importers and make-model: GGUF
+writing on top of the tokenizer and model layers), `workload/` (the benchmark workloads built
+from real texts) and `tools/` (the reuse, speed and accuracy benchmarks, the inspector's report,
+bench serve's recall oracle: measurement built on the public API, include/reprise/, and nothing
+of the engine's sources); `api/` is the C API over the engine's public C++ API. Includes are
+rooted at src/, so `#include "gguf/gguf_file.h"` names the gguf layer.
 """
 import pathlib
 import re
 import sys
 
-ALLOWED = {
-    "base": set(),
-    "kernels": {"base"},
-    "gguf": {"base"},
-    "kv": {"base"},
-    "graph": {"base", "kernels"},
-    "model": {"base", "gguf", "kernels", "graph"},
-    "tokenizer": {"base", "gguf"},
-    "store": {"base", "kv"},
-    "reuse": {"base", "kv"},
-    "convert": {"base", "gguf", "kernels", "tokenizer", "model"},
-    "workload": {"base"},
-    "engine": {"base", "gguf", "kernels", "graph", "model", "tokenizer", "kv", "store", "reuse"},
-    # The public API (include/reprise/, not a folder of src/) and, of the layers, only base,
-    # the workloads and reuse's recall oracle (a pure function of token ids).
-    "tools": {"base", "workload", "reuse"},
-    "api": {"engine", "base"},
-    "server": {"engine", "base"},
-    "cli": {"engine", "server", "base", "tools", "convert", "workload"},
-}
+DESIGN = pathlib.Path(__file__).resolve().parent.parent / "docs" / "design.md"
+ROW = re.compile(r"^\|\s*([a-z_]+)\s*\|[^|]*\|\s*([a-z_, ]+)\s*\|\s*$")
+
+
+def read_layer_table(design: pathlib.Path) -> dict:
+    """The "folder | what | may use" table under design.md's "## 11. Layout"."""
+    allowed = {}
+    in_layout = False
+    for line in design.read_text().splitlines():
+        if line.startswith("## "):
+            in_layout = line.startswith("## 11. Layout")
+            continue
+        match = ROW.match(line) if in_layout else None
+        if not match or match.group(1) == "folder":
+            continue
+        uses = {name.strip() for name in match.group(2).split(",")}
+        allowed[match.group(1)] = set() if uses == {"std"} else uses
+    return allowed
+
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 
 
 def main() -> int:
     root = pathlib.Path(__file__).resolve().parent.parent / "src"
+    ALLOWED = read_layer_table(DESIGN)
     errors = []
+    if len(ALLOWED) < 10:
+        print(f"{DESIGN}: the layer table of §11 was not found", file=sys.stderr)
+        return 1
+    for layer, uses in sorted(ALLOWED.items()):
+        for used in sorted(uses - set(ALLOWED)):
+            errors.append(f"{DESIGN}: layer '{layer}' may use '{used}', which is not a layer")
+    for folder in sorted(p.name for p in root.iterdir() if p.is_dir()):
+        if folder not in ALLOWED:
+            errors.append(f"{DESIGN}: folder src/{folder} is not in the layer table")
     for path in sorted(root.rglob("*")):
         if path.suffix not in (".h", ".cc"):
             continue

@@ -1,4 +1,4 @@
-// Catalog lookup latency at the sizes DESIGN.md §6 plans for: 10,000 and 100,000 chunks.
+// Catalog lookup latency at the sizes docs/design.md §6 plans for: 10,000 and 100,000 chunks.
 //
 // Each catalog holds documents of 8 chunks chained in the prefix tree; a chunk has 512 random
 // token ids. Measured: Find, FindByContent, Children, SearchSpans (the span fingerprint search

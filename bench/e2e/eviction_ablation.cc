@@ -1,6 +1,6 @@
 // Eviction ablation: replays the real workloads' request traces through a simulated KV store
 // under a byte budget, with LRU and with the cost-aware policy of src/store (locality score x
-// eviction cost, DESIGN.md §6), with and without prefetch, and prints hit rates and a modeled
+// eviction cost, docs/design.md §6), with and without prefetch, and prints hit rates and a modeled
 // TTFT per request: the seed paper's Figure 17 "w/o cost-aware eviction" row, without a model.
 //
 // The store model mirrors the engine's ReuseSession + ChunkCache. Every segment with a

@@ -1,4 +1,4 @@
-// Calibrating a model for this machine (DESIGN.md §4), as `reprise calibrate` does and an app
+// Calibrating a model for this machine (docs/design.md §4), as `reprise calibrate` does and an app
 // may at its first run: the latency of the prefill and recompute graphs at each capacity, the
 // capacities chosen from them, and the quality guard's threshold. The results are kept in a
 // folder; an Engine made with EngineOptions::calibration_dir = that folder uses them.

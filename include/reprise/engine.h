@@ -65,7 +65,7 @@ enum class TokenSelection : uint8_t {
 const char* TokenSelectionName(TokenSelection selection);
 Result<TokenSelection> ParseTokenSelection(std::string_view name);  // Errors: InvalidArgument
 
-// How the layers' matrix multiplies take int8 activations (DESIGN.md §9, from llm.npu).
+// How the layers' matrix multiplies take int8 activations (docs/design.md §9, from llm.npu).
 enum class Int8Scheme : uint8_t {
   kPerBlock,   // one scale per 32 activations, at run time: the CPU's accurate path (default)
   kPerTensor,  // an NPU's arithmetic: one static scale per tensor from a calibration, int8
@@ -99,7 +99,7 @@ enum class ChunkingMode : uint8_t { kFixed, kContent };
 const char* ChunkingModeName(ChunkingMode mode);                // "fixed", "content"
 Result<ChunkingMode> ParseChunkingMode(std::string_view name);  // Errors: InvalidArgument
 
-// How blend's graph calls are chosen (DESIGN.md §5): the chunk-merge DP, or the ablation's
+// How blend's graph calls are chosen (docs/design.md §5): the chunk-merge DP, or the ablation's
 // baselines (fill each call in order; each reused or new run its own calls).
 enum class ScheduleStrategy : uint8_t { kDp, kGreedy, kNaive };
 const char* ScheduleStrategyName(ScheduleStrategy strategy);            // "dp", "greedy", "naive"

@@ -17,7 +17,7 @@
 
 namespace reprise {
 
-// The closed list of error codes (STYLE.md §4).
+// The closed list of error codes (docs/style.md §4).
 enum class StatusCode : uint8_t {
   kOk = 0,
   kInvalidArgument,

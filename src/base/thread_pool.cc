@@ -126,7 +126,7 @@ void ThreadPool::RunRange(RangeFn fn, void* context, int64_t begin, int64_t end,
   (void)grain;
   fn(context, begin, end);
 #else
-  // Debug builds: grain-sized chunks, last first (STYLE.md §6).
+  // Debug builds: grain-sized chunks, last first (docs/style.md §6).
   const int64_t num_chunks = (end - begin + grain - 1) / grain;
   for (int64_t c = num_chunks - 1; c >= 0; --c) {
     const int64_t chunk_begin = begin + c * grain;

@@ -1,4 +1,4 @@
-// ThreadPool: the one way math runs on several cores (STYLE.md §6).
+// ThreadPool: the one way math runs on several cores (docs/style.md §6).
 //
 // A pool owns N-1 worker threads; the thread that calls ParallelFor is the N-th and does its
 // share of the work. ParallelFor splits [0, n) into at most N contiguous ranges, aligned to

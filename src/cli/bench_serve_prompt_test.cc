@@ -55,7 +55,7 @@ workload::TraceRequest HandMade() {
   workload::TraceRequest request;
   request.id = "hand-made";
   request.system = "Answer from the documents.";
-  request.documents = {{"d1", "Paris is in France.\nIt is large."}, {"", "Rome is in Italy."}};
+  request.documents = {{"d1", "Paris is in France.\nIt is large."}, {"d2", "Rome is in Italy."}};
   request.skills = {{"maps", "Use a map."}};
   request.user = "Where is Paris?";
   return request;

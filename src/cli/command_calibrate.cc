@@ -1,5 +1,5 @@
 // `reprise calibrate`: profiles the prefill and recompute graphs at capacities that are
-// multiples of 32 and keeps the chosen Lp and Ls for this model and machine (DESIGN.md §4).
+// multiples of 32 and keeps the chosen Lp and Ls for this model and machine (docs/design.md §4).
 // `reprise calibrate --activations`: measures the activation ranges the static INT8 schemes
 // need (engine/activation_calibration.h) and keeps them for this model.
 #include <cstdio>

@@ -1,5 +1,5 @@
 // --int8 and --outlier-fraction: the int8 arithmetic of the layers' matmuls (reprise::
-// Int8Scheme; DESIGN.md §9), shared by run, serve and the benchmarks.
+// Int8Scheme; docs/design.md §9), shared by run, serve and the benchmarks.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,5 +1,5 @@
 // Where the command line finds things: the shared data folder and the user's cache folder.
-// The only place that reads the environment (STYLE.md §5).
+// The only place that reads the environment (docs/style.md §5).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// A graph-size calibration (DESIGN.md §4) as the engine uses it: the latency t(L) of the
+// A graph-size calibration (docs/design.md §4) as the engine uses it: the latency t(L) of the
 // prefill and selective-recompute graphs at profiled capacities and the capacities Lp and Ls
 // chosen for them, kept in one file per model and machine (tools/calibrator.h measures it).
 #pragma once

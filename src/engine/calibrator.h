@@ -1,4 +1,4 @@
-// The calibration driver of `reprise calibrate` (DESIGN.md §4): profiles the latency t(L) of
+// The calibration driver of `reprise calibrate` (docs/design.md §4): profiles the latency t(L) of
 // the prefill and selective-recompute graphs at capacities that are multiples of 32, and picks
 // the capacities Lp and Ls that minimise sum_n f(n) * ceil(n / L) * t(L) for a workload's
 // length distribution f. The result is saved with engine/calibration.h and used by default.

@@ -1,4 +1,4 @@
-// GraphBackend: InferenceBackend over fixed-shape compiled graphs on the CPU (DESIGN.md §3).
+// GraphBackend: InferenceBackend over fixed-shape compiled graphs on the CPU (docs/design.md §3).
 //
 // One session of a CompiledModel (compiled_model.h): it borrows the packed weights, the
 // thread pool and the compiled graphs (a prefill graph of capacity Lp, the decode graph, a
@@ -104,7 +104,7 @@ class GraphBackend : public InferenceBackend {
   Status RunPrefill(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                     std::span<const int32_t> slots, int num_tokens_after);
 
-  // One call of the selective recompute graph (DESIGN.md §2) over at most Ls tokens whose
+  // One call of the selective recompute graph (docs/design.md §2) over at most Ls tokens whose
   // reused KV is already in their slots; `forced` rows (new tokens, the prompt's last token)
   // are always recomputed. Returns the input rows that were recomputed (valid until the next
   // call). Requires: a recompute graph was compiled. Errors: InvalidArgument.

@@ -1,4 +1,4 @@
-// Calibrating blend's quality guard (DESIGN.md §2): the guard sends a recompute call back to
+// Calibrating blend's quality guard (docs/design.md §2): the guard sends a recompute call back to
 // the prefill graph when the reused tokens it leaves deviate more than a threshold at the
 // check layer, but the scale of that deviation depends on the model. So the threshold is
 // measured on the model itself: honest reuse of a built-in text (sample_text.h) cut into

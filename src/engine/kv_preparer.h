@@ -1,5 +1,5 @@
 // KvPreparer: places a plan's reused KV into a session's cache on a background thread while
-// the caller computes (DESIGN.md §7, the first step of the IO-CPU-compute pipeline).
+// the caller computes (docs/design.md §7, the first step of the IO-CPU-compute pipeline).
 //
 // The loader (reuse/kv_loader.h) reads the sources; the preparer takes the reused runs of the
 // prompt in order — each run of tokens from consecutive tokens of one source — waits for its
@@ -10,7 +10,7 @@
 // slots whose positions are not recorded yet, and a graph call that sees `end` slots reads no
 // slot at or after `end`: the two never touch the same memory.
 //
-// The shard pipeline (seed §6.1; DESIGN.md §7): given where the graph calls end and where the
+// The shard pipeline (seed §6.1; docs/design.md §7): given where the graph calls end and where the
 // graphs' shards (layer groups) begin, the preparer places the runs each call needs shard by
 // shard — layers of shard 0 of every run of the call, then shard 1, ... — and the caller, before
 // shard s of a call, asks ReadyUntil(end, the shard's end layer). So a call's first shard runs

@@ -1,4 +1,4 @@
-// Moving chunk KV between the session's KV cache and cached chunks (DESIGN.md §2, §6):
+// Moving chunk KV between the session's KV cache and cached chunks (docs/design.md §2, §6):
 // placing a reused chunk at new positions (re-rotating its K by the position delta) and
 // extracting a chunk's KV to store it.
 #pragma once

@@ -1,4 +1,4 @@
-// ReuseSession: the request path of DESIGN.md §1 — tokenize segments into chunks, match them
+// ReuseSession: the request path of docs/design.md §1 — tokenize segments into chunks, match them
 // against the chunk cache, plan, schedule, prepare KV (copy / re-rotate), run the prefill and
 // selective-recompute graphs, and afterwards store the prompt's chunks.
 //
@@ -63,10 +63,10 @@ struct ReuseOptions {
   bool deviation_includes_v = false;
   // Keep the check layer's fresh K/V for every reused token (see model::CompileOptions).
   bool refresh_check_layer = false;
-  // Also recompute the first N tokens of every reused run (DESIGN.md §2 step 3: chunks cached
+  // Also recompute the first N tokens of every reused run (docs/design.md §2 step 3: chunks cached
   // alone carry spurious attention sinks at their start).
   int force_first_tokens = 0;
-  // What recompute calls rank reused tokens by (DESIGN.md §2): their deviation at the check
+  // What recompute calls rank reused tokens by (docs/design.md §2): their deviation at the check
   // layer (CacheBlend), or query-aware — the attention that the prompt's last
   // `query_probe_tokens` new tokens (the question, the last turn) pay to them at the check
   // layer, measured by a probe over the reused KV before the first call, alone or times the
@@ -74,7 +74,7 @@ struct ReuseOptions {
   // probe reads it). The default: docs/benchmarks.md, "Selection strategies".
   graph::SelectionKey selection = graph::SelectionKey::kDeviation;
   int query_probe_tokens = 32;  // 1 .. graph::kMaxProbeRows
-  // Quality guard (DESIGN.md §2): when a recompute call leaves reused rows whose mean relative
+  // Quality guard (docs/design.md §2): when a recompute call leaves reused rows whose mean relative
   // deviation at the check layer (|fresh - cached|^2 / |fresh|^2 of K, plus V with
   // deviation_includes_v) is above this, the call's tokens are prefilled in full instead.
   // 0 = off; kGuardCalibrated = the model's calibrated threshold (the default: off until
@@ -113,7 +113,7 @@ struct ReuseOptions {
   // Out-of-order subgraph scheduling of multi-call prefills (GraphBackendOptions).
   int out_of_order_groups = 0;
   int out_of_order_window = 2;
-  // How blend's graph calls are chosen (DESIGN.md §5): the DP, or the ablation's greedy and
+  // How blend's graph calls are chosen (docs/design.md §5): the DP, or the ablation's greedy and
   // naive baselines (reuse/chunk_merge_scheduler.h).
   ScheduleStrategy scheduler = ScheduleStrategy::kDp;
   // Graph latencies for the scheduler, measured by a calibration (both > 0); otherwise the

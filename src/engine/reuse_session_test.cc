@@ -505,7 +505,7 @@ TEST_F(ReuseSessionTest, APassageTokenizedOtherwiseAtBothEndsIsReusedUpToTheSeam
   }
 }
 
-// The quality guard (DESIGN.md §2): a recompute call whose reused tokens deviate too much
+// The quality guard (docs/design.md §2): a recompute call whose reused tokens deviate too much
 // from fresh ones at the check layer is prefilled in full. A cached chunk whose KV is wrong
 // (here: every K and V value negated, as a damaged file that passed no checksum would be)
 // trips it, and the result is the full prefill; ordinary reuse of the same chunk at a new

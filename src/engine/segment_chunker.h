@@ -1,5 +1,5 @@
 // SegmentChunker: cuts a prompt segment's tokens into the chunks the cache stores and the
-// planner matches (DESIGN.md §1 "chunks"; issue 17):
+// planner matches (docs/design.md §1 "chunks"; issue 17):
 //  - kFixed: chunks of chunk_tokens from the segment's start (a passage pasted at another
 //    offset is cut elsewhere: it is found by sub-chunk matching only);
 //  - kContent: content-defined boundaries (reuse/content_defined_chunking.h) at paragraph and

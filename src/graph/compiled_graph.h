@@ -23,7 +23,7 @@ enum class GraphKind : uint8_t {
   // One token of each of up to `capacity` sequences (concurrent sessions' decode steps): each
   // row reads and writes its own KV cache (ExecutionContext::SetBatchInputs) and gets logits.
   kDecodeBatch,
-  // Query-aware selection's probe (DESIGN.md §2): the prompt's last tokens through the layers
+  // Query-aware selection's probe (docs/design.md §2): the prompt's last tokens through the layers
   // before the check layer (over the reused KV as it stands), then, at the check layer, the
   // attention each of them pays to every cached slot (ExecutionContext::attention_scores). No
   // logits.

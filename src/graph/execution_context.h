@@ -42,7 +42,7 @@ enum RowMode : uint8_t {
   kRowStableContext = 2,
 };
 
-// What a recompute run's selection ranks the selectable rows by (DESIGN.md §2).
+// What a recompute run's selection ranks the selectable rows by (docs/design.md §2).
 enum class SelectionKey : uint8_t {
   kDeviation = 0,            // the deviation of their fresh K (and V) from the cached (CacheBlend)
   kAttention,                // the attention the prompt's last tokens pay to them (SetRowAttention)
@@ -138,7 +138,7 @@ class ExecutionContext {
   // What the last recompute run left unrepaired: the mean, over the reused rows it did not
   // select, of each row's deviation at the check layer relative to the energy of its fresh
   // K (and V), i.e. |fresh - cached|^2 / |fresh|^2. 0 when every reused row was selected or
-  // the graph has no check layer. The reuse quality guard (DESIGN.md §2) reads it.
+  // the graph has no check layer. The reuse quality guard (docs/design.md §2) reads it.
   double residual_deviation() const { return residual_deviation_; }
 
   // Quality guard: a recompute run whose residual deviation exceeds `threshold` stops right

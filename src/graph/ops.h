@@ -54,7 +54,7 @@ struct QuantizeOp {
   int64_t out_row_bytes = 0;
 };
 
-// NPU-style static quantization (DESIGN.md §9, llm.npu): out[m] = in[m] quantized with one
+// NPU-style static quantization (docs/design.md §9, llm.npu): out[m] = in[m] quantized with one
 // per-tensor scale fixed at calibration (kernels::StaticQuantizeRowFn: values past the range
 // saturate), the int8 rows a kI8x8 matmul reads. With outlier channels, their float values
 // are also gathered into `outlier_out` (the input of the shadow matmul, see MatMulOp); the
@@ -125,7 +125,7 @@ struct StoreKvOp {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
 };
 
-// Selective recompute, step 2 (DESIGN.md §2): the deviation of each row's fresh K (and V, with
+// Selective recompute, step 2 (docs/design.md §2): the deviation of each row's fresh K (and V, with
 // `include_v`) from what its cache slot holds: mean over heads and dims of the squared
 // difference, in float. Padding rows get -inf, forced rows +inf.
 struct DeviationOp {
@@ -160,7 +160,7 @@ struct AttentionOp {
   float scale = 0.0f;
 };
 
-// Query-aware selection (DESIGN.md §2): the attention the valid rows (the prompt's last tokens)
+// Query-aware selection (docs/design.md §2): the attention the valid rows (the prompt's last tokens)
 // pay, at `layer`, to each cached slot before the first of them, as the mean over rows and
 // query heads of softmax(scale * q.k) — the softmax taken over those slots (visible and at
 // positions up to the row's) and the rows' own fresh keys up to their own. Written to

@@ -1,4 +1,4 @@
-// NPU-style static INT8 on a synthetic layer (DESIGN.md §9): activations with planted outlier
+// NPU-style static INT8 on a synthetic layer (docs/design.md §9): activations with planted outlier
 // channels through StaticQuantizeOp and a kI8x8 MatMulOp, without and with shadow outlier
 // execution, against the float product.
 //

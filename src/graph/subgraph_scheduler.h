@@ -1,4 +1,4 @@
-// Out-of-order subgraph scheduling (DESIGN.md §9, from llm.npu).
+// Out-of-order subgraph scheduling (docs/design.md §9, from llm.npu).
 //
 // A prefill of several graph calls ("chunks") of a graph cut into shards (layer groups) is a
 // DAG of (chunk, shard) subgraphs: (c, s) needs (c, s - 1), whose residual stream it

@@ -34,7 +34,7 @@
 //            of 256. 180 bytes per 256 weights (5.625 bits; Q5_K's 5.5 with its packed scales).
 //   kF16x8   per group: [column 0..K-1][row 0..7] half floats.
 //   kF32x8   per group: [column 0..K-1][row 0..7] floats.
-//   kI8x8    NPU-style per-channel int8 (llm.npu's integer matmul, DESIGN.md §9): per group,
+//   kI8x8    NPU-style per-channel int8 (llm.npu's integer matmul, docs/design.md §9): per group,
 //            8 float row scales, 8 int32 row sums (the sum of each row's integers), then
 //            K/4 chunks of [row 0..7][4 int8 values], chunk c = columns 4c..4c+3. A row is
 //            d * q with one d for the whole row (amax / 127). Its matmul reads activation rows

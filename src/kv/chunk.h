@@ -1,4 +1,4 @@
-// Chunks: the unit of KV storage and reuse (DESIGN.md §1, §6).
+// Chunks: the unit of KV storage and reuse (docs/design.md §1, §6).
 //
 // A chunk is up to 512 tokens of one segment. Two identities:
 //  - its content hash: 64-bit hash of (model fingerprint, token ids). The same text gives the

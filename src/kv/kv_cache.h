@@ -1,4 +1,4 @@
-// KvCache: the session buffer of DESIGN.md §6 — the K and V of one sequence, f16, for every
+// KvCache: the session buffer of docs/design.md §6 — the K and V of one sequence, f16, for every
 // layer, plus the position each slot holds.
 //
 // Layout per layer: K and V each [num_kv_heads][capacity][head_dim] half floats (what the

@@ -1,4 +1,4 @@
-// The span fingerprint index at the sizes DESIGN.md §6 and issue 17 plan for (10,000 and
+// The span fingerprint index at the sizes docs/design.md §6 and issue 17 plan for (10,000 and
 // 100,000 cached chunks of 512 tokens): a `slow`-labelled test that prints add and query
 // times (not asserted: `reprise bench` territory) and checks that a query carrying a 32-token
 // span of a chunk finds that chunk, ranked first.

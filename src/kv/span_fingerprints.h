@@ -1,6 +1,6 @@
 // SpanFingerprints: a small set of hashes of a token sequence such that two sequences sharing
 // any span of at least kGuaranteedSpanTokens tokens share at least one hash — the key of the
-// candidate search for sub-chunk matches (DESIGN.md §6 "Matching"; issue 17).
+// candidate search for sub-chunk matches (docs/design.md §6 "Matching"; issue 17).
 //
 // The method is winnowing (Schleimer, Wilkerson, Aiken, SIGMOD 2003): hash every window of
 // kFingerprintNgram consecutive tokens, and of every run of W = kGuaranteedSpanTokens -

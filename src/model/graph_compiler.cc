@@ -194,7 +194,7 @@ class LayerEmitter {
 
   void Layer(int l, BufferId x) { AttentionAndMlp(l, x, QkvPart(l, x, true)); }
 
-  // The check layer of a recompute graph (DESIGN.md §2): fresh Q|K|V for every row, the
+  // The check layer of a recompute graph (docs/design.md §2): fresh Q|K|V for every row, the
   // deviation of K (and V) from the cache, the top-k selection, then the layer's attention
   // and MLP on the selected rows only. Returns the selected rows' residual buffer.
   BufferId CheckLayer(int l, BufferId x, int64_t k, bool include_v, bool refresh_all) {

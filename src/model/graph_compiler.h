@@ -1,4 +1,4 @@
-// Compile: turns a model's packed weights into a fixed-shape CompiledGraph (DESIGN.md §3).
+// Compile: turns a model's packed weights into a fixed-shape CompiledGraph (docs/design.md §3).
 //
 // The graph for `capacity` tokens runs: embedding; per layer RMSNorm -> fused QKV multiply ->
 // bias / Q-K norm / RoPE / KV store -> attention over the cache -> output projection added to
@@ -30,7 +30,7 @@ struct CompileOptions {
   // ObserveActivationsOp (its index is ActivationPointIndex). Results do not change.
   bool observe_activations = false;
 
-  // Recompute graphs (DESIGN.md §2): layers before `check_layer` run in full; at it the
+  // Recompute graphs (docs/design.md §2): layers before `check_layer` run in full; at it the
   // deviation of fresh K (and V with `deviation_includes_v`) from the cached rows picks the
   // ceil(recompute_ratio * capacity) rows that run on from there (forced rows always do).
   int check_layer = 1;
@@ -41,7 +41,7 @@ struct CompileOptions {
   // layers 0..check_layer then equals a full prefill's (a 2-layer model becomes exact), but
   // measured on stories260K (5 layers, chat, 100 queries) it lowers top-1 agreement from 0.96
   // to 0.93 while KL barely moves (0.00207 -> 0.00200): exact KV at one layer next to stale
-  // KV at the later ones. Off (default): DESIGN.md §2 as written; r -> 0 equals `full` reuse.
+  // KV at the later ones. Off (default): docs/design.md §2 as written; r -> 0 equals `full` reuse.
   bool refresh_check_layer = false;
 };
 

@@ -1,4 +1,4 @@
-// NPU-style static INT8 (DESIGN.md §9, from llm.npu): what an NPU's integer matmul allows, as
+// NPU-style static INT8 (docs/design.md §9, from llm.npu): what an NPU's integer matmul allows, as
 // a selectable alternative to the CPU's per-block activation quantization.
 //
 // An NPU multiplies int8 activations by int8 weights with one activation scale per tensor,

@@ -1,4 +1,4 @@
-// The chunk-merge scheduler (DESIGN.md §5; Algorithms 1-3 of the paper): given which tokens of
+// The chunk-merge scheduler (docs/design.md §5; Algorithms 1-3 of the paper): given which tokens of
 // a prompt are PREFIX-reused, NONPREFIX-reused or NEW, decides which compiled graph processes
 // which consecutive tokens, so that the sum of the graph calls' latencies is least.
 //
@@ -36,7 +36,7 @@ struct TokenRun {
   int end = 0;
 };
 
-// How the calls are chosen. kDp is the scheduler of DESIGN.md §5; the others are the
+// How the calls are chosen. kDp is the scheduler of docs/design.md §5; the others are the
 // ablation's baselines (the seed's Figure 17), valid schedules under the same rules:
 //  - kGreedy: tokens in order into the open call while it has room — reused tokens into a
 //    recompute call, new tokens into the open recompute call as far as the ratio rule lets

@@ -1,4 +1,4 @@
-// Longest common token substring (DESIGN.md §6 "Matching"; Algorithm 4 of the paper): finds
+// Longest common token substring (docs/design.md §6 "Matching"; Algorithm 4 of the paper): finds
 // the longest run of tokens that two sequences share, and where it sits in each, so that the
 // matcher can reuse that span of a cached chunk's KV for a new prompt chunk.
 //

@@ -1,5 +1,5 @@
 // KvLoader: brings in the KV of a plan's sources — the step between pure planning
-// (reuse_planner.h) and placing the KV in a session (DESIGN.md §5-7).
+// (reuse_planner.h) and placing the KV in a session (docs/design.md §5-7).
 //
 // A source the planner found in memory is taken by reference; the others are read through
 // the cache (ChunkCache::Find: from flash into the memory pool) on one background thread, in

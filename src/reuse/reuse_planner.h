@@ -1,5 +1,5 @@
 // PlanReuse: labels every prompt token PREFIX, NONPREFIX (with the cached chunk and position it
-// comes from) or NEW (DESIGN.md §1-2, the "match" and "plan" steps).
+// comes from) or NEW (docs/design.md §1-2, the "match" and "plan" steps).
 //
 // Matching, in order:
 //  1. prefix: walk the prefix tree chunk by chunk (exact entries only, unless

@@ -1,4 +1,4 @@
-// Admission control (DESIGN.md §6): which chunks the store writes to flash. A store that
+// Admission control (docs/design.md §6): which chunks the store writes to flash. A store that
 // writes every chunk fills with one-off ones (a question, a document retrieved once), and
 // their eviction pressure pushes out the chunks that recur; warm-cache gains then decay
 // within a few dozen new queries. With StoreOptions::admit_after_sightings = N > 1 a chunk is

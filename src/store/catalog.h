@@ -1,4 +1,4 @@
-// Catalog: the flash tier's metadata index in SQLite (DESIGN.md §6) — which chunks are on
+// Catalog: the flash tier's metadata index in SQLite (docs/design.md §6) — which chunks are on
 // flash, where their KV files are, how they hang in the prefix tree, their access statistics,
 // co-access counts and the span fingerprints of their tokens (the sub-chunk candidate index).
 // KV tensors and chunk text are not here (kv_file.h).

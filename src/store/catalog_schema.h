@@ -1,4 +1,4 @@
-// The catalog's SQLite schema and its migrations (DESIGN.md §6).
+// The catalog's SQLite schema and its migrations (docs/design.md §6).
 //
 // The schema version lives in the `meta` table (key 'schema_version'). A migration is the
 // SQL that takes the schema from version N-1 to N; MigrateCatalog runs the missing steps in

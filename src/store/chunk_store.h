@@ -1,4 +1,4 @@
-// ChunkStore: the persistent, hierarchical KV store of DESIGN.md §6 — a memory pool over a
+// ChunkStore: the persistent, hierarchical KV store of docs/design.md §6 — a memory pool over a
 // flash tier (one KV file per chunk, a SQLite catalog) — implementing kv::ChunkCache per
 // namespace. It composes three parts and holds the policies that span them:
 // MemoryPool (memory_pool.h), FlashTier (flash_tier.h) and WriteBack (write_back.h); the

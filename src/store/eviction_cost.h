@@ -1,5 +1,5 @@
 // Eviction costs: what removing a chunk from a tier of the store costs a future request, in
-// milliseconds of TTFT (DESIGN.md §6; the paper's Appendix F, equations 7-9). The
+// milliseconds of TTFT (docs/design.md §6; the paper's Appendix F, equations 7-9). The
 // cost-aware eviction policy (eviction_policy.h) ranks chunks by locality score x cost.
 //
 //  - Memory pool (a copy stays on flash): the time to reload the chunk from flash,

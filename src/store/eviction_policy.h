@@ -1,4 +1,4 @@
-// Eviction policies of the store's tiers (DESIGN.md §6; the paper's Appendix G.2): given the
+// Eviction policies of the store's tiers (docs/design.md §6; the paper's Appendix G.2): given the
 // chunks of a tier and the bytes to free, which chunks go, in order.
 //
 //  - CostAwareEvictionPolicy: lowest  locality score x eviction cost  first (locality.h,

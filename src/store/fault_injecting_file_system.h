@@ -1,5 +1,5 @@
 // FaultInjectingFileSystem: a FileSystem test double that wraps a real one and injects the
-// failures the store must survive (STYLE.md §8): a full disk, a read-only folder, a torn write
+// failures the store must survive (docs/style.md §8): a full disk, a read-only folder, a torn write
 // and a crash. It is compiled into reprise_store so that every test binary above the store
 // can use it.
 //

@@ -1,5 +1,5 @@
 // FileSystem: the file operations the store needs, behind an interface so that tests can
-// inject crashes, torn writes, a full disk or a read-only folder (STYLE.md §8).
+// inject crashes, torn writes, a full disk or a read-only folder (docs/style.md §8).
 //
 // Paths are plain strings. Implementations are thread-safe.
 #pragma once

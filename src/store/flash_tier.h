@@ -1,4 +1,4 @@
-// FlashTier: the store's flash tier (DESIGN.md §6) — one KV file per chunk in the store
+// FlashTier: the store's flash tier (docs/design.md §6) — one KV file per chunk in the store
 // folder and the SQLite catalog that indexes them — with everything that touches them:
 //
 //  - Open: the folder checks (store_dir.h), the lock (store_lock.h; chunk_store.h says how

@@ -1,4 +1,4 @@
-// KV codecs: how a chunk's K and V tensors are encoded in its flash file (DESIGN.md §6).
+// KV codecs: how a chunk's K and V tensors are encoded in its flash file (docs/design.md §6).
 //
 //  - kF16: the f16 values as they are; decode(encode(x)) is bit exact.
 //  - kInt8Hadamard: each row of head_dim values (one layer, KV head and token; K after RoPE,

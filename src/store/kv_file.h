@@ -1,5 +1,5 @@
 // KV files: one file per chunk in the flash tier, holding its tokens, text and encoded K/V
-// (DESIGN.md §6). SQLite holds only metadata; the tensors live here.
+// (docs/design.md §6). SQLite holds only metadata; the tensors live here.
 //
 // Layout: a fixed 80-byte little-endian header, then the payload.
 //

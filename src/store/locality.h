@@ -1,4 +1,4 @@
-// LocalityModel: how likely a stored chunk is to be used again soon (DESIGN.md §6, the paper's
+// LocalityModel: how likely a stored chunk is to be used again soon (docs/design.md §6, the paper's
 // Appendix E). The store's eviction (eviction_policy.h) and prefetch (prefetch_policy.h)
 // policies rank chunks by it; it is pure bookkeeping — no I/O, no threads, no clock of its
 // own (the store passes `now_s`, seconds on any monotonic clock).

@@ -1,4 +1,4 @@
-// MemoryPool: the store's memory tier (DESIGN.md §6) — the chunks just produced, loaded from
+// MemoryPool: the store's memory tier (docs/design.md §6) — the chunks just produced, loaded from
 // flash or prefetched, under a byte budget.
 //
 // Indexes, all hashed: by (namespace, chunk id), by (namespace, content hash) and by

@@ -1,4 +1,4 @@
-// Prefetch selection (DESIGN.md §6; the paper's Appendix G.1): in idle time the store loads
+// Prefetch selection (docs/design.md §6; the paper's Appendix G.1): in idle time the store loads
 // from flash into the memory pool the chunks a request is likely to need next.
 //
 // A candidate qualifies when its prefetch score — spatial and semantic locality only
@@ -8,7 +8,7 @@
 // not fit is skipped and smaller ones after it may still fit.
 //
 // By default only exact (prefix-reusable) chunks are candidates: a non-prefix chunk's load
-// overlaps the selective recompute (DESIGN.md §7), so prefetching it gains nothing and
+// overlaps the selective recompute (docs/design.md §7), so prefetching it gains nothing and
 // pollutes the pool.
 #pragma once
 

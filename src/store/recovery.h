@@ -1,5 +1,5 @@
 // Recovery: makes the catalog and the KV files in the store folder agree again after a crash,
-// a power loss or files removed behind the store's back (DESIGN.md §6). Run at open, before
+// a power loss or files removed behind the store's back (docs/design.md §6). Run at open, before
 // the store serves lookups or writes.
 //
 // The write order (file durable before its row; row deleted before its file) means a crash

@@ -1,5 +1,5 @@
 // SqliteDb, SqliteStatement and SqliteTransaction: RAII wrappers over the SQLite C API that
-// report failures as Status (STYLE.md §4, §5). The catalog is their only user.
+// report failures as Status (docs/style.md §4, §5). The catalog is their only user.
 //
 // Error mapping (SqliteStatus): SQLITE_CORRUPT and SQLITE_NOTADB -> Corrupt; SQLITE_FULL and
 // SQLITE_NOMEM -> ResourceExhausted; SQLITE_READONLY, SQLITE_BUSY and SQLITE_LOCKED ->

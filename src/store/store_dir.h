@@ -1,4 +1,4 @@
-// Store folder hygiene: who may own and read the store's folder and catalog (DESIGN.md §6).
+// Store folder hygiene: who may own and read the store's folder and catalog (docs/design.md §6).
 // The catalog holds the prompts' text in plain and the KV files their tensors, so the folder
 // is private to its user:
 //  - the folder must be a real folder (a symlink is refused, never followed), owned by the
@@ -28,7 +28,7 @@ struct StoreDirCheck {
 Result<StoreDirCheck> CheckStoreDir(const std::string& dir, bool fix_mode);
 
 // Where to find things for choosing a user's cache folder (the caller reads the environment;
-// STYLE.md §5). Empty = unset.
+// docs/style.md §5). Empty = unset.
 struct CacheDirSources {
   std::string xdg_cache_home;
   std::string home;

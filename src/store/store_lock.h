@@ -1,5 +1,5 @@
 // StoreLock: the advisory lock (flock(2) on `<store>/lock`) that lets several processes share
-// one store folder (DESIGN.md §6).
+// one store folder (docs/design.md §6).
 //
 // Protocol: every process that writes the store holds the lock SHARED for as long as it has
 // the store open, so any number of them can write, read and evict side by side (SQLite

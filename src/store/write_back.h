@@ -1,4 +1,4 @@
-// WriteBack: the store's background thread (DESIGN.md §6 "new chunks are written lazily").
+// WriteBack: the store's background thread (docs/design.md §6 "new chunks are written lazily").
 // Request threads only queue — chunks to persist, and which chunks each prompt used — and
 // this thread hands them to its sink in batches, so that nothing is written on a request's
 // path. When the queues are empty and idle work was asked for (after a request), it runs the

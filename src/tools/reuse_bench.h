@@ -1,5 +1,5 @@
 // `reprise bench reuse`: TTFT and quality of the reuse methods on a real workload (docqa,
-// chat, skills; DESIGN.md §8).
+// chat, skills; docs/design.md §8).
 //
 // Every method gets its own chunk cache, warmed only by the earlier queries of the same run
 // (no peeking; `warm_corpus` is an explicit exception that pre-computes a RAG corpus). The

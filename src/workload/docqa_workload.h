@@ -9,7 +9,7 @@
 //
 // Each item's question (file order, the first num_queries) retrieves the top_chunks chunks
 // of the WHOLE collection with BM25, so chunks retrieved by several questions recur at
-// different positions: the non-prefix reuse that DESIGN.md §2 is about. Prompt:
+// different positions: the non-prefix reuse that docs/design.md §2 is about. Prompt:
 //   system   "You are a helpful assistant. Answer the question using the documents.\n"
 //   document the retrieved chunks, best first
 //   question "Question: <question>\nAnswer:"

@@ -1,5 +1,5 @@
 // Reuse statistics of a workload: how much of each prompt an engine could take from earlier
-// requests, split into prefix reuse (lossless) and non-prefix reuse (DESIGN.md §2).
+// requests, split into prefix reuse (lossless) and non-prefix reuse (docs/design.md §2).
 //
 // The counts are at segment granularity: a segment is reusable when a segment with the same
 // source_id appeared in an earlier request. The engine's own matching works on token chunks,
