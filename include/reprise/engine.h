@@ -114,11 +114,17 @@ struct ReuseTuning {
   bool deviation_includes_v = false;  // V's deviation added to K's
   // Keep the check layer's fresh KV for every reused token, not only the recomputed ones.
   bool refresh_check_layer = false;
-  int force_first_tokens = 0;       // of every reused run, always recomputed (attention sinks)
-  int query_probe_tokens = 32;      // query-aware selection: the prompt's last new tokens probed
-  int stable_context_tokens = 128;  // stable_recompute_min_deviation's "nearest context"
-  int min_match_tokens = 32;        // shortest run of cached tokens reused at a new position
-  int max_candidates = 32;          // cached chunks a prompt is matched against, at most
+  int force_first_tokens = 0;   // of every reused run, always recomputed (attention sinks)
+  int query_probe_tokens = 32;  // query-aware selection: the prompt's last new tokens probed
+  // stable_recompute_min_deviation's tokens past the cut: a reused token of a moved window
+  // (a chat history after a dropped turn) at least this far from the cut keeps its KV, but
+  // for the repair; nearer ones are recomputed by the r share.
+  int stable_context_tokens = 128;
+  // Of the tokens kept that way, how many the repair call checks per prompt (those whose KV
+  // most likely deviates), recomputing those whose deviation reaches the threshold.
+  int stable_repair_tokens = 256;
+  int min_match_tokens = 32;  // shortest run of cached tokens reused at a new position
+  int max_candidates = 32;    // cached chunks a prompt is matched against, at most
   // Read and place reused KV beside the graph calls (false: all of it before the first).
   bool overlap_kv_preparation = true;
   // With the overlap, run a call's layers as soon as their KV is placed (false: wait for all).
@@ -130,7 +136,7 @@ struct ReuseTuning {
 
 // EngineOptions::stable_recompute_min_deviation's default (docs/benchmarks.md, "Adaptive
 // recompute").
-inline constexpr double kDefaultStableRecomputeMinDeviation = 0.01;
+inline constexpr double kDefaultStableRecomputeMinDeviation = 0.003;
 
 // EngineOptions::quality_guard: the model's calibrated threshold.
 inline constexpr double kQualityGuardCalibrated = -1.0;
@@ -169,11 +175,14 @@ struct EngineOptions {
   // layer (relative squared error of K below this) keep their cached KV, so a history that
   // only moved costs little. 0 = off (always the r share). In [0, 1].
   double recompute_min_deviation = 0.0;
-  // blend's adaptive recompute for reused tokens whose nearest context is as it was when they
-  // were cached (their 128 preceding tokens are the ones they followed then: a chat history
-  // that only moved): they keep their cached KV unless their relative K deviation reaches
-  // this. Tokens that lost their near context (documents in a new order) are recomputed by
-  // the r share as always. 0 = off. In [0, 1].
+  // blend's stable context: when the prompt is a cached context with one block cut out and
+  // new text after it (a chat whose window dropped its oldest turns, in messages or plain
+  // text; checked token by token), its reused tokens at least ReuseTuning::
+  // stable_context_tokens past the cut keep their cached KV without any graph call, but for
+  // a repair call that checks those most likely to deviate (ReuseTuning::stable_repair_tokens)
+  // and recomputes those whose relative K deviation at the check layer reaches this. Every
+  // other reused token (documents in a new order, the tokens right after the cut) is
+  // recomputed by the r share as always. 0 = off. In [0, 1].
   double stable_recompute_min_deviation = kDefaultStableRecomputeMinDeviation;
   // blend's token selection. The query-aware ones run a probe of the prompt's last 32 new
   // tokens over the reused KV first (docs/benchmarks.md, "Query-aware selection"). The default,
@@ -324,10 +333,13 @@ struct ReuseReport {
   int tokens_prefix_inexact = 0;
   int tokens_reused = 0;      // cached chunks at new positions, kept as they were
   int tokens_recomputed = 0;  // cached chunks at new positions, recomputed by selection
-  int tokens_new = 0;         // computed from scratch
-  double match_ms = 0.0;      // finding and planning the reuse (the cache's index only)
-  double kv_prep_ms = 0.0;    // loading and re-rotating cached KV
-  double compute_ms = 0.0;    // the graphs
+  // Of tokens_reused: blend's stable context, a moved window's tokens far from the cut, kept
+  // without running through any graph (docs/benchmarks.md, "A chat whose window moves").
+  int tokens_stable = 0;
+  int tokens_new = 0;       // computed from scratch
+  double match_ms = 0.0;    // finding and planning the reuse (the cache's index only)
+  double kv_prep_ms = 0.0;  // loading and re-rotating cached KV
+  double compute_ms = 0.0;  // the graphs
   // The cached chunks this prompt reuses: those that were in memory, and those read from the
   // store's flash (this request's alone, whatever else runs in the namespace).
   int64_t chunks_from_memory = 0;

@@ -199,6 +199,7 @@ void ReadUsage(const json& response, ServeUsage* usage) {
     ReadInt(*r, "tokens_prefix_inexact", &usage->tokens_prefix_inexact);
     ReadInt(*r, "tokens_reused", &usage->tokens_reused);
     ReadInt(*r, "tokens_recomputed", &usage->tokens_recomputed);
+    ReadInt(*r, "tokens_stable", &usage->tokens_stable);
     ReadInt(*r, "tokens_new", &usage->tokens_new);
     ReadInt(*r, "chunks_from_memory", &usage->chunks_from_memory);
     ReadInt(*r, "chunks_from_flash", &usage->chunks_from_flash);
@@ -625,6 +626,7 @@ std::vector<PhaseSummary> SummarizeServeBench(const std::vector<RequestMeasureme
       add(u.tokens_prefix_inexact, &phase.tokens_prefix_inexact);
       add(u.tokens_reused, &phase.tokens_reused);
       add(u.tokens_recomputed, &phase.tokens_recomputed);
+      add(u.tokens_stable, &phase.tokens_stable);
       add(u.tokens_new, &phase.tokens_new);
       add(u.chunks_from_memory, &phase.chunks_from_memory);
       add(u.chunks_from_flash, &phase.chunks_from_flash);
@@ -718,11 +720,12 @@ std::string ServeBenchText(const ServeBenchRun& run) {
     out += line;
     std::snprintf(line, sizeof(line),
                   "  tokens: prompt %s, completion %s, cached %s; reuse: prefix %s (inexact %s), "
-                  "reused %s, recomputed %s, new %s; chunks from memory %s, from flash %s\n",
+                  "reused %s (stable %s), recomputed %s, new %s; chunks from memory %s, from "
+                  "flash %s\n",
                   Count(p.prompt_tokens).c_str(), Count(p.completion_tokens).c_str(),
                   Count(p.cached_tokens).c_str(), Count(p.tokens_prefix).c_str(),
-                  Count(p.tokens_prefix_inexact).c_str(),
-                  Count(p.tokens_reused).c_str(), Count(p.tokens_recomputed).c_str(),
+                  Count(p.tokens_prefix_inexact).c_str(), Count(p.tokens_reused).c_str(),
+                  Count(p.tokens_stable).c_str(), Count(p.tokens_recomputed).c_str(),
                   Count(p.tokens_new).c_str(), Count(p.chunks_from_memory).c_str(),
                   Count(p.chunks_from_flash).c_str());
     out += line;
@@ -792,11 +795,11 @@ json ServeBenchJson(const ServeBenchRun& run) {
                           {"tokens_prefix_inexact", Nullable(u.tokens_prefix_inexact)},
                           {"tokens_reused", Nullable(u.tokens_reused)},
                           {"tokens_recomputed", Nullable(u.tokens_recomputed)},
+                          {"tokens_stable", Nullable(u.tokens_stable)},
                           {"tokens_new", Nullable(u.tokens_new)},
                           {"chunks_from_memory", Nullable(u.chunks_from_memory)},
                           {"chunks_from_flash", Nullable(u.chunks_from_flash)},
-                          {"decode_tokens_per_second",
-                           Nullable(u.server_decode_tokens_per_second)},
+                          {"decode_tokens_per_second", Nullable(u.server_decode_tokens_per_second)},
                           {"namespace", u.reprise_namespace}};
       if (u.has_found_runs) entry["reprise"]["found_runs"] = u.found_runs;
     }
@@ -823,6 +826,7 @@ json ServeBenchJson(const ServeBenchRun& run) {
          {"tokens_prefix_inexact", Nullable(p.tokens_prefix_inexact)},
          {"tokens_reused", Nullable(p.tokens_reused)},
          {"tokens_recomputed", Nullable(p.tokens_recomputed)},
+         {"tokens_stable", Nullable(p.tokens_stable)},
          {"tokens_new", Nullable(p.tokens_new)},
          {"chunks_from_memory", Nullable(p.chunks_from_memory)},
          {"chunks_from_flash", Nullable(p.chunks_from_flash)},

@@ -89,6 +89,7 @@ struct ServeUsage {
   int64_t tokens_prefix_inexact = -1;  // of the prefix, continuing blended KV
   int64_t tokens_reused = -1;
   int64_t tokens_recomputed = -1;
+  int64_t tokens_stable = -1;  // of tokens_reused, a moved window's kept without a graph call
   int64_t tokens_new = -1;
   int64_t chunks_from_memory = -1;
   int64_t chunks_from_flash = -1;
@@ -310,6 +311,7 @@ struct PhaseSummary {
   int64_t tokens_prefix_inexact = -1;  // of the prefix, continuing blended KV
   int64_t tokens_reused = -1;
   int64_t tokens_recomputed = -1;
+  int64_t tokens_stable = -1;
   int64_t tokens_new = -1;
   int64_t chunks_from_memory = -1;
   int64_t chunks_from_flash = -1;
@@ -353,8 +355,8 @@ nlohmann::json ServeBenchJson(const ServeBenchRun& run);
 
 struct ServeBenchOptions {
   std::string url;
-  std::string trace;  // a workload::ServeTraceNames() name
-  std::string data_dir;  // the shared data folder (holds workloads/)
+  std::string trace;      // a workload::ServeTraceNames() name
+  std::string data_dir;   // the shared data folder (holds workloads/)
   int num_requests = 10;  // queries; the docqa index requests come on top
   int max_tokens = 32;
   std::string api_key;

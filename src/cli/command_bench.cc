@@ -262,17 +262,22 @@ class BenchCommand : public Command {
         ->default_val(0.0)
         ->check(FiniteIn(0.0, 1.0));
     s->add_option("--adaptive-stable", reuse_options_.engine.stable_recompute_min_deviation,
-                  "Adaptive recompute for reused tokens of stable context only (their nearest "
-                  "tokens are the ones they followed when cached, e.g. a chat history that "
-                  "moved): recompute them only when their relative K deviation is at least "
-                  "this (0 = off)")
+                  "Stable context: when the prompt is a cached one with a block cut out (a chat "
+                  "whose window moved), its reused tokens far from the cut keep their KV but "
+                  "for a repair call that recomputes those whose relative K deviation is at "
+                  "least this (0 = off)")
         ->default_val(kDefaultStableRecomputeMinDeviation)
         ->check(FiniteIn(0.0, 1.0));
     s->add_option("--stable-context", reuse_options_.engine.tuning.stable_context_tokens,
-                  "Tokens of unchanged near context that make a reused token one of stable "
-                  "context (--adaptive-stable)")
+                  "How far past the cut a reused token of stable context keeps its KV "
+                  "(--adaptive-stable); nearer ones are selected by the r share")
         ->default_val(ReuseTuning{}.stable_context_tokens)
         ->check(IntegerIn(1, 1 << 20));
+    s->add_option("--stable-repair", reuse_options_.engine.tuning.stable_repair_tokens,
+                  "Of the reused tokens of stable context kept far from the cut, how many the "
+                  "repair call checks per prompt (most likely to deviate first); 0 = none")
+        ->default_val(ReuseTuning{}.stable_repair_tokens)
+        ->check(IntegerIn(0, 1 << 20));
     s->add_option("--guard", reuse_options_.engine.quality_guard,
                   "Quality guard: prefill a recompute call in full when the reused tokens it "
                   "leaves deviate more than this (relative, at the check layer); 0 = off, "

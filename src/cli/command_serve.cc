@@ -126,11 +126,12 @@ class ServeCommand : public Command {
                     "relative K deviation at the check layer is at least this (0 = off)")
         ->default_val(0.0)
         ->check(FiniteIn(0.0, 1.0));
-    sub->add_option("--adaptive-stable", engine_.stable_recompute_min_deviation,
-                    "Adaptive recompute for blend's reused tokens of stable context (their "
-                    "nearest tokens are the ones they followed when cached, e.g. a chat history "
-                    "that moved): recompute them only when their relative K deviation is at "
-                    "least this (0 = off)")
+    sub->add_option(
+           "--adaptive-stable", engine_.stable_recompute_min_deviation,
+           "Stable context for blend: when the prompt is a cached one with a block cut out "
+           "(a chat whose window moved), its reused tokens far from the cut keep their "
+           "KV but for a repair call that recomputes those whose relative K deviation "
+           "is at least this (0 = off)")
         ->default_val(kDefaultStableRecomputeMinDeviation)
         ->check(FiniteIn(0.0, 1.0));
     sub->add_option("--guard", engine_.quality_guard,

@@ -308,6 +308,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.force_first_tokens = tuning.force_first_tokens;
     reuse.query_probe_tokens = tuning.query_probe_tokens;
     reuse.stable_context_tokens = tuning.stable_context_tokens;
+    reuse.stable_repair_tokens = tuning.stable_repair_tokens;
     reuse.min_match_tokens = tuning.min_match_tokens;
     reuse.max_candidates = tuning.max_candidates;
     reuse.overlap_kv_preparation = tuning.overlap_kv_preparation;
@@ -701,6 +702,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     result.reuse.tokens_prefix_inexact = report->tokens_prefix_inexact;
     result.reuse.tokens_reused = report->tokens_nonprefix;
     result.reuse.tokens_recomputed = report->tokens_recomputed;
+    result.reuse.tokens_stable = report->tokens_stable - report->tokens_repaired;
     result.reuse.tokens_new = report->tokens_new;
     result.reuse.match_ms = report->match_ms;
     result.reuse.kv_prep_ms = report->kv_prep_ms;

@@ -53,6 +53,13 @@ EngineOptions Options(ReuseMethod reuse) {
   return o;
 }
 
+// What a moved request's report says, for comparing two engines.
+struct PrefillCounts {
+  int recomputed = 0;
+  int stable = 0;
+  int found = 0;  // reused at a new position, recomputed or not
+};
+
 class EngineApiTest : public ::testing::TestWithParam<bool> {  // with a store or not
  protected:
   EngineOptions OptionsHere(ReuseMethod reuse) {
@@ -321,6 +328,77 @@ TEST(EngineContextTest, TheSameDocumentsInAnotherOrderAreReused) {
       EXPECT_EQ(runs.front().first, 0);
       EXPECT_GE(runs.front().second, r2->reuse.tokens_prefix);
     }
+  }
+}
+
+// A chat whose window moves (issue 42): the next request drops the oldest exchange and adds
+// one. Its history keeps its cached KV without a graph call but for the tokens right after the
+// cut and a bounded repair, so the request computes about what a KV shift does (the new turns)
+// plus a bounded number of recomputed tokens, however long the history; the report says how
+// many were kept. As messages and as one plain-text prompt alike. With stable context off the
+// history is recomputed by the r share, as any reused text.
+TEST(EngineContextTest, AMovedChatWindowComputesTheNewTurnsAndABoundedRepair) {
+  std::vector<ChatTurn> turns = {{"system", "You tell short stories for children."}};
+  for (int t = 1; t <= 8; ++t) turns.push_back({t % 2 ? "user" : "assistant", Document(10 + t)});
+  // The first request holds turns 1..5; the second drops turns 1-2 and adds 6-7.
+  const auto window = [&](int first, int last) {
+    std::vector<ChatTurn> w = {turns[0]};
+    w.insert(w.end(), turns.begin() + first, turns.begin() + last + 1);
+    return w;
+  };
+  const auto plain = [](const std::vector<ChatTurn>& messages) {
+    std::string text;
+    for (const ChatTurn& m : messages) text += m.role + ": " + m.content;
+    return text + "assistant:";
+  };
+  for (const bool as_messages : {true, false}) {
+    PrefillCounts counts[2];
+    for (const bool stable : {true, false}) {
+      EngineOptions options = Options(ReuseMethod::kBlend);
+      options.context_tokens = 2048;
+      options.stable_recompute_min_deviation = stable ? kDefaultStableRecomputeMinDeviation : 0.0;
+      Result<std::unique_ptr<Engine>> engine = Engine::Create(options);
+      ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+      GenerateResult results[2];
+      for (int r = 0; r < 2; ++r) {
+        GenerateRequest request;
+        const std::vector<ChatTurn> messages = r == 0 ? window(1, 5) : window(3, 7);
+        if (as_messages) {
+          request.messages = messages;
+        } else {
+          request.prompt = plain(messages);
+        }
+        request.max_new_tokens = 1;
+        Result<GenerateResult> result = (*engine)->Generate(request);
+        ASSERT_TRUE(result.ok()) << result.error().ToString();
+        results[r] = std::move(*result);
+      }
+      const ReuseReport& moved = results[1].reuse;
+      const int prompt = static_cast<int>(results[1].prompt_tokens.size());
+      EXPECT_EQ(
+          moved.tokens_prefix + moved.tokens_reused + moved.tokens_recomputed + moved.tokens_new,
+          prompt);
+      // Turns 3-5 are found at their new positions, turns 6-7 are new.
+      EXPECT_GT(moved.tokens_reused + moved.tokens_recomputed, prompt / 3)
+          << "messages " << as_messages;
+      EXPECT_LE(moved.tokens_stable, moved.tokens_reused);
+      counts[stable ? 0 : 1] = {moved.tokens_recomputed, moved.tokens_stable,
+                                moved.tokens_reused + moved.tokens_recomputed};
+    }
+    const PrefillCounts& on = counts[0];
+    const PrefillCounts& off = counts[1];
+    EXPECT_EQ(on.found, off.found) << "messages " << as_messages;
+    // On: most of the history is kept as stable context; what is recomputed is at most the
+    // tokens right after the cut and the repair call's share of its rows.
+    const ReuseTuning tuning;
+    EXPECT_GT(on.stable, on.found - tuning.stable_context_tokens - tuning.stable_repair_tokens)
+        << "messages " << as_messages;
+    EXPECT_LE(on.recomputed,
+              tuning.stable_context_tokens + (tuning.stable_repair_tokens + 3) / 4)  // r 0.25
+        << "messages " << as_messages;
+    // Off: nothing is stable, and the r share of the whole history is recomputed.
+    EXPECT_EQ(off.stable, 0);
+    EXPECT_GT(off.recomputed, on.recomputed) << "messages " << as_messages;
   }
 }
 

@@ -190,8 +190,8 @@ std::string GuardCalibrationKey(const ReuseOptions& reuse) {
   std::snprintf(
       key, sizeof(key),
       "kv %016llx; selection %s, probe %d; r %.6g; capacities %d/%d; check layer %d%s%s; "
-      "forced first %d; min deviation %.6g, stable %.6g over %d; chunks %d %s; match %d, %d "
-      "candidates; scheduler %s",
+      "forced first %d; min deviation %.6g, stable %.6g over %d, repair %d; chunks %d %s; "
+      "match %d, %d candidates; scheduler %s",
       static_cast<unsigned long long>(reuse.compiled->kv_fingerprint()),
       SelectionName(reuse.selection),
       reuse.selection == graph::SelectionKey::kDeviation ? 0 : reuse.query_probe_tokens,
@@ -199,8 +199,8 @@ std::string GuardCalibrationKey(const ReuseOptions& reuse) {
       std::min(reuse.check_layer, num_layers - 1), reuse.deviation_includes_v ? ", K+V" : "",
       reuse.refresh_check_layer ? ", refreshed" : "", reuse.force_first_tokens,
       reuse.recompute_min_deviation, reuse.stable_min_deviation, reuse.stable_context_tokens,
-      reuse.chunk_tokens, ChunkingModeName(reuse.chunking), reuse.min_match_tokens,
-      reuse.max_candidates, reuse::ScheduleStrategyName(reuse.scheduler));
+      reuse.stable_repair_tokens, reuse.chunk_tokens, ChunkingModeName(reuse.chunking),
+      reuse.min_match_tokens, reuse.max_candidates, reuse::ScheduleStrategyName(reuse.scheduler));
   return key;
 }
 

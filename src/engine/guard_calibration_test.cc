@@ -111,6 +111,7 @@ TEST_F(GuardCalibrationTest, TheKeyCoversEverySettingThatChangesTheResidual) {
   vary("adaptive", [](ReuseOptions& o) { o.recompute_min_deviation = 0.001; });
   vary("adaptive stable", [](ReuseOptions& o) { o.stable_min_deviation = 0.0; });
   vary("stable context", [](ReuseOptions& o) { o.stable_context_tokens = 64; });
+  vary("stable repair", [](ReuseOptions& o) { o.stable_repair_tokens = 32; });
   vary("deviation of V", [](ReuseOptions& o) { o.deviation_includes_v = true; });
   vary("refresh", [](ReuseOptions& o) { o.refresh_check_layer = true; });
   vary("forced first", [](ReuseOptions& o) { o.force_first_tokens = 4; });

@@ -109,6 +109,9 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   if (options.stable_context_tokens < 1) {
     return InvalidArgumentError("stable context tokens must be >= 1");
   }
+  if (options.stable_repair_tokens < 0) {
+    return InvalidArgumentError("stable repair tokens must be >= 0");
+  }
   std::unique_ptr<ReuseSession> s(new ReuseSession(model, options, cache));
   GraphBackendOptions graph_options;
   graph_options.context_tokens = options.context_tokens;
@@ -166,6 +169,8 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
   s->positions_.resize(static_cast<size_t>(options.context_tokens));
   for (size_t i = 0; i < s->positions_.size(); ++i) s->positions_[i] = static_cast<int32_t>(i);
   s->forced_.resize(static_cast<size_t>(std::max(1, s->backend_->recompute_capacity())));
+  s->row_tokens_.resize(s->forced_.size());
+  s->row_positions_.resize(s->forced_.size());
   if (s->backend_->has_query_probe()) {
     s->slot_attention_.resize(static_cast<size_t>(options.context_tokens));
     s->row_attention_.resize(s->forced_.size());
@@ -321,16 +326,13 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, const reuse::ChunkSch
     return Status::Ok();
   }
   report.schedule = schedule.ToString();
-  std::vector<int> stable_context;
-  if (options_.stable_min_deviation > 0 && cache_ != nullptr) {
-    stable_context = reuse::StableContextLengths(
-        plan, chunks_, [this](kv::ChunkId id) { return cache_->LinkOf(id); });
-  }
+  const bool has_kept = std::any_of(kept_.begin(), kept_.end(), [](uint8_t k) { return k != 0; });
   const bool query_aware =
       backend_->has_query_probe() &&
-      std::any_of(schedule.calls.begin(), schedule.calls.end(), [](const reuse::GraphCall& call) {
-        return call.kind == reuse::CallKind::kRecompute;
-      });
+      (has_kept ||
+       std::any_of(schedule.calls.begin(), schedule.calls.end(), [](const reuse::GraphCall& call) {
+         return call.kind == reuse::CallKind::kRecompute;
+       }));
   if (query_aware) {
     // The probe reads every reused slot, of the layers up to the check layer: with the shard
     // pipeline it waits for those layers only (the rest is placed while it runs).
@@ -341,8 +343,36 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, const reuse::ChunkSch
     }
     REPRISE_RETURN_IF_ERROR(ProbeQueryAttention(plan));
   }
+  // The repair of the kept tokens of stable context: one recompute call over those whose KV
+  // most likely deviates, run once every call before the last of them has run (it reads their
+  // slots) and before any call after it (which reads its KV).
+  report.tokens_stable = static_cast<int>(std::count(kept_.begin(), kept_.end(), 1));
+  const std::vector<int> repair = has_kept ? ChooseRepairRows(query_aware) : std::vector<int>();
+  size_t repair_before = schedule.calls.size();
+  if (!repair.empty()) {
+    for (size_t c = 0; c < schedule.calls.size(); ++c) {
+      if (schedule.calls[c].begin > repair.back()) {
+        repair_before = c;
+        break;
+      }
+    }
+  }
   int recomputed = 0;
-  for (const reuse::GraphCall& call : schedule.calls) {
+  std::vector<int> rows;
+  for (size_t c = 0; c <= schedule.calls.size(); ++c) {
+    if (c == repair_before && !repair.empty()) {
+      const int end = repair.back() + 1;
+      REPRISE_RETURN_IF_ERROR(ready_until(end));
+      REPRISE_RETURN_IF_ERROR(CheckCancelled());
+      std::fill_n(forced_.begin(), repair.size(), graph::kRowStableContext);
+      REPRISE_ASSIGN_OR_RETURN(const int count,
+                               RecomputeRows(plan, repair, end, query_aware, report));
+      recomputed += count;
+      report.tokens_repair_checked += static_cast<int>(repair.size());
+      report.tokens_repaired += count;
+    }
+    if (c == schedule.calls.size()) break;
+    const reuse::GraphCall& call = schedule.calls[c];
     REPRISE_RETURN_IF_ERROR(ready_until(call.end));
     if (call.kind == reuse::CallKind::kPrefill) {
       REPRISE_RETURN_IF_ERROR(RunNew(call.begin, call.end));
@@ -353,7 +383,7 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, const reuse::ChunkSch
       continue;
     }
     REPRISE_RETURN_IF_ERROR(CheckCancelled());
-    const auto count = static_cast<size_t>(call.end - call.begin);
+    rows.clear();
     for (int i = call.begin; i < call.end; ++i) {
       const reuse::TokenSource& t = plan.tokens[static_cast<size_t>(i)];
       bool forced = t.kind == TokenKind::kNew || i == n - 1;
@@ -371,47 +401,127 @@ Status ReuseSession::Compute(const reuse::ReusePlan& plan, const reuse::ChunkSch
         }
         forced = run_offset < options_.force_first_tokens;
       }
-      const bool stable = !stable_context.empty() && t.kind == TokenKind::kNonPrefix &&
-                          stable_context[static_cast<size_t>(i)] >= options_.stable_context_tokens;
-      forced_[static_cast<size_t>(i - call.begin)] = forced   ? graph::kRowForced
-                                                     : stable ? graph::kRowStableContext
-                                                              : graph::kRowSelectable;
+      forced_[rows.size()] = forced ? graph::kRowForced : graph::kRowSelectable;
+      rows.push_back(i);
     }
-    if (query_aware) {
-      std::copy(slot_attention_.begin() + call.begin, slot_attention_.begin() + call.end,
-                row_attention_.begin());
-    }
-    REPRISE_ASSIGN_OR_RETURN(
-        std::span<const int32_t> selected,
-        backend_->RunRecompute(std::span<const int32_t>(prompt_.data() + call.begin, count),
-                               std::span<const int32_t>(positions_.data() + call.begin, count),
-                               std::span<const int32_t>(positions_.data() + call.begin, count),
-                               std::span<const uint8_t>(forced_.data(), count), call.end,
-                               query_aware ? std::span<const float>(row_attention_.data(), count)
-                                           : std::span<const float>(),
-                               query_aware ? options_.selection : graph::SelectionKey::kDeviation));
-    const double residual = backend_->last_residual_deviation();
-    report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
-    report.residual_deviations.push_back(residual);
-    if (backend_->last_recompute_aborted()) {
-      // The reuse is poor: the guard stopped the call at the check layer; recompute every
-      // token of it in full (later calls read its KV).
-      REPRISE_RETURN_IF_ERROR(RunNew(call.begin, call.end));
-      ++report.guard_fallbacks;
-      for (int i = call.begin; i < call.end; ++i) {
-        recomputed += plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix;
-      }
-      continue;
-    }
-    for (int32_t row : selected) {
-      recomputed +=
-          plan.tokens[static_cast<size_t>(call.begin + row)].kind == TokenKind::kNonPrefix;
-    }
+    REPRISE_ASSIGN_OR_RETURN(const int count,
+                             RecomputeRows(plan, rows, call.end, query_aware, report));
+    recomputed += count;
   }
   REPRISE_RETURN_IF_ERROR(all_ready_until(n));
   report.tokens_recomputed = recomputed;
   report.tokens_nonprefix = plan.num_nonprefix - recomputed;
   return Status::Ok();
+}
+
+Result<int> ReuseSession::RecomputeRows(const reuse::ReusePlan& plan, std::span<const int> rows,
+                                        int num_tokens_after, bool query_aware,
+                                        PrefillReport& report) {
+  const size_t count = rows.size();
+  for (size_t r = 0; r < count; ++r) {
+    const auto i = static_cast<size_t>(rows[r]);
+    row_tokens_[r] = prompt_[i];
+    row_positions_[r] = positions_[i];
+    if (query_aware) row_attention_[r] = slot_attention_[i];
+  }
+  const std::span<const int32_t> tokens(row_tokens_.data(), count);
+  const std::span<const int32_t> positions(row_positions_.data(), count);
+  REPRISE_ASSIGN_OR_RETURN(
+      std::span<const int32_t> selected,
+      backend_->RunRecompute(tokens, positions, positions,
+                             std::span<const uint8_t>(forced_.data(), count), num_tokens_after,
+                             query_aware ? std::span<const float>(row_attention_.data(), count)
+                                         : std::span<const float>(),
+                             query_aware ? options_.selection : graph::SelectionKey::kDeviation));
+  const double residual = backend_->last_residual_deviation();
+  report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
+  report.residual_deviations.push_back(residual);
+  int recomputed = 0;
+  if (backend_->last_recompute_aborted()) {
+    // The reuse is poor: the guard stopped the call at the check layer; recompute every
+    // token of it in full (later calls read its KV).
+    REPRISE_RETURN_IF_ERROR(backend_->RunPrefill(tokens, positions, positions, num_tokens_after));
+    ++report.guard_fallbacks;
+    for (const int i : rows) {
+      recomputed += plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix;
+    }
+    return recomputed;
+  }
+  for (const int32_t row : selected) {
+    recomputed += plan.tokens[static_cast<size_t>(rows[static_cast<size_t>(row)])].kind ==
+                  TokenKind::kNonPrefix;
+  }
+  return recomputed;
+}
+
+std::vector<int> ReuseSession::ChooseRepairRows(bool query_aware) const {
+  // The kept tokens whose KV most likely deviates: a token's deviation grows with the share of
+  // its cached context that was deleted (what its attention paid to that block is missing
+  // from its KV), and matters as much as the prompt's last tokens read it.
+  std::vector<int> kept;
+  std::vector<float> score(kept_.size(), 0.0f);
+  for (size_t i = 0; i < kept_.size(); ++i) {
+    if (kept_[i] == 0) continue;
+    kept.push_back(static_cast<int>(i));
+    const double share = deleted_[i] / (static_cast<double>(i) + deleted_[i]);
+    score[i] = static_cast<float>(query_aware ? share * slot_attention_[i] : share);
+  }
+  const size_t limit = std::min<size_t>(
+      {kept.size(), static_cast<size_t>(std::max(0, options_.stable_repair_tokens)),
+       forced_.size()});
+  const auto larger = [&](int a, int b) {
+    const float sa = score[static_cast<size_t>(a)], sb = score[static_cast<size_t>(b)];
+    return sa > sb || (sa == sb && a < b);
+  };
+  std::nth_element(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(limit), kept.end(),
+                   larger);
+  kept.resize(limit);
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+void ReuseSession::FindStableContext(const reuse::ReusePlan& plan) {
+  kept_.assign(plan.tokens.size(), 0);
+  if (options_.stable_min_deviation <= 0 || cache_ == nullptr) return;
+  const std::vector<int> lengths = reuse::StableContextLengths(
+      prompt_, plan, [this](kv::ChunkId id) { return cache_->Peek(id); }, &deleted_);
+  for (size_t i = 0; i < plan.tokens.size(); ++i) {
+    kept_[i] = plan.tokens[i].kind == TokenKind::kNonPrefix &&
+               lengths[i] >= options_.stable_context_tokens;
+  }
+}
+
+Result<reuse::ChunkSchedule> ReuseSession::ScheduleBlend(const reuse::ReusePlan& plan) const {
+  const std::vector<reuse::TokenRun> runs = plan.Runs();
+  if (std::none_of(kept_.begin(), kept_.end(), [](uint8_t k) { return k != 0; })) {
+    return scheduler_->Schedule(runs);
+  }
+  // Kept tokens need no graph call: the rest is scheduled stretch by stretch between them.
+  reuse::ChunkSchedule schedule;
+  std::vector<reuse::TokenRun> stretch;
+  const auto flush = [&]() -> Status {
+    if (stretch.empty()) return Status::Ok();
+    REPRISE_ASSIGN_OR_RETURN(reuse::ChunkSchedule part, scheduler_->Schedule(stretch));
+    schedule.calls.insert(schedule.calls.end(), part.calls.begin(), part.calls.end());
+    schedule.total_latency_ms += part.total_latency_ms;
+    stretch.clear();
+    return Status::Ok();
+  };
+  for (const reuse::TokenRun& run : runs) {
+    for (int i = run.begin; i < run.end;) {
+      const bool kept = kept_[static_cast<size_t>(i)] != 0;
+      int j = i + 1;
+      while (j < run.end && (kept_[static_cast<size_t>(j)] != 0) == kept) ++j;
+      if (kept) {
+        REPRISE_RETURN_IF_ERROR(flush());
+      } else {
+        stretch.push_back(reuse::TokenRun{run.kind, i, j});
+      }
+      i = j;
+    }
+  }
+  REPRISE_RETURN_IF_ERROR(flush());
+  return schedule;
 }
 
 Status ReuseSession::ProbeQueryAttention(const reuse::ReusePlan& plan) {
@@ -490,7 +600,8 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
     reuse::ChunkSchedule schedule;
     KvPreparationOrder order;
     if (options_.method == ReuseMethod::kBlend) {
-      REPRISE_ASSIGN_OR_RETURN(schedule, scheduler_->Schedule(plan.Runs()));
+      FindStableContext(plan);
+      REPRISE_ASSIGN_OR_RETURN(schedule, ScheduleBlend(plan));
       for (const reuse::GraphCall& call : schedule.calls) order.call_ends.push_back(call.end);
     } else {
       for (const reuse::TokenRun& run : plan.Runs()) {

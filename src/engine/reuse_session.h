@@ -45,7 +45,7 @@ using reuse::ScheduleStrategy;
 using reuse::ScheduleStrategyName;
 
 // ReuseOptions::stable_min_deviation's default (docs/benchmarks.md, "Adaptive recompute").
-inline constexpr double kDefaultStableMinDeviation = 0.01;
+inline constexpr double kDefaultStableMinDeviation = 0.003;
 // ReuseOptions::guard_deviation: the threshold calibrated for the model
 // (guard_calibration.h, ResolveQualityGuard); a session given it unresolved runs unguarded.
 inline constexpr double kGuardCalibrated = -1.0;
@@ -85,12 +85,18 @@ struct ReuseOptions {
   // this keep their cached KV. A history that only moved recomputes little; reordered
   // documents still get what they need. 0 = off (always r·Ls).
   double recompute_min_deviation = 0.0;
-  // Adaptive recompute for reused tokens of stable context only (reuse/stable_context.h):
-  // those whose `stable_context_tokens` nearest tokens are, in order, the ones they followed
-  // when cached keep their KV when their relative deviation is below this. 0 = off. The
-  // defaults: docs/benchmarks.md, "Adaptive recompute".
+  // Stable context (reuse/stable_context.h): when the prompt is a cached context with one
+  // block cut out and new text after it (a chat whose window moved), its reused tokens at
+  // least `stable_context_tokens` past the cut run through no graph call and keep their KV,
+  // but for one repair call over the `stable_repair_tokens` of them whose KV most likely
+  // deviates (the largest share of their cached context cut out, times the attention the
+  // prompt's last tokens pay them when a probe ran), which recomputes, of its r share, those
+  // whose relative deviation at the check layer reaches `stable_min_deviation`. The tokens
+  // nearer the cut, and every reused token of any other prompt, are selected by the r share
+  // as always. 0 = off. The defaults: docs/benchmarks.md, "A chat whose window moves".
   double stable_min_deviation = kDefaultStableMinDeviation;
   int stable_context_tokens = 128;
+  int stable_repair_tokens = 256;  // at most the recompute capacity
   int min_match_tokens = 32;
   int max_candidates = 32;
   // Read and place the reused KV beside the graph calls (KvPreparer); false: all of it
@@ -195,6 +201,11 @@ struct PrefillReport {
   // guard sent back through the prefill graph.
   double max_residual_deviation = 0.0;
   int guard_fallbacks = 0;
+  // blend: reused tokens of stable context kept out of the regular graph calls; those the
+  // repair call checked, and of those the ones it recomputed (counted in tokens_recomputed).
+  int tokens_stable = 0;
+  int tokens_repair_checked = 0;
+  int tokens_repaired = 0;
   std::vector<double> residual_deviations;  // per recompute call, in order
   std::string plan;
   std::string schedule;
@@ -283,6 +294,20 @@ class ReuseSession {
   // Query-aware selection: probes the attention the prompt's last new tokens pay to every
   // slot before them into slot_attention_ (zeros past what the probe scored).
   Status ProbeQueryAttention(const reuse::ReusePlan& plan);
+  // blend: which reused tokens are of stable context far enough from the cut to keep their KV
+  // (kept_, and deleted_ for each of them); none when stable context is off.
+  void FindStableContext(const reuse::ReusePlan& plan);
+  // The plan's graph calls; kept tokens are in none (the rest is scheduled stretch by
+  // stretch between them).
+  Result<reuse::ChunkSchedule> ScheduleBlend(const reuse::ReusePlan& plan) const;
+  // The kept tokens a repair call checks (ascending): at most stable_repair_tokens of those
+  // whose KV most likely deviates.
+  std::vector<int> ChooseRepairRows(bool query_aware) const;
+  // One recompute call over prompt tokens `rows` (ascending; their modes in forced_), which
+  // sees slots [0, num_tokens_after); when the guard stops it, the rows are prefilled in full.
+  // Returns how many reused tokens it recomputed.
+  Result<int> RecomputeRows(const reuse::ReusePlan& plan, std::span<const int> rows,
+                            int num_tokens_after, bool query_aware, PrefillReport& report);
 
   const LoadedModel* model_;
   ReuseOptions options_;
@@ -301,11 +326,15 @@ class ReuseSession {
   std::vector<uint8_t> chunk_declared_reusable_;  // per chunk: IsDeclaredReusableRole
   std::vector<kv::ChunkId> chunk_ids_;
   std::vector<reuse::TokenKind> planned_kinds_;
-  int first_inexact_token_ = 0;        // tokens from here on hold approximate KV
-  std::vector<int32_t> positions_;     // [context] 0, 1, 2, ...
-  std::vector<uint8_t> forced_;        // scratch, [recompute capacity]
-  std::vector<float> slot_attention_;  // query-aware selection: [context] the probe's scores
-  std::vector<float> row_attention_;   // scratch, [recompute capacity]
+  int first_inexact_token_ = 0;         // tokens from here on hold approximate KV
+  std::vector<int32_t> positions_;      // [context] 0, 1, 2, ...
+  std::vector<uint8_t> forced_;         // scratch, [recompute capacity]
+  std::vector<uint8_t> kept_;           // [prompt] blend: reused tokens in no regular call
+  std::vector<int> deleted_;            // [prompt] StableContextLengths' deleted tokens
+  std::vector<int32_t> row_tokens_;     // scratch, [recompute capacity]
+  std::vector<int32_t> row_positions_;  // scratch, [recompute capacity]
+  std::vector<float> slot_attention_;   // query-aware selection: [context] the probe's scores
+  std::vector<float> row_attention_;    // scratch, [recompute capacity]
 };
 
 }  // namespace reprise::engine

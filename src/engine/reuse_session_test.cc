@@ -307,53 +307,110 @@ TEST_F(ReuseSessionTest, AdaptiveRecomputeSkipsTokensThatBarelyDeviate) {
 }
 
 // A chat whose window dropped its oldest turn: the turns after it keep their cached context
-// but for that turn, and adaptive recompute for stable context lets those that barely deviate
-// keep their KV. Documents in a new order are untouched by it.
-TEST_F(ReuseSessionTest, AMovedHistoryIsRecomputedByItsDeviationAReorderingIsNot) {
+// but for that turn. With stable context on, those far enough from the cut keep their KV
+// without any graph call but for the repair call, which checks those most likely to deviate
+// and recomputes those whose deviation is material; the rest of the prompt is computed as
+// before.
+TEST_F(ReuseSessionTest, AMovedHistoryKeepsItsKVButForARepair) {
   auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
-  auto run = [&](const std::vector<PromptSegment>& earlier, const std::vector<PromptSegment>& now,
-                 double stable_min_deviation, PrefillReport* report) {
+  auto run = [&](const std::vector<std::vector<PromptSegment>>& earlier,
+                 const std::vector<PromptSegment>& now, double stable_min_deviation,
+                 int repair_tokens, PrefillReport* report) {
     kv::MemoryChunkCache cache(64 << 20);
-    ReuseOptions options = Options(ReuseMethod::kBlend);
+    ReuseOptions options = PreferRecompute(Options(ReuseMethod::kBlend));
     options.recompute_ratio = 0.5;
     options.stable_min_deviation = stable_min_deviation;
     options.stable_context_tokens = 16;
-    return Run(*model, options, &cache, {earlier}, now, report);
+    options.stable_repair_tokens = repair_tokens;
+    return Run(*model, options, &cache, earlier, now, report);
   };
-  const std::vector<PromptSegment> chat = {{"system", Words(1, 15)},
-                                           {"turn", Words(2, 20)},
-                                           {"turn", Words(3, 25)},
-                                           {"turn", Words(4, 25)},
-                                           {"turn", Words(5, 25)}};
-  const std::vector<PromptSegment> moved = {{"system", Words(1, 15)},
-                                            {"turn", Words(3, 25)},
-                                            {"turn", Words(4, 25)},
-                                            {"turn", Words(5, 25)},
-                                            {"turn", Words(6, 6)}};
-  PrefillReport off, tiny, all;
-  const std::vector<float> off_logits = run(chat, moved, 0.0, &off);
-  // A threshold below every deviation changes nothing; one above all keeps the stable rows.
-  EXPECT_EQ(run(chat, moved, 1e-12, &tiny), off_logits);
-  EXPECT_EQ(tiny.tokens_recomputed, off.tokens_recomputed);
-  run(chat, moved, 1.0, &all);
+  const std::vector<PromptSegment> chat = {{"system", Words(1, 15)}, {"turn", Words(2, 20)},
+                                           {"turn", Words(3, 25)},   {"turn", Words(4, 25)},
+                                           {"turn", Words(5, 25)},   {"turn", Words(6, 25)}};
+  const std::vector<PromptSegment> moved = {{"system", Words(1, 15)}, {"turn", Words(3, 25)},
+                                            {"turn", Words(4, 25)},   {"turn", Words(5, 25)},
+                                            {"turn", Words(6, 25)},   {"turn", Words(7, 6)}};
+  PrefillReport off, kept, repaired, unrepaired;
+  run({chat}, moved, 0.0, 256, &off);
   ASSERT_GT(off.tokens_recomputed, 40) << off.plan << "\n" << off.schedule;
-  EXPECT_LT(all.tokens_recomputed, off.tokens_recomputed / 2) << all.schedule;
-  EXPECT_EQ(all.tokens_recomputed + all.tokens_nonprefix,
+  EXPECT_EQ(off.tokens_stable, 0);
+  // A threshold above every deviation: the repair call checks them all and recomputes only
+  // the one row a selection always keeps.
+  run({chat}, moved, 1.0, 256, &kept);
+  EXPECT_GT(kept.tokens_stable, 60) << kept.plan;
+  EXPECT_EQ(kept.tokens_repair_checked, std::min(kept.tokens_stable, 64));  // Ls
+  EXPECT_EQ(kept.tokens_repaired, 1);
+  EXPECT_LT(kept.tokens_recomputed, off.tokens_recomputed / 2) << kept.schedule;
+  EXPECT_EQ(kept.tokens_recomputed + kept.tokens_nonprefix,
             off.tokens_recomputed + off.tokens_nonprefix);
+  // One below every deviation: the repair recomputes the checked tokens, up to the recompute
+  // graph's share (r of its capacity).
+  run({chat}, moved, 1e-12, 8, &repaired);
+  EXPECT_EQ(repaired.tokens_stable, kept.tokens_stable);
+  EXPECT_EQ(repaired.tokens_repair_checked, 8);
+  EXPECT_EQ(repaired.tokens_repaired, 8);
+  EXPECT_EQ(repaired.tokens_recomputed, kept.tokens_recomputed - 1 + 8);
+  // No repair at all.
+  run({chat}, moved, 1e-12, 0, &unrepaired);
+  EXPECT_EQ(unrepaired.tokens_repair_checked, 0);
+  EXPECT_EQ(unrepaired.tokens_recomputed, kept.tokens_recomputed - 1);
 
-  // Documents in a new order after a new note: no stable context, the same selection.
-  const std::vector<PromptSegment> docs = {
-      {"system", Words(1, 30)}, {"document", Words(7, 50)}, {"document", Words(8, 60)}};
-  const std::vector<PromptSegment> reordered = {{"system", Words(1, 30)},
-                                                {"note", Words(9, 12)},
-                                                {"document", Words(8, 60)},
-                                                {"document", Words(7, 50)},
-                                                {"question", Words(5, 8)}};
-  PrefillReport docs_off, docs_all;
-  const std::vector<float> docs_off_logits = run(docs, reordered, 0.0, &docs_off);
-  EXPECT_EQ(run(docs, reordered, 1.0, &docs_all), docs_off_logits);
-  EXPECT_GT(docs_off.tokens_recomputed, 20) << docs_off.plan;
-  EXPECT_EQ(docs_all.tokens_recomputed, docs_off.tokens_recomputed);
+  // The same window as one plain-text prompt (the turns one segment, cut by content): the same
+  // tokens are of stable context, found on tokens whatever the chunks.
+  const auto plain = [](const std::vector<PromptSegment>& segments) {
+    std::string text;
+    for (const PromptSegment& segment : segments) text += segment.text;
+    return std::vector<PromptSegment>{{"user", text}};
+  };
+  PrefillReport plain_kept;
+  run({plain(chat)}, plain(moved), 1.0, 256, &plain_kept);
+  EXPECT_GT(plain_kept.tokens_stable, 60) << plain_kept.plan;
+  EXPECT_LT(plain_kept.tokens_recomputed, off.tokens_recomputed / 2) << plain_kept.schedule;
+}
+
+// Documents in a new order — one right after the system prompt that followed another when
+// cached, each longer than the stable context — are recomputed exactly as with stable
+// context off: the same selection, the same logits. (The cache is warmed alike for both.)
+TEST_F(ReuseSessionTest, MovedDocumentsRecomputeExactlyAsWithStableContextOff) {
+  auto model = std::move(LoadedModel::Load(Path("tiny"))).value();
+  auto run = [&](const std::vector<std::vector<PromptSegment>>& earlier,
+                 const std::vector<PromptSegment>& now, double stable_min_deviation,
+                 PrefillReport* report) {
+    kv::MemoryChunkCache cache(64 << 20);
+    ReuseOptions options = PreferRecompute(Options(ReuseMethod::kBlend));
+    options.recompute_ratio = 0.5;
+    options.stable_context_tokens = 16;
+    options.stable_min_deviation = 0.0;
+    {
+      auto warm = std::move(ReuseSession::Create(*model, options, &cache)).value();
+      for (const std::vector<PromptSegment>& segments : earlier) {
+        EXPECT_TRUE(warm->Prefill(segments).ok());
+        EXPECT_TRUE(warm->StoreChunks().ok());
+      }
+    }
+    options.stable_min_deviation = stable_min_deviation;
+    return Run(*model, options, &cache, {}, now, report);
+  };
+  const PromptSegment system{"system", Words(1, 20)};
+  const PromptSegment d1{"document", Words(7, 30)}, d2{"document", Words(8, 35)},
+      d3{"document", Words(9, 32)}, d4{"document", Words(10, 28)};
+  const std::vector<std::vector<PromptSegment>> earlier = {
+      {system, d1, d2, d3, {"question", Words(5, 6)}}, {system, d3, d4, {"question", Words(6, 6)}}};
+  for (const std::vector<PromptSegment>& reordered : std::vector<std::vector<PromptSegment>>{
+           {system, d2, d1, d4, {"question", Words(11, 6)}},
+           {system, d4, d2, d3, d1, {"question", Words(12, 6)}},
+           {system, {"note", Words(13, 12)}, d3, d2, {"question", Words(14, 6)}}}) {
+    PrefillReport off, on, all;
+    const std::vector<float> off_logits = run(earlier, reordered, 0.0, &off);
+    EXPECT_EQ(run(earlier, reordered, kDefaultStableMinDeviation, &on), off_logits);
+    EXPECT_EQ(run(earlier, reordered, 1.0, &all), off_logits);
+    EXPECT_GT(off.tokens_recomputed, 20) << off.plan;
+    EXPECT_GT(off.tokens_nonprefix + off.tokens_recomputed, 200) << off.plan;
+    EXPECT_EQ(on.tokens_recomputed, off.tokens_recomputed) << on.plan;
+    EXPECT_EQ(all.tokens_recomputed, off.tokens_recomputed);
+    EXPECT_EQ(on.tokens_stable, 0) << on.plan;
+    EXPECT_EQ(all.tokens_stable, 0);
+  }
 }
 
 // A document cached alone, as the first segment of a prompt (BOS before it), is the same
@@ -917,6 +974,7 @@ TEST(ReuseTuningTest, PublicDefaultsAreTheEnginesDefaults) {
   EXPECT_EQ(tuning.force_first_tokens, reuse.force_first_tokens);
   EXPECT_EQ(tuning.query_probe_tokens, reuse.query_probe_tokens);
   EXPECT_EQ(tuning.stable_context_tokens, reuse.stable_context_tokens);
+  EXPECT_EQ(tuning.stable_repair_tokens, reuse.stable_repair_tokens);
   EXPECT_EQ(tuning.min_match_tokens, reuse.min_match_tokens);
   EXPECT_EQ(tuning.max_candidates, reuse.max_candidates);
   EXPECT_EQ(tuning.overlap_kv_preparation, reuse.overlap_kv_preparation);

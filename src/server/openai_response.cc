@@ -37,6 +37,7 @@ json Reprise(const GenerateResult& result, double queue_ms) {
               {"tokens_prefix_inexact", r.tokens_prefix_inexact},
               {"tokens_reused", r.tokens_reused},
               {"tokens_recomputed", r.tokens_recomputed},
+              {"tokens_stable", r.tokens_stable},
               {"tokens_new", r.tokens_new},
               {"chunks_from_memory", r.chunks_from_memory},
               {"chunks_from_flash", r.chunks_from_flash},

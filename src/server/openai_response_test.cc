@@ -22,6 +22,7 @@ GenerateResult SomeResult() {
   r.reuse.tokens_prefix = 10;
   r.reuse.tokens_reused = 60;
   r.reuse.tokens_recomputed = 20;
+  r.reuse.tokens_stable = 40;
   r.reuse.tokens_new = 10;
   r.reuse.chunks_from_memory = 2;
   r.reuse.chunks_from_flash = 1;
@@ -44,6 +45,7 @@ TEST(OpenAiResponseTest, ChatCompletionHasOpenAisShapeAndReuse) {
   EXPECT_EQ(body["usage"]["total_tokens"], 105);
   EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 70);
   EXPECT_EQ(body["reprise"]["tokens_recomputed"], 20);
+  EXPECT_EQ(body["reprise"]["tokens_stable"], 40);
   EXPECT_EQ(body["reprise"]["chunks_from_flash"], 1);
   EXPECT_EQ(body["reprise"]["namespace"], "app");
   EXPECT_EQ(body["reprise"]["queue_ms"], 3.0);

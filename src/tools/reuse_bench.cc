@@ -313,6 +313,7 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       st.tokens_prefix += report.tokens_prefix;
       st.tokens_nonprefix += report.tokens_reused;
       st.tokens_recomputed += report.tokens_recomputed;
+      st.tokens_stable += report.tokens_stable;
       st.tokens_new += report.tokens_new;
       if (run.has_cache) {
         // Found ∩ reusable, token by token: the plan may take tokens that the oracle does not
@@ -519,6 +520,7 @@ std::string ReuseBenchResult::ToJson() const {
                    {"tokens_prefix", s.tokens_prefix},
                    {"tokens_nonprefix", s.tokens_nonprefix},
                    {"tokens_recomputed", s.tokens_recomputed},
+                   {"tokens_stable", s.tokens_stable},
                    {"tokens_new", s.tokens_new},
                    {"overhead_ms_mean", s.overhead_ms_mean},
                    {"match_ms_mean", s.match_ms_mean},

@@ -77,6 +77,8 @@ struct MethodStats {
   int order_groups = 0;
   double order_stability = -1;
   int64_t tokens_prefix = 0, tokens_nonprefix = 0, tokens_recomputed = 0, tokens_new = 0;
+  // blend: of tokens_nonprefix, the stable context kept without a graph call (ReuseReport).
+  int64_t tokens_stable = 0;
   double match_ms_mean = 0, kv_prep_ms_mean = 0, compute_ms_mean = 0;
   double overhead_ms_mean = 0;  // matching + KV preparation (not hidden by compute)
   // kv_prep_ms_mean is the time graph calls waited for reused KV (what computing did not

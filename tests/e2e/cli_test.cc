@@ -387,8 +387,8 @@ TEST_F(CliTest, BenchReuseReportsEveryMethod) {
     for (const char* key :
          {"ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p90", "speedup_vs_none", "kl_mean",
           "top1_agreement", "continuation_agreement", "tokens_prefix", "tokens_nonprefix",
-          "tokens_recomputed", "tokens_new", "overhead_ms_mean", "hits_pool", "hits_flash",
-          "store_write_ms_on_ttft_path"}) {
+          "tokens_recomputed", "tokens_stable", "tokens_new", "overhead_ms_mean", "hits_pool",
+          "hits_flash", "store_write_ms_on_ttft_path"}) {
       EXPECT_TRUE(j["methods"][method].contains(key)) << method << " " << key;
     }
     EXPECT_EQ(j["methods"][method]["store_write_ms_on_ttft_path"].get<double>(), 0.0);
