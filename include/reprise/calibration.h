@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "reprise/defaults.h"
 #include "reprise/status.h"
 
 namespace reprise {
@@ -22,7 +23,7 @@ struct CalibrateOptions {
   // Capacities profiled: 32, 64, ..., max_capacity (a multiple of 32 is not required).
   int max_capacity = 512;
   int repetitions = 3;  // timed calls per capacity and graph (the median is kept)
-  double recompute_ratio = 0.25;
+  double recompute_ratio = kDefaultRecomputeRatio;
   // Lengths (tokens) of the pieces each graph kind processes in the target workload, with
   // their frequencies: prefill sees new-token runs, recompute sees reused runs. Empty = a
   // generic spread over 16..1024.

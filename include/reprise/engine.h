@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "reprise/defaults.h"
 #include "reprise/reuse_diagnostics.h"
 #include "reprise/status.h"
 
@@ -134,10 +135,6 @@ struct ReuseTuning {
   bool store_prefetch = true;             // the store's idle-time prefetch
 };
 
-// EngineOptions::stable_recompute_min_deviation's default (docs/benchmarks.md, "Adaptive
-// recompute").
-inline constexpr double kDefaultStableRecomputeMinDeviation = 0.003;
-
 // EngineOptions::quality_guard: the model's calibrated threshold.
 inline constexpr double kQualityGuardCalibrated = -1.0;
 
@@ -160,8 +157,8 @@ struct EngineOptions {
   // Token capacity of the prefill graph; 0 = the default (or the calibrated value).
   int prefill_capacity = 0;
   ReuseMethod reuse = ReuseMethod::kPrefix;
-  double recompute_ratio = 0.25;  // blend: the share of reused tokens recomputed
-  int recompute_capacity = 0;     // 0 = default (or calibrated)
+  double recompute_ratio = kDefaultRecomputeRatio;  // blend: the share recomputed
+  int recompute_capacity = 0;                       // 0 = default (or calibrated)
   // blend's quality guard: a recompute call whose reused tokens deviate more than this at the
   // check layer (relative squared error of K) is prefilled in full. 0 = off. The scale
   // depends on the model and the settings: kQualityGuardCalibrated (the default) takes the

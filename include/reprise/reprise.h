@@ -77,7 +77,7 @@ typedef struct reprise_engine_options {
   int sessions;               /* requests that run at once; default 1 */
   int num_threads;            /* 0 = every core */
   reprise_reuse_method reuse; /* default REPRISE_REUSE_PREFIX */
-  double recompute_ratio;     /* blend; default 0.25 */
+  double recompute_ratio;     /* blend; default kDefaultRecomputeRatio, reprise/defaults.h */
   int64_t cache_mb;           /* memory for cached KV, MiB; default 1024 */
   const char* store_dir;      /* a persistent KV store folder; NULL = memory only */
   const char* name_space;     /* of requests that name none; NULL = "default" */

@@ -256,7 +256,8 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->recompute_ratio = d.recompute_ratio;
   options->cache_mb = d.cache_mb;
   options->store_disk_mb = d.store_disk_mb;
-  options->store_codec = REPRISE_CODEC_F16;
+  options->store_codec =
+      d.store_codec == reprise::KvCodec::kInt8 ? REPRISE_CODEC_INT8 : REPRISE_CODEC_F16;
   options->batch_decode = d.batch_decode ? 1 : 0;
   options->store_admit_after = d.store_admit_after;
   options->token_selection = static_cast<reprise_token_selection>(d.token_selection);

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "reprise/calibration.h"
+#include "reprise/defaults.h"
+#include "reprise/engine.h"
 #include "reprise/reprise.h"
 #include "support/temp_dir.h"
 
@@ -48,6 +51,37 @@ class CApiTest : public ::testing::Test {
   reprise_engine_options options_;
   reprise_engine* engine_ = nullptr;
 };
+
+// The C API's defaults are EngineOptions' (reprise_engine_options_init copies them), and a
+// default stated by several layers is the one constant of reprise/defaults.h.
+TEST(CApiDefaultsTest, TheCApisDefaultsAreTheEngineOptions) {
+  reprise_engine_options c;
+  reprise_engine_options_init(&c);
+  const reprise::EngineOptions d;
+  EXPECT_EQ(c.context_tokens, d.context_tokens);
+  EXPECT_EQ(c.sessions, d.sessions);
+  EXPECT_EQ(c.num_threads, d.num_threads);
+  EXPECT_EQ(static_cast<int>(c.reuse), static_cast<int>(d.reuse));
+  EXPECT_EQ(c.recompute_ratio, d.recompute_ratio);
+  EXPECT_EQ(c.cache_mb, d.cache_mb);
+  EXPECT_EQ(c.store_disk_mb, d.store_disk_mb);
+  EXPECT_EQ(static_cast<int>(c.store_codec), static_cast<int>(d.store_codec));
+  EXPECT_EQ(c.batch_decode != 0, d.batch_decode);
+  EXPECT_EQ(c.store_admit_after, d.store_admit_after);
+  EXPECT_EQ(static_cast<int>(c.token_selection), static_cast<int>(d.token_selection));
+  EXPECT_EQ(c.static_shapes != 0, d.static_shapes);
+  EXPECT_EQ(static_cast<int>(c.int8_scheme), static_cast<int>(d.int8_scheme));
+  EXPECT_EQ(c.outlier_fraction, d.outlier_fraction);
+  EXPECT_EQ(c.out_of_order_groups, d.out_of_order_groups);
+  EXPECT_EQ(c.out_of_order_window, d.out_of_order_window);
+  EXPECT_EQ(c.store_dir, nullptr);
+  EXPECT_EQ(c.name_space, nullptr);  // "default", EngineOptions::name_space
+  EXPECT_EQ(d.name_space, "default");
+
+  EXPECT_EQ(d.recompute_ratio, reprise::kDefaultRecomputeRatio);
+  EXPECT_EQ(reprise::CalibrateOptions{}.recompute_ratio, reprise::kDefaultRecomputeRatio);
+  EXPECT_EQ(d.stable_recompute_min_deviation, reprise::kDefaultStableRecomputeMinDeviation);
+}
 
 TEST_F(CApiTest, GeneratesStreamsAndReportsReuse) {
   Create();

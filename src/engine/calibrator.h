@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "engine/calibration.h"
 #include "engine/loaded_model.h"
+#include "reprise/defaults.h"
 
 namespace reprise::engine {
 
@@ -20,7 +21,7 @@ struct CalibrationOptions {
   int step = 32;
   int num_threads = 0;
   int repetitions = 3;
-  double recompute_ratio = 0.25;
+  double recompute_ratio = kDefaultRecomputeRatio;
   // Lengths (tokens) of the pieces each graph kind processes in the target workload, with
   // their frequencies: prefill sees new-token runs, recompute sees reused runs. Empty = a
   // default spread over 32..1024.
@@ -31,8 +32,7 @@ struct CalibrationOptions {
 };
 
 // Profiles and chooses. Errors: InvalidArgument for bad ranges, those of the backends.
-Result<Calibration> Calibrate(const LoadedModel& model,
-                                      const CalibrationOptions& options);
+Result<Calibration> Calibrate(const LoadedModel& model, const CalibrationOptions& options);
 
 // argmin over the profiled capacities of sum f(n) * ceil(n / L) * t(L).
 int ChooseCapacity(const std::map<int, double>& latency_ms, const std::map<int, double>& lengths);

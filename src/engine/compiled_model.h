@@ -24,6 +24,7 @@
 #include "kernels/kernel_set.h"
 #include "model/graph_compiler.h"
 #include "model/packed_weights.h"
+#include "reprise/defaults.h"
 #include "reprise/engine.h"
 
 namespace reprise::engine {
@@ -50,7 +51,7 @@ model::StaticInt8Options StaticInt8For(Int8Scheme scheme, double outlier_fractio
 // What a recompute graph is compiled for (model::CompileOptions' recompute fields).
 struct RecomputeGraphSpec {
   int capacity = 256;
-  double ratio = 0.25;
+  double ratio = kDefaultRecomputeRatio;
   int check_layer = 1;
   bool deviation_includes_v = false;
   bool refresh_check_layer = false;

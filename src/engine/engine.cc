@@ -149,8 +149,6 @@ static_assert(static_cast<int>(TokenSelection::kDeviation) ==
               static_cast<int>(TokenSelection::kAttentionTimesDeviation) ==
                   static_cast<int>(graph::SelectionKey::kAttentionTimesDeviation));
 
-static_assert(kDefaultStableRecomputeMinDeviation == engine::kDefaultStableMinDeviation);
-
 // What the sessions share besides the compiled model and the store: the options every session
 // is made with, the namespaces' caches and the slots of Engine::Generate.
 struct Engine::Shared {

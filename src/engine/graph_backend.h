@@ -25,6 +25,7 @@
 #include "kv/kv_cache.h"
 #include "model/graph_compiler.h"
 #include "model/packed_weights.h"
+#include "reprise/defaults.h"
 
 namespace reprise::engine {
 
@@ -33,7 +34,7 @@ struct GraphBackendOptions {
   int prefill_capacity = 128;  // Lp
   // Selective recompute graph (reuse of cached chunks); 0 = none compiled.
   int recompute_capacity = 0;  // Ls
-  double recompute_ratio = 0.25;
+  double recompute_ratio = kDefaultRecomputeRatio;
   int check_layer = 1;
   bool deviation_includes_v = false;
   bool refresh_check_layer = false;  // see model::CompileOptions

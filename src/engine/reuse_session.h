@@ -20,6 +20,7 @@
 #include "engine/loaded_model.h"
 #include "engine/segment_chunker.h"
 #include "kv/chunk_cache.h"
+#include "reprise/defaults.h"
 #include "reuse/chunk_merge_scheduler.h"
 #include "reuse/kv_loader.h"
 #include "reuse/reuse_planner.h"
@@ -44,8 +45,6 @@ using reuse::ParseScheduleStrategy;
 using reuse::ScheduleStrategy;
 using reuse::ScheduleStrategyName;
 
-// ReuseOptions::stable_min_deviation's default (docs/benchmarks.md, "Adaptive recompute").
-inline constexpr double kDefaultStableMinDeviation = 0.003;
 // ReuseOptions::guard_deviation: the threshold calibrated for the model
 // (guard_calibration.h, ResolveQualityGuard); a session given it unresolved runs unguarded.
 inline constexpr double kGuardCalibrated = -1.0;
@@ -54,11 +53,11 @@ struct ReuseOptions {
   ReuseMethod method = ReuseMethod::kBlend;
   int context_tokens = 4096;
   int num_threads = 0;
-  int chunk_tokens = 512;                          // longest chunk a segment is cut into
-  ChunkingMode chunking = ChunkingMode::kContent;  // where segments are cut (segment_chunker.h)
-  int prefill_capacity = 128;                      // Lp
-  int recompute_capacity = 256;                    // Ls
-  double recompute_ratio = 0.25;                   // r
+  int chunk_tokens = 512;                           // longest chunk a segment is cut into
+  ChunkingMode chunking = ChunkingMode::kContent;   // where segments are cut (segment_chunker.h)
+  int prefill_capacity = 128;                       // Lp
+  int recompute_capacity = 256;                     // Ls
+  double recompute_ratio = kDefaultRecomputeRatio;  // r
   int check_layer = 1;
   bool deviation_includes_v = false;
   // Keep the check layer's fresh K/V for every reused token (see model::CompileOptions).
@@ -94,7 +93,7 @@ struct ReuseOptions {
   // whose relative deviation at the check layer reaches `stable_min_deviation`. The tokens
   // nearer the cut, and every reused token of any other prompt, are selected by the r share
   // as always. 0 = off. The defaults: docs/benchmarks.md, "A chat whose window moves".
-  double stable_min_deviation = kDefaultStableMinDeviation;
+  double stable_min_deviation = kDefaultStableRecomputeMinDeviation;
   int stable_context_tokens = 128;
   int stable_repair_tokens = 256;  // at most the recompute capacity
   int min_match_tokens = 32;

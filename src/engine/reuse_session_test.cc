@@ -402,7 +402,7 @@ TEST_F(ReuseSessionTest, MovedDocumentsRecomputeExactlyAsWithStableContextOff) {
            {system, {"note", Words(13, 12)}, d3, d2, {"question", Words(14, 6)}}}) {
     PrefillReport off, on, all;
     const std::vector<float> off_logits = run(earlier, reordered, 0.0, &off);
-    EXPECT_EQ(run(earlier, reordered, kDefaultStableMinDeviation, &on), off_logits);
+    EXPECT_EQ(run(earlier, reordered, kDefaultStableRecomputeMinDeviation, &on), off_logits);
     EXPECT_EQ(run(earlier, reordered, 1.0, &all), off_logits);
     EXPECT_GT(off.tokens_recomputed, 20) << off.plan;
     EXPECT_GT(off.tokens_nonprefix + off.tokens_recomputed, 200) << off.plan;

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "engine/loaded_model.h"
+#include "reprise/defaults.h"
 #include "store/chunk_store.h"
 
 namespace reprise::engine {
@@ -31,7 +32,7 @@ struct StoreSettings {
   // Admission control (store/admission.h): write a chunk once its text was seen in this many
   // prompts (declared reusable ones at once); 1 = every chunk.
   int admit_after = 1;
-  double recompute_ratio = 0.25;
+  double recompute_ratio = kDefaultRecomputeRatio;
   // Full prefill cost of one token, for eviction costs; 0 = estimated from the model size.
   double compute_ms_per_token = 0.0;
 };

@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "graph/compiled_graph.h"
 #include "model/packed_weights.h"
+#include "reprise/defaults.h"
 
 namespace reprise::model {
 
@@ -34,7 +35,7 @@ struct CompileOptions {
   // deviation of fresh K (and V with `deviation_includes_v`) from the cached rows picks the
   // ceil(recompute_ratio * capacity) rows that run on from there (forced rows always do).
   int check_layer = 1;
-  double recompute_ratio = 0.25;
+  double recompute_ratio = kDefaultRecomputeRatio;
   bool deviation_includes_v = false;
   // The check layer computes fresh K/V for every row anyway (for the deviation); with this
   // set all of them are kept in the cache, not only the selected rows'. Free, and the KV of

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "reprise/defaults.h"
 
 namespace reprise::reuse {
 
@@ -54,7 +55,7 @@ struct ChunkMergeOptions {
   double recompute_latency_ms = 0;  // ts: latency of one recompute call, >= 0
   int prefill_capacity = 0;         // Lp: tokens of one prefill call, >= 1
   double prefill_latency_ms = 0;    // tp: latency of one prefill call, >= 0
-  double recompute_ratio = 0.25;    // r in (0, 1]
+  double recompute_ratio = kDefaultRecomputeRatio;  // r in (0, 1]
   ScheduleStrategy strategy = ScheduleStrategy::kDp;
 };
 
