@@ -41,6 +41,20 @@ bool IsDigit(uint8_t b) { return b >= '0' && b <= '9'; }
 
 }  // namespace
 
+std::optional<Utf8Lead> ClassifyUtf8Lead(uint8_t byte) {
+  if (byte < 0x80) return Utf8Lead{};
+  if (byte >= 0xC2 && byte <= 0xDF) return Utf8Lead{.num_continuation = 1};
+  if (byte == 0xE0) return Utf8Lead{.num_continuation = 2, .first_lo = 0xA0};
+  if ((byte >= 0xE1 && byte <= 0xEC) || byte == 0xEE || byte == 0xEF) {
+    return Utf8Lead{.num_continuation = 2};
+  }
+  if (byte == 0xED) return Utf8Lead{.num_continuation = 2, .first_hi = 0x9F};
+  if (byte == 0xF0) return Utf8Lead{.num_continuation = 3, .first_lo = 0x90};
+  if (byte >= 0xF1 && byte <= 0xF3) return Utf8Lead{.num_continuation = 3};
+  if (byte == 0xF4) return Utf8Lead{.num_continuation = 3, .first_hi = 0x8F};
+  return std::nullopt;
+}
+
 JsonMatcher::JsonMatcher(const JsonSchema& schema) : schema_(&schema) {
   Frame root;
   root.kind = kValue;
@@ -337,30 +351,12 @@ void JsonMatcher::Step(Stack stack, uint8_t byte, std::vector<Stack>& out) const
         return;
       }
       if (byte < 0x20) return;
-      uint8_t pending = 0, lo = 0x80, hi = 0xBF;
-      if (byte < 0x80) {
-        pending = 0;
-      } else if (byte >= 0xC2 && byte <= 0xDF) {
-        pending = 1;
-      } else if (byte == 0xE0) {
-        pending = 2, lo = 0xA0;
-      } else if ((byte >= 0xE1 && byte <= 0xEC) || byte == 0xEE || byte == 0xEF) {
-        pending = 2;
-      } else if (byte == 0xED) {
-        pending = 2, hi = 0x9F;
-      } else if (byte == 0xF0) {
-        pending = 3, lo = 0x90;
-      } else if (byte >= 0xF1 && byte <= 0xF3) {
-        pending = 3;
-      } else if (byte == 0xF4) {
-        pending = 3, hi = 0x8F;
-      } else {
-        return;  // not UTF-8
-      }
+      const std::optional<Utf8Lead> lead = ClassifyUtf8Lead(byte);
+      if (!lead) return;  // not UTF-8
       if (!add_char()) return;
-      f.utf8_pending = pending;
-      f.utf8_lo = lo;
-      f.utf8_hi = hi;
+      f.utf8_pending = lead->num_continuation;
+      f.utf8_lo = lead->first_lo;
+      f.utf8_hi = lead->first_hi;
       out.push_back(std::move(stack));
       return;
     }

@@ -12,12 +12,22 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "engine/json_schema.h"
 
 namespace reprise::engine {
+
+// What a UTF-8 lead byte starts (RFC 3629, no overlongs or surrogates): how many
+// continuation bytes follow, and the range of the first of them (the others are 0x80-0xBF).
+// Bytes that start no character (continuations, 0xC0, 0xC1, 0xF5-0xFF) give nullopt.
+struct Utf8Lead {
+  uint8_t num_continuation = 0;
+  uint8_t first_lo = 0x80, first_hi = 0xBF;
+};
+std::optional<Utf8Lead> ClassifyUtf8Lead(uint8_t byte);
 
 class JsonMatcher {
  public:

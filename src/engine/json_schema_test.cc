@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -177,6 +178,42 @@ TEST(JsonMatcherTest, RequiredPropertiesAndRangesAreEnforcedByteByByte) {
   EXPECT_TRUE(matcher.Advance('}'));
   EXPECT_TRUE(matcher.is_finished());
   EXPECT_FALSE(matcher.Advance(' '));
+}
+
+// Every 1-4 byte sequence a lead byte allows is
+// exactly the well-formed UTF-8 of RFC 3629 (no overlongs, no surrogates, nothing past
+// U+10FFFF), checked by decoding.
+TEST(JsonMatcherTest, Utf8LeadBytesAllowExactlyWellFormedCharacters) {
+  int leads = 0;
+  for (int byte = 0; byte < 256; ++byte) {
+    const std::optional<Utf8Lead> lead = ClassifyUtf8Lead(static_cast<uint8_t>(byte));
+    const bool continuation = byte >= 0x80 && byte <= 0xBF;
+    if (continuation || byte == 0xC0 || byte == 0xC1 || byte >= 0xF5) {
+      EXPECT_FALSE(lead.has_value()) << byte;
+      continue;
+    }
+    ASSERT_TRUE(lead.has_value()) << byte;
+    ++leads;
+    const int n = lead->num_continuation;
+    EXPECT_EQ(n, byte < 0x80 ? 0 : byte < 0xE0 ? 1 : byte < 0xF0 ? 2 : 3) << byte;
+    if (n == 0) continue;
+    // The first continuation byte's range: exactly the values that decode to a code point of
+    // this length that is not a surrogate and not past U+10FFFF.
+    for (int c = 0x80; c <= 0xBF; ++c) {
+      const uint32_t low_bits = n == 1 ? 6 : n == 2 ? 12 : 18;
+      const uint32_t lead_bits = static_cast<uint32_t>(byte) & (n == 1   ? 0x1F
+                                                                : n == 2 ? 0x0F
+                                                                         : 0x07);
+      const uint32_t smallest =
+          (lead_bits << low_bits) | ((static_cast<uint32_t>(c) & 0x3F) << (low_bits - 6));
+      const uint32_t largest = smallest | ((1u << (low_bits - 6)) - 1);
+      const uint32_t min_code = n == 1 ? 0x80 : n == 2 ? 0x800 : 0x10000;
+      const bool valid = largest >= min_code && smallest <= 0x10FFFF &&
+                         !(smallest >= 0xD800 && smallest <= 0xDFFF);
+      EXPECT_EQ(c >= lead->first_lo && c <= lead->first_hi, valid) << byte << " " << c;
+    }
+  }
+  EXPECT_EQ(leads, 128 + 30 + 16 + 5);
 }
 
 TEST(JsonSchemaTest, KeywordsOutsideTheSubsetAreRefusedByName) {

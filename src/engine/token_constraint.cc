@@ -16,31 +16,13 @@ int32_t PlainCharacters(std::string_view bytes) {
   while (i < bytes.size()) {
     const uint8_t b = static_cast<uint8_t>(bytes[i]);
     if (b < 0x20 || b == '"' || b == '\\') return -1;
-    size_t length = 0;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b < 0x80) {
-      length = 1;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      length = 2;
-    } else if (b == 0xE0) {
-      length = 3, lo = 0xA0;
-    } else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) {
-      length = 3;
-    } else if (b == 0xED) {
-      length = 3, hi = 0x9F;
-    } else if (b == 0xF0) {
-      length = 4, lo = 0x90;
-    } else if (b >= 0xF1 && b <= 0xF3) {
-      length = 4;
-    } else if (b == 0xF4) {
-      length = 4, hi = 0x8F;
-    } else {
-      return -1;
-    }
+    const std::optional<Utf8Lead> lead = ClassifyUtf8Lead(b);
+    if (!lead) return -1;
+    const size_t length = 1 + lead->num_continuation;
     if (i + length > bytes.size()) return -1;
     for (size_t k = 1; k < length; ++k) {
       const uint8_t c = static_cast<uint8_t>(bytes[i + k]);
-      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return -1;
+      if (c < (k == 1 ? lead->first_lo : 0x80) || c > (k == 1 ? lead->first_hi : 0xBF)) return -1;
     }
     i += length;
     ++chars;
