@@ -81,7 +81,7 @@ kv::ChunkEntry MakeChunk(uint64_t seed, kv::ChunkId parent, int num_tokens, int 
 
 void KvSeeds(const std::string& dir) {
   int n = 0;
-  for (store::KvCodec codec : {store::KvCodec::kF16, store::KvCodec::kInt8Hadamard}) {
+  for (KvCodec codec : {KvCodec::kF16, KvCodec::kInt8}) {
     for (int tokens : {0, 1, 5}) {
       auto bytes = store::SerializeKvFile(MakeChunk(n + 1, kv::kRootChunkId, tokens, 8, "a text"),
                                           codec, kFingerprint);

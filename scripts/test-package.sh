@@ -16,7 +16,7 @@ prefix=$work/prefix
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 version=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion reprise)
 headers=$(cd "$prefix/include" && find . -type f | sort | tr '\n' ' ')
-if [ "$headers" != "./reprise/calibration.h ./reprise/defaults.h ./reprise/engine.h ./reprise/reprise.h ./reprise/reuse_diagnostics.h ./reprise/status.h ./reprise/store_admin.h " ]; then
+if [ "$headers" != "./reprise/calibration.h ./reprise/defaults.h ./reprise/engine.h ./reprise/reprise.h ./reprise/reuse_diagnostics.h ./reprise/status.h ./reprise/store_admin.h ./reprise/types.h " ]; then
   echo "test-package: unexpected headers installed: $headers" >&2
   exit 1
 fi

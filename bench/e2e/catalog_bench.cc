@@ -87,7 +87,7 @@ BenchCatalog& GetCatalog(int num_chunks) {
     row.parent_id = parent;
     row.exact = true;
     row.model_fingerprint = kFingerprint;
-    row.codec = KvCodec::kInt8Hadamard;
+    row.codec = KvCodec::kInt8;
     row.file_name = std::to_string(i) + ".rpkv";
     row.file_bytes = 6000000;
     row.created_us = i;

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   options.dir = dir;
   options.model_fingerprint = 42;
   options.pool_bytes = int64_t{4} << 30;
-  options.codec = int8 ? store::KvCodec::kInt8Hadamard : store::KvCodec::kF16;
+  options.codec = int8 ? KvCodec::kInt8 : KvCodec::kF16;
   std::vector<kv::ChunkId> ids;
   {
     auto s = ChunkStore::Open(options);

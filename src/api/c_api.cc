@@ -53,6 +53,11 @@ static_assert(static_cast<int>(reprise::TokenSelection::kDeviation) == REPRISE_S
               static_cast<int>(reprise::TokenSelection::kAttention) == REPRISE_SELECT_ATTENTION &&
               static_cast<int>(reprise::TokenSelection::kAttentionTimesDeviation) ==
                   REPRISE_SELECT_ATTENTION_DEVIATION);
+static_assert(static_cast<int>(reprise::KvCodec::kF16) == REPRISE_CODEC_F16 &&
+              static_cast<int>(reprise::KvCodec::kInt8) == REPRISE_CODEC_INT8);
+static_assert(static_cast<int>(reprise::Int8Scheme::kPerBlock) == REPRISE_INT8_PER_BLOCK &&
+              static_cast<int>(reprise::Int8Scheme::kPerTensor) == REPRISE_INT8_PER_TENSOR &&
+              static_cast<int>(reprise::Int8Scheme::kShadow) == REPRISE_INT8_SHADOW);
 
 // The int a C enum field holds, whatever its value.
 template <typename Enum>
@@ -256,8 +261,7 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->recompute_ratio = d.recompute_ratio;
   options->cache_mb = d.cache_mb;
   options->store_disk_mb = d.store_disk_mb;
-  options->store_codec =
-      d.store_codec == reprise::KvCodec::kInt8 ? REPRISE_CODEC_INT8 : REPRISE_CODEC_F16;
+  options->store_codec = static_cast<reprise_kv_codec>(d.store_codec);
   options->batch_decode = d.batch_decode ? 1 : 0;
   options->store_admit_after = d.store_admit_after;
   options->token_selection = static_cast<reprise_token_selection>(d.token_selection);
@@ -311,7 +315,7 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     o.store_dir = OrEmpty(options->store_dir);
     if (options->name_space != nullptr) o.name_space = options->name_space;
     o.store_disk_mb = options->store_disk_mb;
-    o.store_codec = codec == REPRISE_CODEC_INT8 ? reprise::KvCodec::kInt8 : reprise::KvCodec::kF16;
+    o.store_codec = static_cast<reprise::KvCodec>(codec);
     o.batch_decode = options->batch_decode != 0;
     o.store_admit_after = options->store_admit_after;
     o.token_selection = static_cast<reprise::TokenSelection>(selection);

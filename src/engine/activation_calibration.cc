@@ -94,7 +94,7 @@ Result<model::ActivationCalibration> CalibrateActivations(const LoadedModel& mod
 std::string DescribeActivationCalibration(const model::ActivationCalibration& calibration,
                                           double outlier_fraction) {
   model::StaticInt8Options shadow;
-  shadow.scheme = model::Int8Scheme::kPerTensorShadow;
+  shadow.scheme = Int8Scheme::kShadow;
   shadow.outlier_fraction = outlier_fraction;
   const std::vector<model::ActivationQuant> plan = model::PlanStaticInt8(calibration, shadow);
   std::string out;

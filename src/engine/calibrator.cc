@@ -185,14 +185,14 @@ Result<CalibrationReport> CalibrateModel(const CalibrateOptions& options) {
   reuse.context_tokens = std::min(model->config().context_length, 4096);
   engine::GuardCalibrationOptions guard_options;
   guard_options.margin = options.guard_margin;
-  const auto default_selection = static_cast<graph::SelectionKey>(EngineOptions{}.token_selection);
-  for (const graph::SelectionKey selection : engine::kSelectionKeys) {
+  const TokenSelection default_selection = EngineOptions{}.token_selection;
+  for (const TokenSelection selection : kTokenSelections) {
     reuse.selection = selection;
     REPRISE_ASSIGN_OR_RETURN(const engine::GuardCalibration guard,
                              engine::CalibrateGuard(*model, reuse, guard_options));
     const std::string path = engine::GuardCalibrationPath(options.calibration_dir, guard.key);
     REPRISE_RETURN_IF_ERROR(engine::SaveGuardCalibration(guard, path));
-    report.guard_thresholds[engine::SelectionName(selection)] = guard.threshold;
+    report.guard_thresholds[TokenSelectionName(selection)] = guard.threshold;
     if (selection != default_selection) continue;
     report.guard_path = path;
     report.guard_samples = static_cast<int64_t>(guard.residuals.size());

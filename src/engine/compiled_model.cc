@@ -50,7 +50,7 @@ Result<std::shared_ptr<const model::ActivationCalibration>> FindOrMeasureActivat
 
 model::StaticInt8Options StaticInt8For(Int8Scheme scheme, double outlier_fraction) {
   model::StaticInt8Options options;
-  options.scheme = static_cast<model::Int8Scheme>(scheme);
+  options.scheme = scheme;
   options.outlier_fraction = outlier_fraction;
   return options;
 }
@@ -72,7 +72,7 @@ Result<std::shared_ptr<const CompiledModel>> CompiledModel::Create(
   } else {
     model::PackOptions pack = options.pack;
     if (!pack.q6_k_format) pack.q6_k_format = m->kernels_->q6_k_format;
-    if (pack.static_int8.scheme != model::Int8Scheme::kPerBlock && !pack.activation_calibration) {
+    if (pack.static_int8.scheme != Int8Scheme::kPerBlock && !pack.activation_calibration) {
       REPRISE_ASSIGN_OR_RETURN(pack.activation_calibration,
                                FindOrMeasureActivations(model, *m->pool_, *m->kernels_, options));
     }

@@ -34,38 +34,6 @@
 
 namespace reprise {
 
-const char* ReuseMethodName(ReuseMethod method) {
-  return engine::ReuseMethodName(static_cast<engine::ReuseMethod>(method));
-}
-
-Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
-  REPRISE_ASSIGN_OR_RETURN(engine::ReuseMethod method, engine::ParseReuseMethod(name));
-  return static_cast<ReuseMethod>(method);
-}
-
-const char* TokenSelectionName(TokenSelection selection) {
-  return engine::SelectionName(static_cast<graph::SelectionKey>(selection));
-}
-
-Result<TokenSelection> ParseTokenSelection(std::string_view name) {
-  REPRISE_ASSIGN_OR_RETURN(graph::SelectionKey key, engine::ParseSelection(name));
-  return static_cast<TokenSelection>(key);
-}
-
-const char* Int8SchemeName(Int8Scheme scheme) {
-  return model::Int8SchemeName(static_cast<model::Int8Scheme>(scheme));
-}
-
-Result<Int8Scheme> ParseInt8Scheme(std::string_view name) {
-  REPRISE_ASSIGN_OR_RETURN(model::Int8Scheme scheme, model::ParseInt8Scheme(name));
-  return static_cast<Int8Scheme>(scheme);
-}
-
-static_assert(
-    static_cast<int>(Int8Scheme::kPerBlock) == static_cast<int>(model::Int8Scheme::kPerBlock) &&
-    static_cast<int>(Int8Scheme::kPerTensor) == static_cast<int>(model::Int8Scheme::kPerTensor) &&
-    static_cast<int>(Int8Scheme::kShadow) == static_cast<int>(model::Int8Scheme::kPerTensorShadow));
-
 // The packed format every matrix is forced into, if any.
 static std::optional<kernels::PackedFormat> ForcedFormat(WeightFormat format) {
   switch (format) {
@@ -83,71 +51,7 @@ static std::optional<kernels::PackedFormat> ForcedFormat(WeightFormat format) {
   return std::nullopt;
 }
 
-const char* WeightFormatName(WeightFormat format) {
-  const std::optional<kernels::PackedFormat> forced = ForcedFormat(format);
-  return forced ? kernels::PackedFormatName(*forced) : "as-stored";
-}
-
-Result<WeightFormat> ParseWeightFormat(std::string_view name) {
-  for (const WeightFormat format : {WeightFormat::kAsStored, WeightFormat::kQ8_0,
-                                    WeightFormat::kQ4_0, WeightFormat::kF16, WeightFormat::kF32}) {
-    if (name == WeightFormatName(format)) return format;
-  }
-  return InvalidArgumentError("unknown weight format '" + std::string(name) +
-                              "' (as-stored, q8_0x8, q4_0x8, f16x8, f32x8)");
-}
-
 std::string_view SampleText() { return engine::SampleText(); }
-
-const char* ChunkingModeName(ChunkingMode mode) {
-  return engine::ChunkingModeName(static_cast<engine::ChunkingMode>(mode));
-}
-
-Result<ChunkingMode> ParseChunkingMode(std::string_view name) {
-  REPRISE_ASSIGN_OR_RETURN(engine::ChunkingMode mode, engine::ParseChunkingMode(name));
-  return static_cast<ChunkingMode>(mode);
-}
-
-const char* ScheduleStrategyName(ScheduleStrategy strategy) {
-  return reuse::ScheduleStrategyName(static_cast<reuse::ScheduleStrategy>(strategy));
-}
-
-Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name) {
-  REPRISE_ASSIGN_OR_RETURN(reuse::ScheduleStrategy strategy, reuse::ParseScheduleStrategy(name));
-  return static_cast<ScheduleStrategy>(strategy);
-}
-
-static_assert(static_cast<int>(ChunkingMode::kFixed) ==
-                  static_cast<int>(engine::ChunkingMode::kFixed) &&
-              static_cast<int>(ChunkingMode::kContent) ==
-                  static_cast<int>(engine::ChunkingMode::kContent));
-static_assert(static_cast<int>(ScheduleStrategy::kDp) ==
-                  static_cast<int>(reuse::ScheduleStrategy::kDp) &&
-              static_cast<int>(ScheduleStrategy::kGreedy) ==
-                  static_cast<int>(reuse::ScheduleStrategy::kGreedy) &&
-              static_cast<int>(ScheduleStrategy::kNaive) ==
-                  static_cast<int>(reuse::ScheduleStrategy::kNaive));
-
-const char* KvCodecName(KvCodec codec) { return codec == KvCodec::kInt8 ? "int8" : "f16"; }
-
-Result<KvCodec> ParseKvCodec(std::string_view name) {
-  if (name == "f16") return KvCodec::kF16;
-  if (name == "int8") return KvCodec::kInt8;
-  return InvalidArgumentError("unknown KV codec '" + std::string(name) + "' (f16, int8)");
-}
-
-static_assert(
-    static_cast<int>(ReuseMethod::kNone) == static_cast<int>(engine::ReuseMethod::kNone) &&
-    static_cast<int>(ReuseMethod::kPrefix) == static_cast<int>(engine::ReuseMethod::kPrefix) &&
-    static_cast<int>(ReuseMethod::kFull) == static_cast<int>(engine::ReuseMethod::kFull) &&
-    static_cast<int>(ReuseMethod::kBlend) == static_cast<int>(engine::ReuseMethod::kBlend));
-
-static_assert(static_cast<int>(TokenSelection::kDeviation) ==
-                  static_cast<int>(graph::SelectionKey::kDeviation) &&
-              static_cast<int>(TokenSelection::kAttention) ==
-                  static_cast<int>(graph::SelectionKey::kAttention) &&
-              static_cast<int>(TokenSelection::kAttentionTimesDeviation) ==
-                  static_cast<int>(graph::SelectionKey::kAttentionTimesDeviation));
 
 // What the sessions share besides the compiled model and the store: the options every session
 // is made with, the namespaces' caches and the slots of Engine::Generate.
@@ -275,7 +179,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     engine->options_.reuse = ReuseMethod::kNone;
   } else {
     engine::ReuseOptions& reuse = engine->shared_->reuse;
-    reuse.method = static_cast<engine::ReuseMethod>(options.reuse);
+    reuse.method = options.reuse;
     reuse.context_tokens = engine->context_tokens_;
     reuse.num_threads = options.num_threads;
     reuse.recompute_ratio = options.recompute_ratio;
@@ -283,23 +187,23 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     engine->shared_->requested_guard = options.quality_guard;
     reuse.recompute_min_deviation = options.recompute_min_deviation;
     reuse.stable_min_deviation = options.stable_recompute_min_deviation;
-    reuse.selection = static_cast<graph::SelectionKey>(options.token_selection);
+    reuse.selection = options.token_selection;
     const model::ModelConfig& config = engine->model_->config();
-    if (reuse.selection != graph::SelectionKey::kDeviation &&
+    if (reuse.selection != TokenSelection::kDeviation &&
         config.num_heads / config.num_kv_heads > graph::kMaxProbeGroup) {
       // The query probe's attention kernel holds at most kMaxProbeGroup query heads per kv head.
       REPRISE_LOG(kWarning) << "token selection " << TokenSelectionName(options.token_selection)
                             << ": this model's " << config.num_heads / config.num_kv_heads
                             << " query heads per kv head exceed the query probe's "
                             << graph::kMaxProbeGroup << "; selecting by deviation";
-      reuse.selection = graph::SelectionKey::kDeviation;
+      reuse.selection = TokenSelection::kDeviation;
     }
     reuse.static_shapes = options.static_shapes;
     reuse.out_of_order_groups = options.out_of_order_groups;
     reuse.out_of_order_window = options.out_of_order_window;
     const ReuseTuning& tuning = options.tuning;
     reuse.chunk_tokens = tuning.chunk_tokens;
-    reuse.chunking = static_cast<engine::ChunkingMode>(tuning.chunking);
+    reuse.chunking = tuning.chunking;
     reuse.check_layer = tuning.check_layer;
     reuse.deviation_includes_v = tuning.deviation_includes_v;
     reuse.refresh_check_layer = tuning.refresh_check_layer;
@@ -311,7 +215,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     reuse.max_candidates = tuning.max_candidates;
     reuse.overlap_kv_preparation = tuning.overlap_kv_preparation;
     reuse.shard_pipeline = tuning.shard_pipeline;
-    reuse.scheduler = static_cast<reuse::ScheduleStrategy>(tuning.scheduler);
+    reuse.scheduler = tuning.scheduler;
     engine->is_calibrated_ =
         engine::ApplyCalibration(calibration_dir, engine->model_->fingerprint(), &reuse);
     if (options.prefill_capacity > 0) reuse.prefill_capacity = options.prefill_capacity;
@@ -340,7 +244,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
         settings.dir = options.store_dir;
         settings.pool_mb = options.cache_mb;
         settings.disk_mb = options.store_disk_mb;
-        settings.codec = KvCodecName(options.store_codec);
+        settings.codec = options.store_codec;
         settings.admit_after = options.store_admit_after;
         settings.cost_aware = options.tuning.store_cost_aware_eviction;
         settings.prefetch = options.tuning.store_prefetch;
@@ -357,7 +261,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     engine->shared_->guard_dir = !calibration_dir.empty() ? calibration_dir
                                  : engine->store_         ? options.store_dir + "/calibrations"
                                                           : std::string();
-    if (reuse.method == engine::ReuseMethod::kBlend) {
+    if (reuse.method == ReuseMethod::kBlend) {
       REPRISE_RETURN_IF_ERROR(
           engine::ResolveQualityGuard(*engine->model_, engine->shared_->guard_dir, &reuse));
     } else {
@@ -420,7 +324,7 @@ Result<std::unique_ptr<Session>> Engine::NewSession(std::string name_space,
     return session;
   }
   engine::ReuseOptions options = shared_->reuse;
-  options.method = static_cast<engine::ReuseMethod>(method);
+  options.method = method;
   if (method == ReuseMethod::kBlend && options_.reuse != ReuseMethod::kBlend) {
     // The engine resolved no guard for its own method: resolve it once for blend sessions.
     MutexLock lock(shared_->mutex);

@@ -122,10 +122,10 @@ Result<std::unique_ptr<GraphBackend>> GraphBackend::Create(
 Status GraphBackend::RunCall(graph::ExecutionContext& context, std::span<const int32_t> tokens,
                              std::span<const int32_t> positions, std::span<const int32_t> slots,
                              std::span<const uint8_t> forced, int64_t num_visible_slots,
-                             std::span<const float> row_attention, graph::SelectionKey key) {
+                             std::span<const float> row_attention, TokenSelection key) {
   REPRISE_RETURN_IF_ERROR(context.SetInputs(tokens, positions, slots, num_visible_slots));
   if (!forced.empty()) context.SetForcedRows(forced);
-  if (key != graph::SelectionKey::kDeviation) context.SetRowAttention(row_attention, key);
+  if (key != TokenSelection::kDeviation) context.SetRowAttention(row_attention, key);
   if (!shard_gate_) {
     executor_->Run(context);
   } else {
@@ -236,7 +236,7 @@ Status GraphBackend::RunPrefillOutOfOrder(std::span<const int32_t> tokens,
 Result<std::span<const int32_t>> GraphBackend::RunRecompute(
     std::span<const int32_t> tokens, std::span<const int32_t> positions,
     std::span<const int32_t> slots, std::span<const uint8_t> forced, int num_tokens_after,
-    std::span<const float> row_attention, graph::SelectionKey key) {
+    std::span<const float> row_attention, TokenSelection key) {
   if (!recompute_) return InvalidArgumentError("no recompute graph was compiled");
   REPRISE_RETURN_IF_ERROR(CheckTokens(tokens));
   if (tokens.size() > static_cast<size_t>(recompute_->capacity())) {
@@ -245,7 +245,7 @@ Result<std::span<const int32_t>> GraphBackend::RunRecompute(
                                 std::to_string(recompute_->capacity()));
   }
   if (num_tokens_after > capacity_tokens()) return InvalidArgumentError("context overflow");
-  if (key != graph::SelectionKey::kDeviation && row_attention.size() != tokens.size()) {
+  if (key != TokenSelection::kDeviation && row_attention.size() != tokens.size()) {
     return InvalidArgumentError("query-aware selection needs an attention weight per token");
   }
   REPRISE_RETURN_IF_ERROR(RunCall(*recompute_context_, tokens, positions, slots, forced,

@@ -113,7 +113,7 @@ class GraphBackend : public InferenceBackend {
       std::span<const int32_t> tokens, std::span<const int32_t> positions,
       std::span<const int32_t> slots, std::span<const uint8_t> forced, int num_tokens_after,
       std::span<const float> row_attention = {},
-      graph::SelectionKey key = graph::SelectionKey::kDeviation);
+      TokenSelection key = TokenSelection::kDeviation);
   // Query-aware selection's probe (graph::GraphKind::kQueryProbe): runs `tokens` (the
   // prompt's last ones, at most query_probe_capacity; slots after every reused one) through
   // the layers before the check layer over the cache as it stands, and returns the attention
@@ -183,7 +183,7 @@ class GraphBackend : public InferenceBackend {
                  std::span<const int32_t> positions, std::span<const int32_t> slots,
                  std::span<const uint8_t> forced, int64_t num_visible_slots,
                  std::span<const float> row_attention = {},
-                 graph::SelectionKey key = graph::SelectionKey::kDeviation);
+                 TokenSelection key = TokenSelection::kDeviation);
   Status CheckTokens(std::span<const int32_t> tokens) const;
 
   std::string name_;

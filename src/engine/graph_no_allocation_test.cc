@@ -141,7 +141,7 @@ void RunEveryGraph(GraphBackend& backend) {
   std::copy_n(attention->begin() + 21, 24, row_attention.begin());
   ASSERT_TRUE(backend
                   .RunRecompute(tokens, positions, positions, forced, 45, row_attention,
-                                graph::SelectionKey::kAttentionTimesDeviation)
+                                TokenSelection::kAttentionTimesDeviation)
                   .ok());
   backend.Truncate(0);
 }

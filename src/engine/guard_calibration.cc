@@ -193,14 +193,14 @@ std::string GuardCalibrationKey(const ReuseOptions& reuse) {
       "forced first %d; min deviation %.6g, stable %.6g over %d, repair %d; chunks %d %s; "
       "match %d, %d candidates; scheduler %s",
       static_cast<unsigned long long>(reuse.compiled->kv_fingerprint()),
-      SelectionName(reuse.selection),
-      reuse.selection == graph::SelectionKey::kDeviation ? 0 : reuse.query_probe_tokens,
+      TokenSelectionName(reuse.selection),
+      reuse.selection == TokenSelection::kDeviation ? 0 : reuse.query_probe_tokens,
       reuse.recompute_ratio, reuse.prefill_capacity, reuse.recompute_capacity,
       std::min(reuse.check_layer, num_layers - 1), reuse.deviation_includes_v ? ", K+V" : "",
       reuse.refresh_check_layer ? ", refreshed" : "", reuse.force_first_tokens,
       reuse.recompute_min_deviation, reuse.stable_min_deviation, reuse.stable_context_tokens,
       reuse.stable_repair_tokens, reuse.chunk_tokens, ChunkingModeName(reuse.chunking),
-      reuse.min_match_tokens, reuse.max_candidates, reuse::ScheduleStrategyName(reuse.scheduler));
+      reuse.min_match_tokens, reuse.max_candidates, ScheduleStrategyName(reuse.scheduler));
   return key;
 }
 

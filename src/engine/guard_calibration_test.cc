@@ -103,7 +103,7 @@ TEST_F(GuardCalibrationTest, TheKeyCoversEverySettingThatChangesTheResidual) {
     change(o);
     others.emplace_back(label, o);
   };
-  vary("selection", [](ReuseOptions& o) { o.selection = graph::SelectionKey::kAttention; });
+  vary("selection", [](ReuseOptions& o) { o.selection = TokenSelection::kAttention; });
   vary("r", [](ReuseOptions& o) { o.recompute_ratio = 0.15; });
   vary("check layer", [](ReuseOptions& o) { o.check_layer = 2; });
   vary("recompute capacity", [](ReuseOptions& o) { o.recompute_capacity = 128; });
@@ -165,7 +165,7 @@ TEST_F(GuardCalibrationTest, ResolveMeasuresOnceKeepsItAndLeavesGivenValues) {
   // Another token selection leaves other tokens: a threshold (and a file) of its own.
   ReuseOptions by_attention = first;
   by_attention.guard_deviation = kGuardCalibrated;
-  by_attention.selection = graph::SelectionKey::kAttentionTimesDeviation;
+  by_attention.selection = TokenSelection::kAttentionTimesDeviation;
   ASSERT_TRUE(ResolveQualityGuard(*model_, folder, &by_attention).ok());
   const std::string own = GuardCalibrationPath(folder, GuardCalibrationKey(by_attention));
   EXPECT_NE(own, path);

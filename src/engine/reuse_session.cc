@@ -21,49 +21,6 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-const char* ReuseMethodName(ReuseMethod method) {
-  switch (method) {
-    case ReuseMethod::kNone:
-      return "none";
-    case ReuseMethod::kPrefix:
-      return "prefix";
-    case ReuseMethod::kFull:
-      return "full";
-    case ReuseMethod::kBlend:
-      return "blend";
-  }
-  return "?";
-}
-
-Result<ReuseMethod> ParseReuseMethod(std::string_view name) {
-  for (ReuseMethod m :
-       {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kFull, ReuseMethod::kBlend}) {
-    if (name == ReuseMethodName(m)) return m;
-  }
-  return InvalidArgumentError("unknown reuse method '" + std::string(name) +
-                              "' (none, prefix, full, blend)");
-}
-
-const char* SelectionName(graph::SelectionKey key) {
-  switch (key) {
-    case graph::SelectionKey::kDeviation:
-      return "deviation";
-    case graph::SelectionKey::kAttention:
-      return "attention";
-    case graph::SelectionKey::kAttentionTimesDeviation:
-      return "attention-deviation";
-  }
-  return "?";
-}
-
-Result<graph::SelectionKey> ParseSelection(std::string_view name) {
-  for (graph::SelectionKey key : kSelectionKeys) {
-    if (name == SelectionName(key)) return key;
-  }
-  return InvalidArgumentError("unknown selection '" + std::string(name) +
-                              "' (deviation, attention, attention-deviation)");
-}
-
 // What a graph call costs beyond its rows (its operators' synchronisation, the last row's
 // logits), as rows through every layer: `reprise calibrate` on the smollm2-135m shape (AMD
 // EPYC, 2 threads) puts the intercept of latency against capacity at 3.7 rows for prefill.
@@ -134,7 +91,7 @@ Result<std::unique_ptr<ReuseSession>> ReuseSession::Create(const LoadedModel& mo
     graph_options.guard_deviation = std::max(0.0, options.guard_deviation);  // unresolved: off
     graph_options.recompute_min_deviation = options.recompute_min_deviation;
     graph_options.stable_min_deviation = options.stable_min_deviation;
-    if (options.selection != graph::SelectionKey::kDeviation) {
+    if (options.selection != TokenSelection::kDeviation) {
       graph_options.query_probe_capacity = options.query_probe_tokens;
     }
   }
@@ -432,7 +389,7 @@ Result<int> ReuseSession::RecomputeRows(const reuse::ReusePlan& plan, std::span<
                              std::span<const uint8_t>(forced_.data(), count), num_tokens_after,
                              query_aware ? std::span<const float>(row_attention_.data(), count)
                                          : std::span<const float>(),
-                             query_aware ? options_.selection : graph::SelectionKey::kDeviation));
+                             query_aware ? options_.selection : TokenSelection::kDeviation));
   const double residual = backend_->last_residual_deviation();
   report.max_residual_deviation = std::max(report.max_residual_deviation, residual);
   report.residual_deviations.push_back(residual);

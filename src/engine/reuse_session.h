@@ -21,29 +21,13 @@
 #include "engine/segment_chunker.h"
 #include "kv/chunk_cache.h"
 #include "reprise/defaults.h"
+#include "reprise/types.h"
 #include "reuse/chunk_merge_scheduler.h"
 #include "reuse/kv_loader.h"
 #include "reuse/reuse_planner.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise::engine {
-
-enum class ReuseMethod : uint8_t { kNone, kPrefix, kFull, kBlend };
-
-const char* ReuseMethodName(ReuseMethod method);
-Result<ReuseMethod> ParseReuseMethod(std::string_view name);
-
-// Every token selection, and its name: "deviation", "attention", "attention-deviation".
-inline constexpr graph::SelectionKey kSelectionKeys[] = {
-    graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
-    graph::SelectionKey::kAttentionTimesDeviation};
-const char* SelectionName(graph::SelectionKey key);
-Result<graph::SelectionKey> ParseSelection(std::string_view name);
-
-// The chunk-merge scheduler's strategies, for the engine's users ("dp", "greedy", "naive").
-using reuse::ParseScheduleStrategy;
-using reuse::ScheduleStrategy;
-using reuse::ScheduleStrategyName;
 
 // ReuseOptions::guard_deviation: the threshold calibrated for the model
 // (guard_calibration.h, ResolveQualityGuard); a session given it unresolved runs unguarded.
@@ -71,7 +55,7 @@ struct ReuseOptions {
   // layer, measured by a probe over the reused KV before the first call, alone or times the
   // deviation. Query-aware selection waits for all the reused KV before the first call (the
   // probe reads it). The default: docs/benchmarks.md, "Selection strategies".
-  graph::SelectionKey selection = graph::SelectionKey::kDeviation;
+  TokenSelection selection = TokenSelection::kDeviation;
   int query_probe_tokens = 32;  // 1 .. graph::kMaxProbeRows
   // Quality guard (docs/design.md §2): when a recompute call leaves reused rows whose mean relative
   // deviation at the check layer (|fresh - cached|^2 / |fresh|^2 of K, plus V with

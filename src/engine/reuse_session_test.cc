@@ -176,15 +176,15 @@ TEST_F(ReuseSessionTest, RatioOneRecomputesToFullPrefill) {
     const std::vector<float> full = Run(*model, Options(ReuseMethod::kNone), nullptr, {}, now);
     // Query-aware selection too: its probe writes the question's KV below the check layer
     // before the calls that compute it for real, which must leave no trace.
-    for (graph::SelectionKey key :
-         {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttentionTimesDeviation}) {
+    for (TokenSelection key :
+         {TokenSelection::kDeviation, TokenSelection::kAttentionTimesDeviation}) {
       options.selection = key;
       kv::MemoryChunkCache cache(64 << 20);
       PrefillReport report;
       const std::vector<float> blend = Run(*model, options, &cache, {earlier}, now, &report);
       EXPECT_GT(report.tokens_recomputed, 30) << report.plan << "\n" << report.schedule;
       EXPECT_EQ(report.tokens_nonprefix, 0);
-      EXPECT_LT(RelativeError(blend, full), 1e-4) << shape << " " << SelectionName(key);
+      EXPECT_LT(RelativeError(blend, full), 1e-4) << shape << " " << TokenSelectionName(key);
     }
   }
 }
@@ -207,16 +207,16 @@ TEST_F(ReuseSessionTest, QueryAwareSelectionRecomputesOtherTokensWithinTheSameBu
   std::vector<float> by[3];
   PrefillReport reports[3];
   int i = 0;
-  for (graph::SelectionKey key : {graph::SelectionKey::kDeviation, graph::SelectionKey::kAttention,
-                                  graph::SelectionKey::kAttentionTimesDeviation}) {
+  for (TokenSelection key : {TokenSelection::kDeviation, TokenSelection::kAttention,
+                                  TokenSelection::kAttentionTimesDeviation}) {
     ReuseOptions options = PreferRecompute(Options(ReuseMethod::kBlend));
     options.selection = key;
     options.guard_deviation = 0;
     options.stable_min_deviation = 0;  // adaptive recompute would drop some of the k
     kv::MemoryChunkCache cache(64 << 20);
     by[i] = Run(*model, options, &cache, {earlier}, now, &reports[i]);
-    EXPECT_GT(reports[i].tokens_recomputed, 0) << SelectionName(key);
-    EXPECT_LT(RelativeError(by[i], none), RelativeError(full, none)) << SelectionName(key);
+    EXPECT_GT(reports[i].tokens_recomputed, 0) << TokenSelectionName(key);
+    EXPECT_LT(RelativeError(by[i], none), RelativeError(full, none)) << TokenSelectionName(key);
     ++i;
   }
   EXPECT_EQ(reports[1].tokens_recomputed, reports[0].tokens_recomputed);
@@ -703,10 +703,10 @@ TEST_F(ReuseSessionTest, TheShardPipelineWithSlowReadsChangesNothing) {
                                              {"question", Words(5, 8)},  {"document", Words(7, 60)},
                                              {"document", Words(9, 40)}, {"question", Words(6, 8)}};
   for (const auto& [method, selection] :
-       {std::pair{ReuseMethod::kFull, graph::SelectionKey::kDeviation},
-        std::pair{ReuseMethod::kBlend, graph::SelectionKey::kDeviation},
-        std::pair{ReuseMethod::kBlend, graph::SelectionKey::kAttentionTimesDeviation}}) {
-    SCOPED_TRACE(std::string(ReuseMethodName(method)) + " " + SelectionName(selection));
+       {std::pair{ReuseMethod::kFull, TokenSelection::kDeviation},
+        std::pair{ReuseMethod::kBlend, TokenSelection::kDeviation},
+        std::pair{ReuseMethod::kBlend, TokenSelection::kAttentionTimesDeviation}}) {
+    SCOPED_TRACE(std::string(ReuseMethodName(method)) + " " + TokenSelectionName(selection));
     ReuseOptions pipelined = Options(method);
     pipelined.selection = selection;
     ReuseOptions whole_calls = pipelined;
@@ -740,12 +740,12 @@ TEST_F(ReuseSessionTest, StaticShapesChangeNoResultUnderEveryScheduler) {
                                              {"question", Words(6, 8)}};
   std::vector<std::string> schedules;
   for (const ReuseMethod method : {ReuseMethod::kNone, ReuseMethod::kPrefix, ReuseMethod::kBlend}) {
-    for (const reuse::ScheduleStrategy scheduler :
-         {reuse::ScheduleStrategy::kDp, reuse::ScheduleStrategy::kGreedy,
-          reuse::ScheduleStrategy::kNaive}) {
-      if (method != ReuseMethod::kBlend && scheduler != reuse::ScheduleStrategy::kDp) continue;
+    for (const ScheduleStrategy scheduler :
+         {ScheduleStrategy::kDp, ScheduleStrategy::kGreedy,
+          ScheduleStrategy::kNaive}) {
+      if (method != ReuseMethod::kBlend && scheduler != ScheduleStrategy::kDp) continue;
       SCOPED_TRACE(std::string(ReuseMethodName(method)) + " " +
-                   reuse::ScheduleStrategyName(scheduler));
+                   ScheduleStrategyName(scheduler));
       ReuseOptions dynamic = Options(method);
       dynamic.scheduler = scheduler;
       dynamic.prefill_capacity = 32;

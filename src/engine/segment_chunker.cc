@@ -22,17 +22,6 @@ reuse::TokenBreak BreakOf(const tokenizer::Tokenizer& tok, tokenizer::TokenId id
 
 }  // namespace
 
-const char* ChunkingModeName(ChunkingMode mode) {
-  return mode == ChunkingMode::kContent ? "content" : "fixed";
-}
-
-Result<ChunkingMode> ParseChunkingMode(std::string_view name) {
-  if (name == "fixed") return ChunkingMode::kFixed;
-  if (name == "content") return ChunkingMode::kContent;
-  return InvalidArgumentError("unknown chunking '" + std::string(name) +
-                              "' (known: fixed, content)");
-}
-
 Result<SegmentChunker> SegmentChunker::Create(const tokenizer::Tokenizer& tokenizer,
                                               ChunkingMode mode, int chunk_tokens) {
   if (chunk_tokens < 1) return InvalidArgumentError("chunk size must be >= 1");

@@ -19,14 +19,9 @@
 #include "base/status.h"
 #include "reuse/content_defined_chunking.h"
 #include "tokenizer/tokenizer.h"
+#include "reprise/types.h"
 
 namespace reprise::engine {
-
-enum class ChunkingMode : uint8_t { kFixed, kContent };
-
-const char* ChunkingModeName(ChunkingMode mode);
-// "fixed" or "content". Errors: InvalidArgument naming the choices.
-Result<ChunkingMode> ParseChunkingMode(std::string_view name);
 
 class SegmentChunker {
  public:

@@ -15,10 +15,6 @@
 namespace reprise {
 namespace {
 
-KvCodec PublicCodec(store::KvCodec codec) {
-  return codec == store::KvCodec::kInt8Hadamard ? KvCodec::kInt8 : KvCodec::kF16;
-}
-
 // The catalog's rows by (namespace, chunk id), with their file bytes.
 using RowBytes = std::map<std::pair<std::string, uint64_t>, int64_t>;
 
@@ -112,10 +108,10 @@ Result<std::vector<StoredChunk>> StoreAdmin::List(const std::optional<std::strin
       c.made += " after approximate KV";
     }
     if (!store::IsLosslessKvCodec(r.codec)) {
-      c.made += std::string(", kept lossy (") + std::string(store::KvCodecName(r.codec)) + ")";
+      c.made += std::string(", kept lossy (") + std::string(KvCodecName(r.codec)) + ")";
     }
     c.pinned = r.pinned;
-    c.codec = PublicCodec(r.codec);
+    c.codec = r.codec;
     c.accesses = r.access_count;
     out.push_back(std::move(c));
   }

@@ -27,13 +27,7 @@ Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& mod
   options.dir = settings.dir;
   REPRISE_ASSIGN_OR_RETURN(options.pool_bytes, BudgetMibToBytes(settings.pool_mb, "pool budget"));
   REPRISE_ASSIGN_OR_RETURN(options.disk_bytes, BudgetMibToBytes(settings.disk_mb, "disk budget"));
-  if (settings.codec == "f16") {
-    options.codec = store::KvCodec::kF16;
-  } else if (settings.codec == "int8") {
-    options.codec = store::KvCodec::kInt8Hadamard;
-  } else {
-    return InvalidArgumentError("unknown KV codec '" + settings.codec + "' (f16, int8)");
-  }
+  options.codec = settings.codec;
   options.model_fingerprint = kv_fingerprint;
   options.cost_aware = settings.cost_aware;
   options.prefetch = settings.prefetch;

@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "engine/loaded_model.h"
 #include "reprise/defaults.h"
+#include "reprise/types.h"
 #include "store/chunk_store.h"
 
 namespace reprise::engine {
@@ -26,7 +27,7 @@ struct StoreSettings {
   std::string dir;
   int64_t pool_mb = 512;      // memory pool
   int64_t disk_mb = 8192;     // flash budget
-  std::string codec = "f16";  // "f16" (exact) or "int8" (INT8 + Hadamard)
+  KvCodec codec = KvCodec::kF16;
   bool cost_aware = true;     // false: LRU eviction (ablation)
   bool prefetch = true;
   // Admission control (store/admission.h): write a chunk once its text was seen in this many
@@ -39,7 +40,7 @@ struct StoreSettings {
 
 // Opens the store for KV of `kv_fingerprint` (CompiledModel::kv_fingerprint: the model and
 // the arithmetic that computes its KV); rows of any other are not seen. Errors:
-// InvalidArgument (bad codec, budgets outside [1, kMaxBudgetMib], no fingerprint), those of
+// InvalidArgument (budgets outside [1, kMaxBudgetMib], no fingerprint), those of
 // ChunkStore::Open.
 Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& model,
                                                           uint64_t kv_fingerprint,

@@ -91,7 +91,7 @@ void ExecutionContext::ResetRunState() {
   std::fill(forced_.begin(), forced_.end(), 0);
   num_selected_ = 0;
   num_selected_rows_ = 0;
-  selection_key_ = SelectionKey::kDeviation;
+  selection_key_ = TokenSelection::kDeviation;
   num_scored_slots_ = 0;
   residual_deviation_ = 0.0;
   aborted_ = false;
@@ -167,7 +167,7 @@ void ExecutionContext::BindKv(const KvBinding& kv) {
   }
 }
 
-void ExecutionContext::SetRowAttention(std::span<const float> attention, SelectionKey key) {
+void ExecutionContext::SetRowAttention(std::span<const float> attention, TokenSelection key) {
   const size_t n = std::min(attention.size(), static_cast<size_t>(num_valid_));
   std::copy(attention.begin(), attention.begin() + static_cast<long>(n), row_attention_.begin());
   std::fill(row_attention_.begin() + static_cast<long>(n), row_attention_.end(), 0.0f);

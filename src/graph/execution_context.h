@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "graph/compiled_graph.h"
+#include "reprise/types.h"
 
 namespace reprise::graph {
 
@@ -40,13 +41,6 @@ enum RowMode : uint8_t {
   // changed, e.g. a chat history that moved): as selectable, but left as cached when its
   // relative deviation is below stable_min_relative_deviation().
   kRowStableContext = 2,
-};
-
-// What a recompute run's selection ranks the selectable rows by (docs/design.md §2).
-enum class SelectionKey : uint8_t {
-  kDeviation = 0,            // the deviation of their fresh K (and V) from the cached (CacheBlend)
-  kAttention,                // the attention the prompt's last tokens pay to them (SetRowAttention)
-  kAttentionTimesDeviation,  // the product: how wrong their KV is times how much it is read
 };
 
 // One row of a decode-batch run: the next token of one sequence, at `position` in that
@@ -106,8 +100,8 @@ class ExecutionContext {
   // query probe) is attention[m], and the selection ranks selectable rows by `key` instead of
   // their deviation alone. Forced rows stay forced; the guard and adaptive thresholds still
   // read the deviation. Reset by every SetInputs.
-  void SetRowAttention(std::span<const float> attention, SelectionKey key);
-  SelectionKey selection_key() const { return selection_key_; }
+  void SetRowAttention(std::span<const float> attention, TokenSelection key);
+  TokenSelection selection_key() const { return selection_key_; }
   const float* row_attention() const { return row_attention_.data(); }
   // [capacity] room for the selection's ranking values.
   float* selection_values() { return selection_values_.data(); }
@@ -214,7 +208,7 @@ class ExecutionContext {
   std::vector<float> relative_deviation_;  // [capacity]
   std::vector<float> row_attention_;       // [capacity]
   std::vector<float> selection_values_;    // [capacity]
-  SelectionKey selection_key_ = SelectionKey::kDeviation;
+  TokenSelection selection_key_ = TokenSelection::kDeviation;
   std::vector<float> attention_scores_;          // [kv capacity] in a query-probe context
   std::vector<float> attention_score_partials_;  // [num_kv_heads * kv capacity]
   int64_t num_scored_slots_ = 0;

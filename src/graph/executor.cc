@@ -512,10 +512,10 @@ void Executor::RunOp(const Op& any_op, ExecutionContext& ctx, const RowSet& set,
     // What the selectable rows are ranked by: their deviation, or with query-aware selection
     // the attention the prompt's last tokens pay to them (times the deviation).
     const float* rank = deviation;
-    if (ctx.selection_key() != SelectionKey::kDeviation) {
+    if (ctx.selection_key() != TokenSelection::kDeviation) {
       float* values = ctx.selection_values();
       const float* attention = ctx.row_attention();
-      const bool product = ctx.selection_key() == SelectionKey::kAttentionTimesDeviation;
+      const bool product = ctx.selection_key() == TokenSelection::kAttentionTimesDeviation;
       for (int m = 0; m < valid; ++m) {
         const float d = deviation[m];
         values[m] = std::isinf(d) ? d : product ? d * attention[m] : attention[m];

@@ -131,22 +131,22 @@ TEST(QuerySelectionTest, SelectionRanksByAttentionOrByItsProductWithTheDeviation
   // Row 7 is forced (the deviation op marks it +inf).
   const float dev[kRows] = {0.9f, 0.1f, 0.8f, 0.2f, 0.7f, 0.3f, 0.05f, INFINITY};
   const float attention[kRows] = {0.0f, 0.5f, 0.01f, 0.3f, 0.02f, 0.01f, 0.4f, 0.0f};
-  auto run = [&](SelectionKey key) {
+  auto run = [&](TokenSelection key) {
     std::vector<int32_t> tokens(kRows, 1), positions(kRows);
     for (int m = 0; m < kRows; ++m) positions[m] = m;
     EXPECT_TRUE(context->SetInputs(tokens, positions, positions, kRows).ok());
     std::copy(dev, dev + kRows, reinterpret_cast<float*>(context->buffer(deviation)));
-    if (key != SelectionKey::kDeviation) context->SetRowAttention(attention, key);
+    if (key != TokenSelection::kDeviation) context->SetRowAttention(attention, key);
     executor.Run(*context);
     const auto selected = context->selected_rows();
     return std::vector<int32_t>(selected.begin(), selected.end());
   };
-  EXPECT_EQ(run(SelectionKey::kDeviation), (std::vector<int32_t>{0, 2, 7}));
-  EXPECT_EQ(run(SelectionKey::kAttention), (std::vector<int32_t>{1, 6, 7}));
+  EXPECT_EQ(run(TokenSelection::kDeviation), (std::vector<int32_t>{0, 2, 7}));
+  EXPECT_EQ(run(TokenSelection::kAttention), (std::vector<int32_t>{1, 6, 7}));
   // Products: 0, .05, .008, .06, .014, .003, .02: rows 3 and 1.
-  EXPECT_EQ(run(SelectionKey::kAttentionTimesDeviation), (std::vector<int32_t>{1, 3, 7}));
+  EXPECT_EQ(run(TokenSelection::kAttentionTimesDeviation), (std::vector<int32_t>{1, 3, 7}));
   // SetInputs resets the ranking to the deviation.
-  EXPECT_EQ(run(SelectionKey::kDeviation), (std::vector<int32_t>{0, 2, 7}));
+  EXPECT_EQ(run(TokenSelection::kDeviation), (std::vector<int32_t>{0, 2, 7}));
 }
 
 }  // namespace

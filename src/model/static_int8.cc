@@ -7,27 +7,6 @@
 
 namespace reprise::model {
 
-const char* Int8SchemeName(Int8Scheme scheme) {
-  switch (scheme) {
-    case Int8Scheme::kPerBlock:
-      return "per-block";
-    case Int8Scheme::kPerTensor:
-      return "per-tensor";
-    case Int8Scheme::kPerTensorShadow:
-      return "shadow";
-  }
-  return "?";
-}
-
-Result<Int8Scheme> ParseInt8Scheme(std::string_view name) {
-  for (Int8Scheme scheme :
-       {Int8Scheme::kPerBlock, Int8Scheme::kPerTensor, Int8Scheme::kPerTensorShadow}) {
-    if (name == Int8SchemeName(scheme)) return scheme;
-  }
-  return InvalidArgumentError("int8 scheme '" + std::string(name) +
-                              "': expected per-block, per-tensor or shadow");
-}
-
 const char* ActivationPointName(ActivationPoint point) {
   switch (point) {
     case ActivationPoint::kAttnIn:
@@ -59,7 +38,7 @@ std::vector<ActivationQuant> PlanStaticInt8(const ActivationCalibration& calibra
   for (size_t p = 0; p < num_points; ++p) {
     const std::vector<float>& absmax = calibration.channel_absmax[p];
     total_channels += static_cast<int64_t>(absmax.size());
-    if (options.scheme != Int8Scheme::kPerTensorShadow || absmax.empty()) continue;
+    if (options.scheme != Int8Scheme::kShadow || absmax.empty()) continue;
     std::vector<float> sorted = absmax;
     std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2),
                      sorted.end());

@@ -22,18 +22,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "reprise/types.h"
 
 namespace reprise::model {
-
-enum class Int8Scheme : uint8_t {
-  kPerBlock = 0,         // today's CPU path: activations quantized per 32 values at run time
-  kPerTensor = 1,        // static per-tensor scales, kI8x8 weights, no outlier handling
-  kPerTensorShadow = 2,  // the same, with shadow outlier execution
-};
-
-const char* Int8SchemeName(Int8Scheme scheme);  // "per-block", "per-tensor", "shadow"
-// Errors: InvalidArgument naming the accepted values.
-Result<Int8Scheme> ParseInt8Scheme(std::string_view name);
 
 // The activation points of one layer.
 enum class ActivationPoint : int { kAttnIn = 0, kAttnOut = 1, kFfnIn = 2, kFfnHidden = 3 };

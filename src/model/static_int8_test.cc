@@ -55,7 +55,7 @@ TEST(StaticInt8PlanTest, PerTensorScalesCoverEveryChannel) {
 TEST(StaticInt8PlanTest, ShadowGivesTheBudgetToTheLargestOutliers) {
   // 40 channels in all: 3 / 40 gives three.
   const std::vector<ActivationQuant> plan =
-      PlanStaticInt8(MakeCalibration(), {Int8Scheme::kPerTensorShadow, 3.0 / 40});
+      PlanStaticInt8(MakeCalibration(), {Int8Scheme::kShadow, 3.0 / 40});
   const ActivationQuant& hidden = plan[ActivationPointIndex(1, ActivationPoint::kFfnHidden)];
   EXPECT_EQ(hidden.outliers, (std::vector<int32_t>{1, 5}));  // ratios 30 and 20
   EXPECT_FLOAT_EQ(hidden.scale, 3.0f / 127);
@@ -67,13 +67,13 @@ TEST(StaticInt8PlanTest, ShadowGivesTheBudgetToTheLargestOutliers) {
   EXPECT_EQ(total, 3);
   // A zero budget is the per-tensor plan.
   const std::vector<ActivationQuant> none =
-      PlanStaticInt8(MakeCalibration(), {Int8Scheme::kPerTensorShadow, 0.0});
+      PlanStaticInt8(MakeCalibration(), {Int8Scheme::kShadow, 0.0});
   for (const ActivationQuant& q : none) EXPECT_TRUE(q.outliers.empty());
 }
 
 TEST(StaticInt8PlanTest, SchemeNamesRoundTrip) {
   for (Int8Scheme s :
-       {Int8Scheme::kPerBlock, Int8Scheme::kPerTensor, Int8Scheme::kPerTensorShadow}) {
+       {Int8Scheme::kPerBlock, Int8Scheme::kPerTensor, Int8Scheme::kShadow}) {
     Result<Int8Scheme> parsed = ParseInt8Scheme(Int8SchemeName(s));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, s);

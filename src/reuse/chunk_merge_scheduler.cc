@@ -33,27 +33,6 @@ const char* CallKindName(CallKind kind) {
 
 }  // namespace
 
-const char* ScheduleStrategyName(ScheduleStrategy strategy) {
-  switch (strategy) {
-    case ScheduleStrategy::kDp:
-      return "dp";
-    case ScheduleStrategy::kGreedy:
-      return "greedy";
-    case ScheduleStrategy::kNaive:
-      return "naive";
-  }
-  return "?";
-}
-
-Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name) {
-  for (ScheduleStrategy s :
-       {ScheduleStrategy::kDp, ScheduleStrategy::kGreedy, ScheduleStrategy::kNaive}) {
-    if (name == ScheduleStrategyName(s)) return s;
-  }
-  return InvalidArgumentError("unknown scheduler '" + std::string(name) +
-                              "' (dp, greedy or naive)");
-}
-
 Result<ChunkMergeScheduler> ChunkMergeScheduler::Create(const ChunkMergeOptions& options) {
   if (options.recompute_capacity < 1 || options.prefill_capacity < 1) {
     return InvalidArgumentError("chunk merge: graph capacities must be at least 1");

@@ -25,6 +25,7 @@
 
 #include "base/status.h"
 #include "reprise/defaults.h"
+#include "reprise/types.h"
 
 namespace reprise::reuse {
 
@@ -44,12 +45,6 @@ struct TokenRun {
 //    them (the rest into prefill calls) — a new call whenever the open one cannot take more;
 //  - kNaive: every run on its own — a reused run through recompute calls, a new run
 //    through prefill calls, each as many calls as its length needs; nothing shared.
-enum class ScheduleStrategy : uint8_t { kDp, kGreedy, kNaive };
-
-// "dp", "greedy", "naive".
-const char* ScheduleStrategyName(ScheduleStrategy strategy);
-Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name);
-
 struct ChunkMergeOptions {
   int recompute_capacity = 0;       // Ls: capacity units of one recompute call, >= 1
   double recompute_latency_ms = 0;  // ts: latency of one recompute call, >= 0

@@ -26,7 +26,7 @@ CatalogRow MakeRow(std::string name_space, kv::ChunkId id, kv::ChunkId parent,
   row.exact = true;
   row.tokens = {static_cast<int32_t>(id), -1, 7};
   row.model_fingerprint = 42;
-  row.codec = KvCodec::kInt8Hadamard;
+  row.codec = KvCodec::kInt8;
   row.file_name = "f" + std::to_string(id) + ".rpkv";
   row.file_bytes = 1000 + id;
   row.payload_checksum = 0xfeedfacecafebeefull;  // needs all 64 bits
@@ -71,7 +71,7 @@ TEST_F(CatalogTest, FindsByIdContentAndParent) {
   EXPECT_EQ(row.content_hash, 100u);
   EXPECT_EQ(row.tokens, a.tokens);
   EXPECT_EQ(row.num_tokens, 3);
-  EXPECT_EQ(row.codec, KvCodec::kInt8Hadamard);
+  EXPECT_EQ(row.codec, KvCodec::kInt8);
   EXPECT_EQ(row.payload_checksum, a.payload_checksum);
   EXPECT_EQ(row.file_name, a.file_name);
   EXPECT_TRUE(row.exact);

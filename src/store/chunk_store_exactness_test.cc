@@ -144,7 +144,7 @@ TEST(ChunkStoreExactnessTest, CatalogUpsertNeverReplacesExactKv) {
   exact.exact = true;
   exact.file_name = KvFileName("app", 7, true);
   CatalogRow lossy = exact;
-  lossy.codec = KvCodec::kInt8Hadamard;
+  lossy.codec = KvCodec::kInt8;
   lossy.file_name = KvFileName("app", 7, false);
   ASSERT_NE(exact.file_name, approximate.file_name);
 
@@ -177,14 +177,14 @@ TEST(ChunkStoreExactnessTest, KvInALossyCodecIsNeverExact) {
   testing_support::TempDir dir;
   const auto exact = Version(2, true, 100);
   {
-    auto store = std::move(ChunkStore::Open(Options(dir.path(), KvCodec::kInt8Hadamard))).value();
+    auto store = std::move(ChunkStore::Open(Options(dir.path(), KvCodec::kInt8))).value();
     auto ns = store->OpenNamespace("app");
     ASSERT_TRUE(ns->Insert(exact).ok());
     EXPECT_TRUE(ns->Peek(exact->id)->exact);  // in memory: the computed f16 KV
     ASSERT_TRUE(store->Flush().ok());
   }
   {
-    auto store = std::move(ChunkStore::Open(Options(dir.path(), KvCodec::kInt8Hadamard))).value();
+    auto store = std::move(ChunkStore::Open(Options(dir.path(), KvCodec::kInt8))).value();
     auto ns = store->OpenNamespace("app");
     EXPECT_FALSE(ns->Peek(exact->id)->exact);
     EXPECT_FALSE(ns->Contains(exact->id, /*require_exact=*/true));
@@ -205,7 +205,7 @@ TEST(ChunkStoreExactnessTest, KvInALossyCodecIsNeverExact) {
     ASSERT_TRUE(store->Flush().ok());
     EXPECT_EQ(store->Stats().chunks_written, 1);
   }
-  auto store = std::move(ChunkStore::Open(Options(dir.path(), KvCodec::kInt8Hadamard))).value();
+  auto store = std::move(ChunkStore::Open(Options(dir.path(), KvCodec::kInt8))).value();
   auto ns = store->OpenNamespace("app");
   EXPECT_TRUE(ns->Contains(exact->id, /*require_exact=*/true));
   std::shared_ptr<const kv::ChunkEntry> found = ns->Find(exact->id);

@@ -125,7 +125,7 @@ TEST(CrashTest, CrashAtEveryStepOfWritesAndDeletesLeavesAConsistentStore) {
   const auto run_script = [&](FileSystem& fs, Catalog& catalog, const std::string& dir,
                               std::set<kv::ChunkId>* done) -> Status {
     for (size_t i = 0; i < order.size(); ++i) {
-      const KvCodec codec = i % 2 == 0 ? KvCodec::kF16 : KvCodec::kInt8Hadamard;
+      const KvCodec codec = i % 2 == 0 ? KvCodec::kF16 : KvCodec::kInt8;
       REPRISE_RETURN_IF_ERROR(PutChunk(fs, catalog, dir, chunks.at(order[i]), codec));
       done->insert(order[i]);
     }
@@ -169,7 +169,7 @@ TEST(CrashTest, TornWritesNeverLeaveARowOrAFile) {
   const auto chunks = MakeChunks(2);
   const kv::ChunkEntry& first = chunks.begin()->second;
   const kv::ChunkEntry& second = std::next(chunks.begin())->second;
-  const size_t file_bytes = SerializeKvFile(second, KvCodec::kInt8Hadamard, kFingerprint)->size();
+  const size_t file_bytes = SerializeKvFile(second, KvCodec::kInt8, kFingerprint)->size();
   for (const size_t keep :
        {size_t{0}, size_t{1}, size_t{40}, kKvFileHeaderBytes - 1, kKvFileHeaderBytes,
         kKvFileHeaderBytes + 1, file_bytes / 2, file_bytes - 1, file_bytes}) {
@@ -182,7 +182,7 @@ TEST(CrashTest, TornWritesNeverLeaveARowOrAFile) {
       ASSERT_TRUE(catalog.ok());
       ASSERT_TRUE(PutChunk(fs, **catalog, temp.path(), first, KvCodec::kF16).ok());
       fs.TearNthWrite(1, keep);
-      EXPECT_FALSE(PutChunk(fs, **catalog, temp.path(), second, KvCodec::kInt8Hadamard).ok());
+      EXPECT_FALSE(PutChunk(fs, **catalog, temp.path(), second, KvCodec::kInt8).ok());
       EXPECT_TRUE(fs.crashed());
       // The torn bytes sit under the temporary name, never under the real one.
       auto files = base->ListDir(temp.path());
@@ -229,7 +229,7 @@ TEST(CrashTest, DiskFullKeepsExistingFilesAndReportsResourceExhausted) {
   EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.ToString();
   // Rewriting an existing chunk fails too, and leaves the old file as it was.
   EXPECT_EQ(WriteKvFile(fs, temp.path(), KvFileName(kNamespace, entries[0]->id), *entries[0],
-                        KvCodec::kInt8Hadamard, kFingerprint)
+                        KvCodec::kInt8, kFingerprint)
                 .status()
                 .code(),
             StatusCode::kResourceExhausted);

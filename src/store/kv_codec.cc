@@ -157,23 +157,13 @@ Status DecodeInt8Hadamard(std::span<const uint8_t> encoded, int head_dim,
 
 }  // namespace
 
-std::string_view KvCodecName(KvCodec codec) {
-  switch (codec) {
-    case KvCodec::kF16:
-      return "f16";
-    case KvCodec::kInt8Hadamard:
-      return "int8-hadamard";
-  }
-  return "unknown";
-}
-
 bool IsKnownKvCodec(uint8_t value) {
   return value == static_cast<uint8_t>(KvCodec::kF16) ||
-         value == static_cast<uint8_t>(KvCodec::kInt8Hadamard);
+         value == static_cast<uint8_t>(KvCodec::kInt8);
 }
 
 KvCodec EffectiveKvCodec(KvCodec requested, int head_dim) {
-  if (requested == KvCodec::kInt8Hadamard && IsPowerOfTwo(head_dim)) return requested;
+  if (requested == KvCodec::kInt8 && IsPowerOfTwo(head_dim)) return requested;
   return KvCodec::kF16;
 }
 
@@ -184,7 +174,7 @@ std::optional<uint64_t> EncodedTensorBytes(KvCodec codec, uint64_t num_rows, uin
       if (!values) return std::nullopt;
       return CheckedMul(*values, sizeof(uint16_t));
     }
-    case KvCodec::kInt8Hadamard: {
+    case KvCodec::kInt8: {
       const auto per_row = CheckedAdd(head_dim, sizeof(float));
       if (!per_row) return std::nullopt;
       return CheckedMul(num_rows, *per_row);
@@ -222,7 +212,7 @@ void AppendEncodedTensor(KvCodec codec, std::span<const uint16_t> values, int he
                          std::vector<uint8_t>* out) {
   REPRISE_CHECK(head_dim > 0 && values.size() % static_cast<size_t>(head_dim) == 0);
   REPRISE_CHECK(codec == EffectiveKvCodec(codec, head_dim)) << KvCodecName(codec);
-  if (codec == KvCodec::kInt8Hadamard) {
+  if (codec == KvCodec::kInt8) {
     EncodeInt8Hadamard(values, head_dim, out);
     return;
   }
@@ -249,7 +239,7 @@ Status DecodeTensor(KvCodec codec, std::span<const uint8_t> encoded, int head_di
                         " bytes, codec " + std::string(KvCodecName(codec)) + " needs " +
                         (expected ? std::to_string(*expected) : std::string("too many")));
   }
-  if (codec == KvCodec::kInt8Hadamard) return DecodeInt8Hadamard(encoded, head_dim, values);
+  if (codec == KvCodec::kInt8) return DecodeInt8Hadamard(encoded, head_dim, values);
   if (!encoded.empty()) std::memcpy(values.data(), encoded.data(), encoded.size());
   return Status::Ok();
 }

@@ -27,12 +27,9 @@
 
 #include "base/status.h"
 #include "kv/chunk.h"
+#include "reprise/types.h"
 
 namespace reprise::store {
-
-enum class KvCodec : uint8_t { kF16 = 0, kInt8Hadamard = 1 };
-
-std::string_view KvCodecName(KvCodec codec);
 
 // Whether decode(encode(x)) == x bit for bit (kF16). KV kept in a lossy codec is never exact,
 // whatever its computation was (kv::ChunkEntry::exact; HoldsExactKv).

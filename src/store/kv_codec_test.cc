@@ -123,9 +123,9 @@ TEST(KvCodecTest, Int8DecodeEqualsTheDocumentedStepsBitForBit) {
       values[i] = F32ToF16(static_cast<float>(random.NextGaussian() * (i % 7 == 0 ? 20 : 1)));
     }
     std::vector<uint8_t> encoded;
-    AppendEncodedTensor(KvCodec::kInt8Hadamard, values, d, &encoded);
+    AppendEncodedTensor(KvCodec::kInt8, values, d, &encoded);
     std::vector<uint16_t> decoded(values.size());
-    ASSERT_TRUE(DecodeTensor(KvCodec::kInt8Hadamard, encoded, d, decoded).ok());
+    ASSERT_TRUE(DecodeTensor(KvCodec::kInt8, encoded, d, decoded).ok());
 
     std::vector<float> row(static_cast<size_t>(d));
     for (size_t r = 0; r < num_rows; ++r) {
@@ -163,7 +163,7 @@ TEST(KvCodecTest, Int8HadamardErrorIsBounded) {
   for (int head_dim : {64, 128}) {
     const auto values = GaussianRows(11, 4096, head_dim, -1, 1.0f);
     const ErrorStats stats =
-        RowErrors(values, RoundTrip(KvCodec::kInt8Hadamard, values, head_dim), head_dim);
+        RowErrors(values, RoundTrip(KvCodec::kInt8, values, head_dim), head_dim);
     std::printf("int8-hadamard d=%d gaussian rows: relative RMS mean %.5f max %.5f\n", head_dim,
                 stats.mean, stats.max);
     EXPECT_LT(stats.mean, 0.010);
@@ -176,7 +176,7 @@ TEST(KvCodecTest, HadamardRotationBeatsPlainInt8OnOutlierChannels) {
   const int head_dim = 64;
   const auto values = GaussianRows(12, 4096, head_dim, 9, 30.0f);
   const ErrorStats rotated =
-      RowErrors(values, RoundTrip(KvCodec::kInt8Hadamard, values, head_dim), head_dim);
+      RowErrors(values, RoundTrip(KvCodec::kInt8, values, head_dim), head_dim);
   const ErrorStats plain = RowErrors(values, PlainInt8RoundTrip(values, head_dim), head_dim);
   std::printf("outlier rows: int8-hadamard mean %.5f max %.5f; plain int8 mean %.5f max %.5f\n",
               rotated.mean, rotated.max, plain.mean, plain.max);
@@ -185,7 +185,7 @@ TEST(KvCodecTest, HadamardRotationBeatsPlainInt8OnOutlierChannels) {
   // Without the rotation the small channels lose most of their bits: error is much larger
   // relative to them (the row norm is dominated by the outlier, so the gap shows per channel).
   double small_error_rotated = 0, small_error_plain = 0, small_norm = 0;
-  const auto rotated_values = RoundTrip(KvCodec::kInt8Hadamard, values, head_dim);
+  const auto rotated_values = RoundTrip(KvCodec::kInt8, values, head_dim);
   const auto plain_values = PlainInt8RoundTrip(values, head_dim);
   for (size_t i = 0; i < values.size(); ++i) {
     if (i % head_dim == 9) continue;
@@ -206,20 +206,20 @@ TEST(KvCodecTest, ZeroAndNonFiniteRowsDecodeSafely) {
   values[8] = 0x7c00;  // +inf -> 65504
   values[9] = 0x7e00;  // NaN -> 0
   values[10] = F32ToF16(1.0f);
-  const auto decoded = RoundTrip(KvCodec::kInt8Hadamard, values, 8);
+  const auto decoded = RoundTrip(KvCodec::kInt8, values, 8);
   for (size_t i = 0; i < 8; ++i) EXPECT_EQ(decoded[i], 0) << i;
   for (size_t i = 8; i < 16; ++i) EXPECT_TRUE(std::isfinite(F16ToF32(decoded[i]))) << i;
   EXPECT_NEAR(F16ToF32(decoded[8]), 65504.0f, 65504.0f * 0.02f);
 }
 
 TEST(KvCodecTest, NonPowerOfTwoHeadDimFallsBackToF16) {
-  EXPECT_EQ(EffectiveKvCodec(KvCodec::kInt8Hadamard, 64), KvCodec::kInt8Hadamard);
-  EXPECT_EQ(EffectiveKvCodec(KvCodec::kInt8Hadamard, 80), KvCodec::kF16);
-  EXPECT_EQ(EffectiveKvCodec(KvCodec::kInt8Hadamard, 0), KvCodec::kF16);
+  EXPECT_EQ(EffectiveKvCodec(KvCodec::kInt8, 64), KvCodec::kInt8);
+  EXPECT_EQ(EffectiveKvCodec(KvCodec::kInt8, 80), KvCodec::kF16);
+  EXPECT_EQ(EffectiveKvCodec(KvCodec::kInt8, 0), KvCodec::kF16);
   EXPECT_EQ(EffectiveKvCodec(KvCodec::kF16, 64), KvCodec::kF16);
   test_util::TestShape shape{.num_layers = 2, .num_kv_heads = 2, .head_dim = 80, .num_tokens = 3};
   const kv::ChunkEntry entry = test_util::MakeTestChunk(5, shape, 1);
-  const EncodedKv encoded = EncodeKv(*entry.kv, KvCodec::kInt8Hadamard);
+  const EncodedKv encoded = EncodeKv(*entry.kv, KvCodec::kInt8);
   EXPECT_EQ(encoded.codec, KvCodec::kF16);
   kv::ChunkKv decoded;
   decoded.num_layers = 2;
@@ -234,23 +234,23 @@ TEST(KvCodecTest, NonPowerOfTwoHeadDimFallsBackToF16) {
 TEST(KvCodecTest, BytesPerToken) {
   // The example of the report: 30 layers, 3 KV heads, head_dim 64.
   EXPECT_EQ(EncodedKvBytesPerToken(KvCodec::kF16, 30, 3, 64), 23040u);
-  EXPECT_EQ(EncodedKvBytesPerToken(KvCodec::kInt8Hadamard, 30, 3, 64), 12240u);
-  EXPECT_EQ(EncodedKvBytesPerToken(KvCodec::kInt8Hadamard, 30, 3, 80),
+  EXPECT_EQ(EncodedKvBytesPerToken(KvCodec::kInt8, 30, 3, 64), 12240u);
+  EXPECT_EQ(EncodedKvBytesPerToken(KvCodec::kInt8, 30, 3, 80),
             EncodedKvBytesPerToken(KvCodec::kF16, 30, 3, 80));
   EXPECT_EQ(EncodedTensorBytes(KvCodec::kF16, 10, 64), 1280u);
-  EXPECT_EQ(EncodedTensorBytes(KvCodec::kInt8Hadamard, 10, 64), 680u);
+  EXPECT_EQ(EncodedTensorBytes(KvCodec::kInt8, 10, 64), 680u);
   EXPECT_FALSE(EncodedTensorBytes(KvCodec::kF16, UINT64_MAX / 2, 64).has_value());
-  EXPECT_FALSE(EncodedTensorBytes(KvCodec::kInt8Hadamard, UINT64_MAX, 64).has_value());
+  EXPECT_FALSE(EncodedTensorBytes(KvCodec::kInt8, UINT64_MAX, 64).has_value());
 }
 
 TEST(KvCodecTest, DecodeRejectsBadInput) {
   const auto values = GaussianRows(1, 4, 8, -1, 1.0f);
   std::vector<uint8_t> encoded;
-  AppendEncodedTensor(KvCodec::kInt8Hadamard, values, 8, &encoded);
+  AppendEncodedTensor(KvCodec::kInt8, values, 8, &encoded);
   std::vector<uint16_t> out(values.size());
   // Wrong sizes.
   EXPECT_EQ(
-      DecodeTensor(KvCodec::kInt8Hadamard, std::span(encoded).first(encoded.size() - 1), 8, out)
+      DecodeTensor(KvCodec::kInt8, std::span(encoded).first(encoded.size() - 1), 8, out)
           .code(),
       StatusCode::kCorrupt);
   EXPECT_EQ(DecodeTensor(KvCodec::kF16, encoded, 8, out).code(), StatusCode::kCorrupt);
@@ -259,14 +259,14 @@ TEST(KvCodecTest, DecodeRejectsBadInput) {
   // Unknown codec, and int8 with a head_dim it cannot use.
   EXPECT_EQ(DecodeTensor(static_cast<KvCodec>(7), encoded, 8, out).code(), StatusCode::kCorrupt);
   std::vector<uint16_t> six(24);
-  EXPECT_EQ(DecodeTensor(KvCodec::kInt8Hadamard, encoded, 6, six).code(), StatusCode::kCorrupt);
+  EXPECT_EQ(DecodeTensor(KvCodec::kInt8, encoded, 6, six).code(), StatusCode::kCorrupt);
   // Bad scales: NaN, negative.
   for (const float bad : {std::nanf(""), -1.0f, INFINITY}) {
     std::vector<uint8_t> damaged = encoded;
     std::memcpy(damaged.data() + 4, &bad, 4);  // row 1's scale
-    EXPECT_EQ(DecodeTensor(KvCodec::kInt8Hadamard, damaged, 8, out).code(), StatusCode::kCorrupt);
+    EXPECT_EQ(DecodeTensor(KvCodec::kInt8, damaged, 8, out).code(), StatusCode::kCorrupt);
   }
-  EXPECT_TRUE(DecodeTensor(KvCodec::kInt8Hadamard, encoded, 8, out).ok());
+  EXPECT_TRUE(DecodeTensor(KvCodec::kInt8, encoded, 8, out).ok());
 }
 
 }  // namespace

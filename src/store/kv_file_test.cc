@@ -65,10 +65,10 @@ TEST(KvFileTest, F16RoundTripIsExact) {
 TEST(KvFileTest, Int8RoundTripIsClose) {
   const TestShape shape{.num_layers = 3, .num_kv_heads = 2, .head_dim = 64, .num_tokens = 17};
   const kv::ChunkEntry entry = MakeTestChunk(4, shape, kFingerprint, kv::kRootChunkId, "text");
-  const auto bytes = Serialize(entry, KvCodec::kInt8Hadamard);
+  const auto bytes = Serialize(entry, KvCodec::kInt8);
   EXPECT_EQ(bytes.size(), kKvFileHeaderBytes + 17 * 8 + 4 + 4 + 4 +  // tokens, text, namespace
                               12 +                                   // provenance
-                              2 * *EncodedTensorBytes(KvCodec::kInt8Hadamard, 3 * 2 * 17, 64));
+                              2 * *EncodedTensorBytes(KvCodec::kInt8, 3 * 2 * 17, 64));
   auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->tokens, entry.tokens);
@@ -88,7 +88,7 @@ TEST(KvFileTest, Int8RoundTripIsClose) {
 
 TEST(KvFileTest, Int8RequestWithOddHeadDimStoresF16) {
   const kv::ChunkEntry entry = MakeTestChunk(5, TestShape{.head_dim = 12}, kFingerprint);
-  const auto bytes = Serialize(entry, KvCodec::kInt8Hadamard);
+  const auto bytes = Serialize(entry, KvCodec::kInt8);
   EXPECT_EQ(ParseKvFileHeader(bytes)->codec, KvCodec::kF16);
   auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
   ASSERT_TRUE(parsed.ok());
@@ -96,7 +96,7 @@ TEST(KvFileTest, Int8RequestWithOddHeadDimStoresF16) {
 }
 
 TEST(KvFileTest, EveryTruncationIsCorrupt) {
-  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8}) {
     const kv::ChunkEntry entry = MakeTestChunk(6, TestShape{}, kFingerprint, 0, "abc");
     const auto bytes = Serialize(entry, codec);
     for (size_t length = 0; length < bytes.size(); ++length) {
@@ -110,7 +110,7 @@ TEST(KvFileTest, EveryTruncationIsCorrupt) {
 }
 
 TEST(KvFileTest, EverySingleByteFlipIsDetected) {
-  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8}) {
     const kv::ChunkEntry entry = MakeTestChunk(7, TestShape{}, kFingerprint, 0, "xyz");
     const auto bytes = Serialize(entry, codec);
     for (size_t at = 0; at < bytes.size(); ++at) {
@@ -130,7 +130,7 @@ TEST(KvFileTest, EverySingleByteFlipIsDetected) {
 TEST(KvFileTest, LargeChunksAreReadInPiecesWithTheSameResult) {
   const TestShape shape{.num_layers = 4, .num_kv_heads = 4, .head_dim = 128, .num_tokens = 600};
   const kv::ChunkEntry entry = MakeTestChunk(9, shape, kFingerprint, 0, "large");
-  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8}) {
     auto bytes = Serialize(entry, codec);
     auto parsed = ParseKvFile(bytes, kFingerprint, entry.id);
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -207,13 +207,13 @@ TEST(KvFileTest, ForgedHeadersWithValidChecksumsAreCorrupt) {
   }
   {  // int8 codec with a head_dim it cannot use (8 -> 6 keeps the total the same: 2*2*4 rows).
     const kv::ChunkEntry int8_entry = MakeTestChunk(10, TestShape{}, kFingerprint);
-    auto bytes = Serialize(int8_entry, KvCodec::kInt8Hadamard);
+    auto bytes = Serialize(int8_entry, KvCodec::kInt8);
     PutU32(bytes, 48, 6);
     expect_corrupt(bytes, "int8 head_dim");
   }
   {  // A NaN scale inside a resealed payload.
     const kv::ChunkEntry int8_entry = MakeTestChunk(11, TestShape{}, kFingerprint);
-    auto bytes = Serialize(int8_entry, KvCodec::kInt8Hadamard);
+    auto bytes = Serialize(int8_entry, KvCodec::kInt8);
     const size_t k_at = kKvFileHeaderBytes + 4 * 8 + 4 + 4 + 12;  // tokens, text, namespace,
                                                                   // provenance
     const float nan = std::nanf("");
@@ -273,7 +273,7 @@ TEST(KvFileTest, ProvenanceIsKeptAndOlderFilesReadAsUnknown) {
 
 TEST(KvFileTest, VersionOneFilesAreStillRead) {
   const kv::ChunkEntry entry = MakeTestChunk(12, TestShape{}, kFingerprint, 5, "old file");
-  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8Hadamard}) {
+  for (const KvCodec codec : {KvCodec::kF16, KvCodec::kInt8}) {
     const auto bytes = VersionOneFile(entry, codec);
     auto header = ParseKvFileHeader(bytes);
     ASSERT_TRUE(header.ok()) << header.status().ToString();
@@ -293,7 +293,7 @@ TEST(KvFileTest, MetadataCarriesEverythingARowNeeds) {
   auto fs = NewPosixFileSystem();
   const kv::ChunkEntry entry = MakeTestChunk(14, TestShape{}, kFingerprint, 9, "words here");
   const std::string name = KvFileName("app \xc3\xa9", entry.id);
-  auto info = WriteKvFile(*fs, temp.path(), name, entry, KvCodec::kInt8Hadamard, kFingerprint,
+  auto info = WriteKvFile(*fs, temp.path(), name, entry, KvCodec::kInt8, kFingerprint,
                           "app \xc3\xa9");
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   auto meta = ReadKvFileMetadata(*fs, temp.path() + "/" + name);
@@ -354,9 +354,9 @@ TEST(KvFileTest, WriteAndReadThroughTheFileSystem) {
   const std::string name = KvFileName("ns", entry.id);
   EXPECT_EQ(name.size(), 16 + 1 + 16 + kKvFileSuffix.size());
   EXPECT_NE(KvFileName("other", entry.id), name);
-  auto info = WriteKvFile(*fs, temp.path(), name, entry, KvCodec::kInt8Hadamard, kFingerprint);
+  auto info = WriteKvFile(*fs, temp.path(), name, entry, KvCodec::kInt8, kFingerprint);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
-  EXPECT_EQ(info->codec, KvCodec::kInt8Hadamard);
+  EXPECT_EQ(info->codec, KvCodec::kInt8);
   EXPECT_EQ(*fs->FileSize(temp.path() + "/" + name), info->file_bytes);
   EXPECT_EQ(*fs->ListDir(temp.path()), std::vector<std::string>{name});  // no temporary left
   auto read = ReadKvFile(*fs, temp.path() + "/" + name, kFingerprint, entry.id);
