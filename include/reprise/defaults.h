@@ -1,4 +1,4 @@
-// The defaults that several layers state — the public options, the C API, the command line
+// The defaults (and a limit) that several layers state — the public options, the C API, the command line
 // and the internal options of the engine, reuse and model layers — written once. Each of them
 // names the constant here rather than repeating its value (docs/design.md §2 says what each
 // setting does; docs/benchmarks.md how the values were chosen).
@@ -15,5 +15,9 @@ inline constexpr double kDefaultRecomputeRatio = 0.25;
 // The least deviation at which a token of stable context (a moved chat window) is recomputed
 // by the bounded repair ("A chat whose window moves" in docs/benchmarks.md).
 inline constexpr double kDefaultStableRecomputeMinDeviation = 0.003;
+
+// The most prompt tokens the query-aware selection's probe runs (ReuseTuning::
+// query_probe_tokens): the rows of the graphs' probe (graph::kMaxProbeRows).
+inline constexpr int kMaxQueryProbeTokens = 64;
 
 }  // namespace reprise

@@ -74,6 +74,7 @@ struct ReuseTuning {
   ScheduleStrategy scheduler = ScheduleStrategy::kDp;
   bool store_cost_aware_eviction = true;  // false: LRU
   bool store_prefetch = true;             // the store's idle-time prefetch
+  bool operator==(const ReuseTuning&) const = default;
 };
 
 // EngineOptions::quality_guard: the model's calibrated threshold.
@@ -169,6 +170,7 @@ struct EngineOptions {
   // then kept beside the store, or in memory).
   std::string calibration_dir;
   ReuseTuning tuning;
+  bool operator==(const EngineOptions&) const = default;
 };
 
 struct ChatTurn {

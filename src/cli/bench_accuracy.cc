@@ -38,7 +38,7 @@ void BenchAccuracy::Register(CLI::App& bench) {
                    "Repack every weight matrix into this format first (e.g. q8_0x8 to run an "
                    "F32 model through the per-block int8 path)")
       ->check(CLI::IsMember({"q8_0x8", "q4_0x8", "f16x8", "f32x8"}));
-  int8_.Register(*sub_);
+  int8_flags_.Register(*sub_, kInt8Flags);
   sub_->add_flag("--json", json_, "Print JSON");
 }
 
@@ -49,8 +49,8 @@ int BenchAccuracy::Run() {
     options_.text = std::move(*text);
   }
   if (!pack_format_.empty()) options_.weight_format = *ParseWeightFormat(pack_format_);  // checked
-  options_.int8_scheme = int8_.scheme();
-  options_.outlier_fraction = int8_.outlier_fraction;
+  options_.int8_scheme = int8_flags_.options().int8_scheme;
+  options_.outlier_fraction = int8_flags_.options().outlier_fraction;
   // Without a cache folder there is no stored activation calibration: "" = measure it.
   Result<std::string> cache_dir = FindCacheDir();
   options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();

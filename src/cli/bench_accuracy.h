@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cli/int8_flags.h"
+#include "cli/engine_flags.h"
 #include "tools/accuracy_bench.h"
 
 namespace reprise::cli {
@@ -23,7 +23,7 @@ class BenchAccuracy {
   tools::AccuracyBenchOptions options_;
   std::string text_path_;
   std::string pack_format_;  // a WeightFormatName, or empty
-  Int8Flags int8_;
+  EngineFlags int8_flags_;  // --int8, --outlier-fraction
   bool json_ = false;
 };
 

@@ -16,10 +16,9 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/html_report.h"
-#include "cli/int8_flags.h"
+#include "cli/engine_flags.h"
 #include "cli/json_output.h"
 #include "cli/option_checks.h"
-#include "cli/out_of_order_flags.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
 #include "engine/compiled_model.h"
@@ -97,8 +96,7 @@ class BenchCommand : public Command {
       s->add_flag("--reference", options_.use_reference, "Benchmark the reference forward pass");
       s->add_option("--report", report_path_,
                     "Also write the results as a self-contained HTML page with charts");
-      int8_.Register(*s);
-      out_of_order_.Register(*s);
+      speed_engine_flags_.Register(*s, kInt8Flags | kOutOfOrderFlags);
       s->add_option("--llama-bench", llama_bench_,
                     "Path of llama.cpp's llama-bench: measure it on the same file and threads "
                     "in the same run and print the ratios");
@@ -135,10 +133,11 @@ class BenchCommand : public Command {
     }
     ProgressBar progress(ProgressBar::ForStderr(json_));
     options_.progress = progress.Callback();
-    options_.int8_scheme = int8_.scheme();
-    options_.outlier_fraction = int8_.outlier_fraction;
-    options_.out_of_order_groups = out_of_order_.groups;
-    options_.out_of_order_window = out_of_order_.window;
+    const EngineOptions& arithmetic = speed_engine_flags_.options();
+    options_.int8_scheme = arithmetic.int8_scheme;
+    options_.outlier_fraction = arithmetic.outlier_fraction;
+    options_.out_of_order_groups = arithmetic.out_of_order_groups;
+    options_.out_of_order_window = arithmetic.out_of_order_window;
     {
       Result<std::string> cache_dir = FindCacheDir();  // "" = measure the ranges at load
       options_.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
@@ -213,7 +212,8 @@ class BenchCommand : public Command {
     reuse_ = bench.add_subcommand("reuse",
                                   "TTFT and quality of the KV reuse methods on a real workload");
     CLI::App* s = reuse_;
-    s->add_option("-m,--model", reuse_options_.model_path, "GGUF model file")->required();
+    reuse_engine_flags_.Register(*s, kModelFlags | kBlendFlags | kInt8Flags | kStaticShapesFlag |
+                                         kOutOfOrderFlags | kStoreFlags | kExperimentalFlags);
     s->add_option("--workload", reuse_options_.workload,
                   "docqa, docqa-distractor, docqa-shuffled (12 documents "
                   "recurring in new orders), chat, chat-window, skills; each with -plain (e.g. "
@@ -239,86 +239,6 @@ class BenchCommand : public Command {
                   "Drop retrieved chunks until prompts fit (0 = the model's context)")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
-    s->add_option("--ratio", reuse_options_.engine.recompute_ratio, "Recompute ratio r")
-        ->default_val(0.25)
-        ->check(FiniteIn(0.0001, 1.0));
-    s->add_option("--check-layer", reuse_options_.engine.tuning.check_layer,
-                  "Deviation check layer")
-        ->default_val(1)
-        ->check(IntegerIn(0, 4096));
-    s->add_option("--force-first", reuse_options_.engine.tuning.force_first_tokens,
-                  "Also recompute the first N tokens of each reused chunk")
-        ->default_val(0)
-        ->check(IntegerIn(0, 1 << 20));
-    s->add_option("--chunking", chunking_,
-                  "Where segments are cut into chunks: content (at paragraph and sentence ends "
-                  "chosen by the text, so a passage is the same chunks wherever it is pasted) "
-                  "or fixed (every --chunk-tokens from the segment's start)")
-        ->default_val(ChunkingModeName(ReuseTuning{}.chunking))
-        ->check(CLI::IsMember({"content", "fixed"}));
-    s->add_option("--adaptive", reuse_options_.engine.recompute_min_deviation,
-                  "Adaptive recompute: of the r share, recompute only tokens whose relative "
-                  "K deviation at the check layer is at least this (0 = off)")
-        ->default_val(0.0)
-        ->check(FiniteIn(0.0, 1.0));
-    s->add_option("--adaptive-stable", reuse_options_.engine.stable_recompute_min_deviation,
-                  "Stable context: when the prompt is a cached one with a block cut out (a chat "
-                  "whose window moved), its reused tokens far from the cut keep their KV but "
-                  "for a repair call that recomputes those whose relative K deviation is at "
-                  "least this (0 = off)")
-        ->default_val(kDefaultStableRecomputeMinDeviation)
-        ->check(FiniteIn(0.0, 1.0));
-    s->add_option("--stable-context", reuse_options_.engine.tuning.stable_context_tokens,
-                  "How far past the cut a reused token of stable context keeps its KV "
-                  "(--adaptive-stable); nearer ones are selected by the r share")
-        ->default_val(ReuseTuning{}.stable_context_tokens)
-        ->check(IntegerIn(1, 1 << 20));
-    s->add_option("--stable-repair", reuse_options_.engine.tuning.stable_repair_tokens,
-                  "Of the reused tokens of stable context kept far from the cut, how many the "
-                  "repair call checks per prompt (most likely to deviate first); 0 = none")
-        ->default_val(ReuseTuning{}.stable_repair_tokens)
-        ->check(IntegerIn(0, 1 << 20));
-    s->add_option("--guard", reuse_options_.engine.quality_guard,
-                  "Quality guard: prefill a recompute call in full when the reused tokens it "
-                  "leaves deviate more than this (relative, at the check layer); 0 = off, "
-                  "auto = the model's calibrated threshold (measured once when missing)")
-        ->default_str("auto")
-        ->transform(GuardThreshold());
-    s->add_option("--selection", selection_,
-                  "What blend's recompute ranks reused tokens by: deviation (of K at the check "
-                  "layer), attention (that the prompt's last new tokens pay to them there, "
-                  "measured by a probe) or attention-deviation (their product)")
-        ->default_val(TokenSelectionName(EngineOptions{}.token_selection))
-        ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
-    s->add_option("--probe-tokens", reuse_options_.engine.tuning.query_probe_tokens,
-                  "Query-aware selection: how many of the prompt's last new tokens the probe "
-                  "runs")
-        ->default_val(ReuseTuning{}.query_probe_tokens)
-        ->check(IntegerIn(1, graph::kMaxProbeRows));
-    s->add_flag("--deviation-v", reuse_options_.engine.tuning.deviation_includes_v,
-                "Add V's deviation to K's when selecting tokens");
-    s->add_flag("--refresh-check-layer", reuse_options_.engine.tuning.refresh_check_layer,
-                "Keep the check layer's fresh KV for every token, not only the selected ones");
-    auto* lp = s->add_option("--prefill-capacity", reuse_options_.engine.prefill_capacity,
-                             "Lp (default: calibrated, else 128)")
-                   ->default_val(128)
-                   ->check(IntegerIn(1, 1 << 16));
-    auto* ls = s->add_option("--recompute-capacity", reuse_options_.engine.recompute_capacity,
-                             "Ls (default: calibrated, else 256)")
-                   ->default_val(256)
-                   ->check(IntegerIn(1, 1 << 16));
-    lp_option_ = lp;
-    ls_option_ = ls;
-    s->add_option("--context", reuse_options_.engine.context_tokens, "KV context size")
-        ->default_val(4096)
-        ->check(IntegerIn(1, 1 << 20));
-    s->add_option("-t,--threads", reuse_options_.engine.num_threads, "Threads (0 = all cores)")
-        ->default_val(0)
-        ->check(IntegerIn(0, kMaxThreads));
-    s->add_option("--cache-mb,--pool-mb", reuse_options_.engine.cache_mb,
-                  "Chunk cache budget per method, MiB (with --store: the memory pool's)")
-        ->default_val(2048)
-        ->check(BudgetMib());
     s->add_flag("--warm-corpus", reuse_options_.warm_corpus,
                 "Pre-compute the workload's collection (a cached RAG corpus) before the queries");
     s->add_flag("--warm-retrieved-only", reuse_options_.warm_retrieved_only,
@@ -329,40 +249,6 @@ class BenchCommand : public Command {
     s->add_option("--docqa-file", reuse_options_.docqa_file,
                   "docqa workloads: a HotpotQA JSON Lines file to draw from instead of the shared "
                   "data's (e.g. the demo kit's data/demo/hotpotqa_demo_30.jsonl)");
-    s->add_option("--store", reuse_options_.engine.store_dir,
-                  "Use a persistent KV store in this folder (one namespace per method); a second "
-                  "run finds the chunks of the first");
-    s->add_option("--disk-mb", reuse_options_.engine.store_disk_mb,
-                  "Flash budget of the store, MiB")
-        ->default_val(8192)
-        ->check(BudgetMib());
-    s->add_option("--admit-after", reuse_options_.engine.store_admit_after,
-                  "Write a chunk to flash once its text was seen in N prompts (system, document, "
-                  "skill and tool segments at once); 1 = every chunk")
-        ->default_val(reuse_options_.engine.store_admit_after)
-        ->check(CLI::Range(1, 1000));
-    s->add_option("--codec", store_codec_, "Stored KV codec: f16 or int8")
-        ->default_val("f16")
-        ->check(CLI::IsMember({"f16", "int8"}));
-    s->add_option("--eviction", eviction_, "Store eviction: cost (locality x cost) or lru")
-        ->default_val("cost")
-        ->check(CLI::IsMember({"cost", "lru"}));
-    s->add_flag("--no-prefetch", no_prefetch_, "Disable the store's idle-time prefetch");
-    int8_.Register(*s);
-    out_of_order_.Register(*s);
-    s->add_flag("--static-shapes", reuse_options_.engine.static_shapes,
-                "Every graph call computes its full capacity, padding included, as an NPU must");
-    s->add_option("--scheduler", scheduler_,
-                  "How blend's graph calls are chosen: dp (the chunk-merge DP), greedy (fill "
-                  "each call in order) or naive (each reused or new run its own calls)")
-        ->default_val("dp")
-        ->check(CLI::IsMember({"dp", "greedy", "naive"}));
-    s->add_flag("--no-overlap", no_overlap_,
-                "Read and place the reused KV before the first graph call instead of beside the "
-                "graphs (ablation)");
-    s->add_flag("--no-shard-pipeline", no_shard_pipeline_,
-                "Let a graph call wait for all layers of the reused KV it attends to, instead of "
-                "running each shard once its layers are placed (ablation)");
     s->add_flag("--cold-flash", reuse_options_.cold_flash,
                 "With --store: before every query, wait for the write-back and drop the KV "
                 "files from the OS page cache, so that KV not in the memory pool is read from "
@@ -395,17 +281,19 @@ class BenchCommand : public Command {
     if (reuse_options_.warm_retrieved_only) command += " --warm-retrieved-only";
     if (!reuse_options_.engine.store_dir.empty())
       command += " --store " + reuse_options_.engine.store_dir;
-    if (eviction_ != "cost") command += " --eviction " + eviction_;
+    if (!r.tuning.store_cost_aware_eviction) command += " --eviction lru";
     if (reuse_options_.engine.tuning.chunking != ReuseTuning{}.chunking) {
       command +=
           std::string(" --chunking ") + ChunkingModeName(reuse_options_.engine.tuning.chunking);
     }
-    if (no_prefetch_) command += " --no-prefetch";
+    if (!r.tuning.store_prefetch) command += " --no-prefetch";
     if (reuse_options_.cold_flash) command += " --cold-flash";
-    if (no_overlap_) command += " --no-overlap";
-    if (no_shard_pipeline_) command += " --no-shard-pipeline";
+    if (!r.tuning.overlap_kv_preparation) command += " --no-overlap";
+    if (!r.tuning.shard_pipeline) command += " --no-shard-pipeline";
     if (reuse_options_.engine.static_shapes) command += " --static-shapes";
-    if (scheduler_ != "dp") command += " --scheduler " + scheduler_;
+    if (r.tuning.scheduler != ScheduleStrategy::kDp) {
+      command += std::string(" --scheduler ") + ScheduleStrategyName(r.tuning.scheduler);
+    }
     if (no_quality_) command += " --no-quality";
     if (reuse_options_.continuation_tokens != tools::ReuseBenchOptions{}.continuation_tokens) {
       command += " --continuation " + std::to_string(reuse_options_.continuation_tokens);
@@ -441,31 +329,15 @@ class BenchCommand : public Command {
       }
       reuse_options_.data_dir = *found;
     }
-    EngineOptions& engine = reuse_options_.engine;
-    engine.tuning.store_cost_aware_eviction = eviction_ == "cost";
-    engine.tuning.chunking = *ParseChunkingMode(chunking_);     // checked above
-    engine.token_selection = *ParseTokenSelection(selection_);  // checked above
-    engine.tuning.store_prefetch = !no_prefetch_;
-    engine.tuning.overlap_kv_preparation = !no_overlap_;
-    engine.tuning.shard_pipeline = !no_shard_pipeline_;
-    engine.tuning.scheduler = *ParseScheduleStrategy(scheduler_);  // checked above
-    engine.store_codec = *ParseKvCodec(store_codec_);              // checked above
-    if (reuse_options_.cold_flash && engine.store_dir.empty()) {
+    if (Status resolved = reuse_engine_flags_.Resolve(); !resolved.ok()) {
+      return PrintError("bench reuse", resolved);
+    }
+    reuse_options_.engine = reuse_engine_flags_.options();
+    reuse_options_.model_path = reuse_options_.engine.model_path;
+    if (reuse_options_.cold_flash && reuse_options_.engine.store_dir.empty()) {
       return PrintError("bench reuse", InvalidArgumentError("--cold-flash needs --store"));
     }
     reuse_options_.measure_quality = !no_quality_;
-    // Without a cache folder there are no saved calibrations: "" = do not look.
-    Result<std::string> cache_dir = FindCacheDir();
-    engine.calibration_dir = cache_dir.ok() ? *cache_dir : std::string();
-    engine.int8_scheme = int8_.scheme();
-    engine.outlier_fraction = int8_.outlier_fraction;
-    engine.out_of_order_groups = out_of_order_.groups;
-    engine.out_of_order_window = out_of_order_.window;
-    // Capacities given on the command line are kept; otherwise calibrated or the defaults.
-    if (lp_option_->count() == 0 && ls_option_->count() == 0) {
-      engine.prefill_capacity = 0;
-      engine.recompute_capacity = 0;
-    }
     reuse_options_.methods.clear();
     for (const std::string& name : method_names_) {
       Result<ReuseMethod> method = ParseReuseMethod(name);
@@ -615,22 +487,19 @@ class BenchCommand : public Command {
   std::string serve_endpoint_ = "chat";
   std::string serve_tokenizer_;
   bool serve_json_ = false;
-  std::string eviction_ = "cost";
-  std::string store_codec_ = "f16";
-  std::string chunking_;
-  std::string selection_;
-  std::string scheduler_;
-  bool no_shard_pipeline_ = false;
-  bool no_prefetch_ = false;
-  bool no_overlap_ = false;
   bool no_quality_ = false;
-  CLI::Option* lp_option_ = nullptr;
-  CLI::Option* ls_option_ = nullptr;
+  // bench reuse's defaults: a 4096-token context and a larger cache (every method's chunks).
+  static EngineOptions ReuseBenchDefaults() {
+    EngineOptions defaults;
+    defaults.context_tokens = 4096;
+    defaults.cache_mb = 2048;
+    return defaults;
+  }
+  EngineFlags reuse_engine_flags_{ReuseBenchDefaults()};
   tools::ReuseBenchOptions reuse_options_;
   std::vector<std::string> method_names_ = {"none", "prefix", "full", "blend"};
   tools::SpeedBenchOptions options_;
-  Int8Flags int8_;
-  OutOfOrderFlags out_of_order_;
+  EngineFlags speed_engine_flags_;  // the int8 arithmetic and out-of-order flags
   CLI::App* prefill_ = nullptr;
   CLI::App* decode_ = nullptr;
   bool json_ = false;

@@ -7,10 +7,8 @@
 #include "base/file_util.h"
 #include "cli/command.h"
 #include "cli/commands.h"
-#include "cli/int8_flags.h"
+#include "cli/engine_flags.h"
 #include "cli/option_checks.h"
-#include "cli/out_of_order_flags.h"
-#include "cli/paths.h"
 #include "reprise/engine.h"
 
 namespace reprise::cli {
@@ -20,7 +18,7 @@ class RunCommand : public Command {
  public:
   CLI::App* Register(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt, streaming to stdout");
-    sub->add_option("-m,--model", options_.model_path, "GGUF model file")->required();
+    engine_flags_.Register(*sub, kRequestEngineFlags);
     // Exactly one source of the prompt.
     CLI::Option_group* prompt = sub->add_option_group("prompt", "The prompt (one of)");
     prompt->add_option("-p,--prompt", request_.prompt, "Prompt text");
@@ -48,102 +46,17 @@ class RunCommand : public Command {
         ->check(FiniteAbove(0.0, 1.0));
     sub->add_option("--seed", request_.seed, "Random seed")->default_val(0);
     sub->add_flag("--chat", request_.chat, "Format the prompt with the model's chat template");
-    sub->add_option("-c,--context", options_.context_tokens,
-                    "Context size in tokens (0 = the model's, at most 4096)")
-        ->default_val(0)
-        ->check(IntegerIn(0, 1 << 20));
-    sub->add_option("-t,--threads", options_.num_threads, "Threads (0 = all cores)")
-        ->default_val(0)
-        ->check(IntegerIn(0, kMaxThreads));
     sub->add_flag("--reference", options_.use_reference,
                   "Use the plain float reference forward pass (slow)");
     sub->add_flag("--stats", stats_, "Print timing to stderr at the end");
-    sub->add_option("--reuse", reuse_name_, "KV reuse across requests: none, prefix, full, blend")
-        ->default_val("prefix")
-        ->check(CLI::IsMember({"none", "prefix", "full", "blend"}));
-    sub->add_option("--ratio", options_.recompute_ratio, "Recompute ratio r for blend")
-        ->default_val(0.25)
-        ->check(FiniteIn(0.0001, 1.0));
-    sub->add_option("--adaptive", options_.recompute_min_deviation,
-                    "Adaptive recompute for blend: of the r share, recompute only tokens whose "
-                    "relative K deviation at the check layer is at least this (0 = off)")
-        ->default_val(0.0)
-        ->check(FiniteIn(0.0, 1.0));
-    sub->add_option(
-           "--adaptive-stable", options_.stable_recompute_min_deviation,
-           "Stable context for blend: when the prompt is a cached one with a block cut out "
-           "(a chat whose window moved), its reused tokens far from the cut keep their "
-           "KV but for a repair call that recomputes those whose relative K deviation "
-           "is at least this (0 = off)")
-        ->default_val(kDefaultStableRecomputeMinDeviation)
-        ->check(FiniteIn(0.0, 1.0));
-    sub->add_option("--guard", options_.quality_guard,
-                    "Quality guard for blend: prefill a recompute call in full when its reused "
-                    "tokens deviate more than this at the check layer; 0 = off; auto = the "
-                    "model's threshold, measured once on a built-in text and kept with the "
-                    "calibrations")
-        ->default_str("auto")
-        ->transform(GuardThreshold());
-    sub->add_option(
-           "--selection", selection_name_,
-           "Which reused tokens blend recomputes: deviation (whose KV deviates most at the "
-           "check layer), attention (those the prompt's last new tokens attend to most "
-           "there, measured by a probe) or attention-deviation (their product)")
-        ->default_val(TokenSelectionName(options_.token_selection))
-        ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
-    int8_.Register(*sub);
-    out_of_order_.Register(*sub);
-    sub->add_flag("--static-shapes", options_.static_shapes,
-                  "Every graph call computes its full capacity, padding included, as an NPU "
-                  "or another ahead-of-time backend must (same output, the static cost)");
-    sub->add_flag("--store", use_store_,
-                  "Keep KV caches on flash across runs, in the default store folder "
-                  "(<cache folder>/store; the cache folder is $XDG_CACHE_HOME/reprise or "
-                  "~/.cache/reprise)");
-    sub->add_option("--store-dir", options_.store_dir, "Keep KV caches in this folder")
-        ->check(NonEmptyFolder());
-    sub->add_option("--namespace", options_.name_space, "Store namespace (one per app)")
-        ->default_val("default")
-        ->check(NewNamespaceName());
-    sub->add_option("--pool-mb", options_.cache_mb, "Memory for cached KV, MiB")
-        ->default_val(1024)
-        ->check(BudgetMib());
-    sub->add_option("--disk-mb", options_.store_disk_mb, "Flash budget of the store, MiB")
-        ->default_val(8192)
-        ->check(BudgetMib());
-    sub->add_option("--admit-after", options_.store_admit_after,
-                    "Write a chunk to flash once its text was seen in N prompts (system, document, "
-                    "skill and tool segments at once); 1 = every chunk")
-        ->default_val(options_.store_admit_after)
-        ->check(CLI::Range(1, 1000));
-    sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
-        ->default_val("f16")
-        ->check(CLI::IsMember({"f16", "int8"}));
     return sub;
   }
 
   int Run() override {
     if (Status read = ReadInputs(); !read.ok()) return PrintError("run", read);
-    Result<ReuseMethod> reuse = ParseReuseMethod(reuse_name_);
-    if (!reuse.ok()) return PrintError("run", reuse.error());
-    options_.reuse = *reuse;
-    Result<KvCodec> codec = ParseKvCodec(codec_name_);
-    if (!codec.ok()) return PrintError("run", codec.error());
-    Result<TokenSelection> selection = ParseTokenSelection(selection_name_);
-    if (!selection.ok()) return PrintError("run", selection.error());
-    options_.token_selection = *selection;
-    options_.store_codec = *codec;
-    options_.int8_scheme = int8_.scheme();
-    options_.outlier_fraction = int8_.outlier_fraction;
-    options_.out_of_order_groups = out_of_order_.groups;
-    options_.out_of_order_window = out_of_order_.window;
-    Result<std::string> cache_dir = FindCacheDir();
-    if (use_store_ && options_.store_dir.empty()) {
-      if (!cache_dir.ok()) return PrintError("run", cache_dir.error());
-      options_.store_dir = *cache_dir + "/store";
+    if (Status resolved = engine_flags_.Resolve(); !resolved.ok()) {
+      return PrintError("run", resolved);
     }
-    // Without a cache folder there are no saved calibrations to look for: "" = do not look.
-    if (options_.calibration_dir.empty() && cache_dir.ok()) options_.calibration_dir = *cache_dir;
     Result<std::unique_ptr<Engine>> engine = Engine::Create(options_);
     if (!engine.ok()) return PrintError("run", engine.error());
     // The prompt is echoed once the model has taken it (with the first token), so that a
@@ -202,17 +115,13 @@ class RunCommand : public Command {
     return Status::Ok();
   }
 
-  EngineOptions options_;
-  Int8Flags int8_;
-  OutOfOrderFlags out_of_order_;
-  std::string reuse_name_ = "prefix", codec_name_ = "f16";
-  std::string selection_name_;
+  EngineFlags engine_flags_;
+  EngineOptions& options_ = engine_flags_.options();
   GenerateRequest request_;
   std::string prompt_file_;
   std::vector<std::string> doc_paths_;
   std::string system_;
   bool stats_ = false;
-  bool use_store_ = false;
 };
 
 }  // namespace

@@ -16,9 +16,8 @@
 #include "base/logging.h"
 #include "cli/command.h"
 #include "cli/commands.h"
-#include "cli/int8_flags.h"
+#include "cli/engine_flags.h"
 #include "cli/option_checks.h"
-#include "cli/paths.h"
 #include "cli/store_names.h"
 #include "reprise/engine.h"
 #include "server/http_server.h"
@@ -45,7 +44,7 @@ class ServeCommand : public Command {
   CLI::App* Register(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand(
         "serve", "Serve the model over HTTP with OpenAI's API (chat, completions, streaming)");
-    sub->add_option("-m,--model", engine_.model_path, "GGUF model file")->required();
+    engine_flags_.Register(*sub, kRequestEngineFlags | kSessionFlags);
     sub->add_option("--host", server_.host,
                     "Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every "
                     "interface)")
@@ -59,13 +58,6 @@ class ServeCommand : public Command {
                     "KEY or KEY:NAMESPACE (repeatable): requests must send one as 'Authorization: "
                     "Bearer KEY'; each key's requests reuse only its namespace's KV")
         ->take_all();
-    sub->add_option("--sessions", engine_.sessions,
-                    "Requests generating at once (each holds a KV cache of --context tokens)")
-        ->default_val(2)
-        ->check(IntegerIn(1, 256));
-    sub->add_flag("!--no-batch-decode", engine_.batch_decode,
-                  "Decode each session on its own instead of batching the decode steps of "
-                  "concurrent sessions into one graph call");
     sub->add_option("--queue", server_.max_waiting,
                     "Requests that may wait for a session; one more is answered 429")
         ->default_val(64)
@@ -108,88 +100,13 @@ class ServeCommand : public Command {
                     "Seconds an open connection may wait for its next request")
         ->default_val(30)
         ->check(IntegerIn(1, 3600));
-    sub->add_option("-c,--context", engine_.context_tokens,
-                    "Context size of each session in tokens (0 = the model's, at most 4096)")
-        ->default_val(0)
-        ->check(IntegerIn(0, 1 << 20));
-    sub->add_option("-t,--threads", engine_.num_threads, "Threads (0 = all cores)")
-        ->default_val(0)
-        ->check(IntegerIn(0, kMaxThreads));
-    sub->add_option("--reuse", reuse_name_, "KV reuse across requests: none, prefix, full, blend")
-        ->default_val("blend")
-        ->check(CLI::IsMember({"none", "prefix", "full", "blend"}));
-    sub->add_option("--ratio", engine_.recompute_ratio, "Recompute ratio r for blend")
-        ->default_val(0.25)
-        ->check(FiniteIn(0.0001, 1.0));
-    sub->add_option("--adaptive", engine_.recompute_min_deviation,
-                    "Adaptive recompute for blend: of the r share, recompute only tokens whose "
-                    "relative K deviation at the check layer is at least this (0 = off)")
-        ->default_val(0.0)
-        ->check(FiniteIn(0.0, 1.0));
-    sub->add_option(
-           "--adaptive-stable", engine_.stable_recompute_min_deviation,
-           "Stable context for blend: when the prompt is a cached one with a block cut out "
-           "(a chat whose window moved), its reused tokens far from the cut keep their "
-           "KV but for a repair call that recomputes those whose relative K deviation "
-           "is at least this (0 = off)")
-        ->default_val(kDefaultStableRecomputeMinDeviation)
-        ->check(FiniteIn(0.0, 1.0));
-    sub->add_option("--guard", engine_.quality_guard,
-                    "Quality guard for blend (see `reprise run --help`); 0 = off, auto = "
-                    "the model's calibrated threshold")
-        ->default_str("auto")
-        ->transform(GuardThreshold());
-    sub->add_option("--selection", selection_name_,
-                    "Which reused tokens blend recomputes (see `reprise run --help`)")
-        ->default_val(TokenSelectionName(engine_.token_selection))
-        ->check(CLI::IsMember({"deviation", "attention", "attention-deviation"}));
-    int8_.Register(*sub);
-    sub->add_flag("--static-shapes", engine_.static_shapes,
-                  "Every graph call computes its full capacity, padding included (see `reprise "
-                  "run --help`)");
-    sub->add_flag("--store", use_store_,
-                  "Keep KV caches on flash across restarts, in the default store folder");
-    sub->add_option("--store-dir", engine_.store_dir, "Keep KV caches in this folder")
-        ->check(NonEmptyFolder());
-    sub->add_option("--namespace", engine_.name_space,
-                    "Namespace of requests without an API key (and of keys given without one)")
-        ->default_val("default")
-        ->check(NewNamespaceName());
-    sub->add_option("--pool-mb", engine_.cache_mb, "Memory for cached KV, MiB")
-        ->default_val(1024)
-        ->check(BudgetMib());
-    sub->add_option("--disk-mb", engine_.store_disk_mb, "Flash budget of the store, MiB")
-        ->default_val(8192)
-        ->check(BudgetMib());
-    sub->add_option("--admit-after", engine_.store_admit_after,
-                    "Write a chunk to flash once its text was seen in N prompts (system, document, "
-                    "skill and tool segments at once); 1 = every chunk")
-        ->default_val(engine_.store_admit_after)
-        ->check(CLI::Range(1, 1000));
-    sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
-        ->default_val("f16")
-        ->check(CLI::IsMember({"f16", "int8"}));
     return sub;
   }
 
   int Run() override {
-    Result<ReuseMethod> reuse = ParseReuseMethod(reuse_name_);
-    if (!reuse.ok()) return PrintError("serve", reuse.error());
-    engine_.reuse = *reuse;
-    Result<KvCodec> codec = ParseKvCodec(codec_name_);
-    if (!codec.ok()) return PrintError("serve", codec.error());
-    Result<TokenSelection> selection = ParseTokenSelection(selection_name_);
-    if (!selection.ok()) return PrintError("serve", selection.error());
-    engine_.token_selection = *selection;
-    engine_.store_codec = *codec;
-    engine_.int8_scheme = int8_.scheme();
-    engine_.outlier_fraction = int8_.outlier_fraction;
-    Result<std::string> cache_dir = FindCacheDir();
-    if (use_store_ && engine_.store_dir.empty()) {
-      if (!cache_dir.ok()) return PrintError("serve", cache_dir.error());
-      engine_.store_dir = *cache_dir + "/store";
+    if (Status resolved = engine_flags_.Resolve(); !resolved.ok()) {
+      return PrintError("serve", resolved);
     }
-    if (engine_.calibration_dir.empty() && cache_dir.ok()) engine_.calibration_dir = *cache_dir;
     if (server_.model_name.empty()) {
       server_.model_name = std::filesystem::path(engine_.model_path).stem().string();
     }
@@ -229,7 +146,7 @@ class ServeCommand : public Command {
                  "reprise serve: model '%s' at http://%s:%d/ (chat page at /, API at /v1, "
                  "metrics at /metrics); %d sessions, reuse %s%s\n",
                  server_.model_name.c_str(), server_.host.c_str(), (*server)->port(),
-                 engine_.sessions, reuse_name_.c_str(),
+                 engine_.sessions, ReuseMethodName(engine_.reuse),
                  server_.api_keys.empty() ? "" : ", API keys required");
     std::fflush(stderr);
 
@@ -260,15 +177,21 @@ class ServeCommand : public Command {
   }
 
  private:
-  EngineOptions engine_;
-  Int8Flags int8_;
+  // A server's defaults: blend (its requests share documents and skills in any order) and
+  // two sessions; every other default is EngineOptions'.
+  static EngineOptions ServeDefaults() {
+    EngineOptions defaults;
+    defaults.reuse = ReuseMethod::kBlend;
+    defaults.sessions = 2;
+    return defaults;
+  }
+
+  EngineFlags engine_flags_{ServeDefaults()};
+  EngineOptions& engine_ = engine_flags_.options();
   server::ServerOptions server_;
-  std::string reuse_name_ = "blend", codec_name_ = "f16";
-  std::string selection_name_;
   int max_body_mb_ = 8;
   int request_timeout_seconds_ = 60;
   int idle_timeout_seconds_ = 30;
-  bool use_store_ = false;
 };
 
 }  // namespace

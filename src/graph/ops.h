@@ -16,6 +16,7 @@
 #include "base/dtype.h"
 #include "kernels/elementwise.h"
 #include "kernels/packed_matrix.h"
+#include "reprise/defaults.h"
 
 namespace reprise::graph {
 
@@ -166,7 +167,7 @@ struct AttentionOp {
 // positions up to the row's) and the rows' own fresh keys up to their own. Written to
 // ExecutionContext::attention_scores(). At most kMaxProbeRows rows, and at most kMaxProbeGroup
 // query heads per kv head.
-inline constexpr int kMaxProbeRows = 64;
+inline constexpr int kMaxProbeRows = kMaxQueryProbeTokens;
 inline constexpr int64_t kMaxProbeGroup = 32;
 struct AttentionScoreOp {
   int layer = 0;

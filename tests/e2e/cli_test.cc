@@ -818,7 +818,8 @@ TEST_F(CliHostileInputTest, NumericOptionsAreRangeChecked) {
       {"bench decode -m " + model_ + " -t -1", "--threads"},
       {"bench prefill -m " + model_ + " --lengths 16,0", "--lengths"},
       {"bench reuse -m " + model_ + " --queries 0", "--queries"},
-      {"bench reuse -m " + model_ + " --cache-mb 17592186044417", "--cache-mb"},
+      // --cache-mb is --pool-mb's other name, in every command
+      {"bench reuse -m " + model_ + " --cache-mb 17592186044417", "--pool-mb"},
       {"bench reuse -m " + model_ + " --guard nan", "--guard"},
       {"bench accuracy -m " + model_ + " --step 0", "--step"},
       {"bench accuracy -m " + model_ + " --tokens 1", "--tokens"},
