@@ -39,6 +39,7 @@ class CompiledModel;
 class LoadedModel;
 class InferenceBackend;
 class ReuseSession;
+struct RecallProbe;
 }  // namespace engine
 namespace kv {
 class ChunkCache;
@@ -249,14 +250,6 @@ struct GenerateRequest {
   bool ignore_eos = false;
   // Fill GenerateResult::diagnostics (a few string copies; nothing slower).
   bool diagnose = false;
-  // With `diagnose`: a recall oracle's view of this prompt (one byte per prompt token, as
-  // PromptTokenizer gives them; 1 = a window of `recall_window` tokens around the token was
-  // seen in an earlier prompt, and in `expected_within_chunk`: inside one chunk of it, may be
-  // empty). The result then says why each such token was computed anew
-  // (ReuseDiagnostics::recall_losses). Empty = not asked.
-  std::vector<uint8_t> expected_reusable;
-  std::vector<uint8_t> expected_within_chunk;
-  int recall_window = 32;
   // Set to true from any thread to stop the request: before the next prefill graph call or
   // the next token. A request stopped before its first token fails with Cancelled; one
   // stopped later returns what it generated, with stop_reason "cancelled". Null = never.
@@ -521,6 +514,7 @@ class Session {
 
  private:
   friend class Engine;
+  friend struct engine::RecallProbe;  // benchmarks' recall diagnosis (not the product API)
   Session(Engine& engine, std::string name_space, ReuseMethod reuse);
   Engine* engine_;
   std::string name_space_;
@@ -596,13 +590,16 @@ class Engine {
 
  private:
   friend class Session;
+  friend struct engine::RecallProbe;
   Engine();
   Result<std::unique_ptr<Session>> NewSession(std::string name_space,
                                               std::optional<ReuseMethod> reuse = std::nullopt);
   // The chunk cache of `name_space` (opened on first use); null with ReuseMethod::kNone.
   Result<kv::ChunkCache*> CacheOf(const std::string& name_space);
+  // `probe`: a benchmark's recall diagnosis of this request (engine/recall_probe.h), or null.
   Result<GenerateResult> Run(Session& session, const GenerateRequest& request,
-                             const ChoiceTextCallback& on_text);
+                             const ChoiceTextCallback& on_text,
+                             engine::RecallProbe* probe = nullptr);
 
   EngineOptions options_;
   int context_tokens_ = 0;

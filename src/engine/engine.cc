@@ -17,6 +17,7 @@
 #include "engine/guard_calibration.h"
 #include "engine/inference_backend.h"
 #include "engine/loaded_model.h"
+#include "engine/recall_probe.h"
 #include "engine/reference_backend.h"
 #include "engine/request_segments.h"
 #include "engine/reuse_session.h"
@@ -461,7 +462,7 @@ static Result<std::span<const float>> ScorePrompt(engine::InferenceBackend& back
 }
 
 Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& request,
-                                   const ChoiceTextCallback& on_text) {
+                                   const ChoiceTextCallback& on_text, engine::RecallProbe* probe) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   GenerateResult result;
   result.name_space = request.name_space.empty() ? session.name_space() : request.name_space;
@@ -624,18 +625,16 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
       d.kv_load_wait_ms = report->kv_load_wait_ms;
       for (const reuse::PromptChunk& c : reuse.prompt_chunks())
         d.chunks.emplace_back(c.begin, c.end);
-      if (!request.expected_reusable.empty() && cache != nullptr) {
-        // Against the cache as the prompt was planned against: before its chunks go in.
-        REPRISE_ASSIGN_OR_RETURN(
-            const reuse::RecallLosses losses,
-            reuse::ClassifyRecallLosses(
-                {result.prompt_tokens, reuse.planned_kinds(), reuse.prompt_chunks(),
-                 request.expected_reusable, request.recall_window, reuse.options().max_candidates,
-                 request.expected_within_chunk},
-                *cache));
-        d.has_recall_losses = true;
-        d.recall_losses = losses;
-      }
+    }
+    if (probe != nullptr && cache != nullptr) {
+      // Against the cache as the prompt was planned against: before its chunks go in.
+      REPRISE_ASSIGN_OR_RETURN(
+          probe->losses,
+          reuse::ClassifyRecallLosses(
+              {result.prompt_tokens, reuse.planned_kinds(), reuse.prompt_chunks(), probe->reusable,
+               probe->window, reuse.options().max_candidates, probe->within_chunk},
+              *cache));
+      probe->classified = true;
     }
     {
       // While it generates, the session's decode steps are batched with the others'.
@@ -781,5 +780,15 @@ std::string Engine::DescribeStore() const {
                 s.persistence_enabled ? "" : "; NOT PERSISTING: ", s.persistence_error.c_str());
   return line;
 }
+
+namespace engine {
+
+Result<GenerateResult> RecallProbe::Generate(Session& session, const GenerateRequest& request) {
+  losses = {};
+  classified = false;
+  return session.engine_->Run(session, request, {}, this);
+}
+
+}  // namespace engine
 
 }  // namespace reprise

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/recall_probe.h"
 #include "reprise/engine.h"
 #include "support/temp_dir.h"
 
@@ -345,7 +346,7 @@ TEST(InspectModelFileTest, AFileThatCannotRunStillGetsItsInfoWithTheReasons) {
 namespace reprise {
 namespace {
 
-TEST(ReuseDiagnosticsTest, ARequestSaysHowItsPromptWasReusedAndWhyTokensWereNot) {
+TEST(ReuseDiagnosticsTest, ARequestSaysHowItsPromptWasReusedAndARecallProbeWhyTokensWereNot) {
   EngineOptions options;
   options.model_path = kModel;
   options.context_tokens = 512;
@@ -365,7 +366,6 @@ TEST(ReuseDiagnosticsTest, ARequestSaysHowItsPromptWasReusedAndWhyTokensWereNot)
   EXPECT_GE(a->diagnostics.graph_calls, 1);
   ASSERT_FALSE(a->diagnostics.chunks.empty());
   EXPECT_EQ(a->diagnostics.chunks.back().second, static_cast<int>(a->prompt_tokens.size()));
-  EXPECT_FALSE(a->diagnostics.has_recall_losses);
   Result<NamespaceStats> stats = (*engine)->StatsOf("default");
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->chunks, static_cast<int64_t>(a->diagnostics.chunks.size()));
@@ -377,17 +377,23 @@ TEST(ReuseDiagnosticsTest, ARequestSaysHowItsPromptWasReusedAndWhyTokensWereNot)
   Result<std::unique_ptr<PromptTokenizer>> tokenizer = PromptTokenizer::Open(kModel);
   ASSERT_TRUE(tokenizer.ok());
   const std::vector<int32_t> prompt = (*tokenizer)->PromptTokens(second);
-  second.expected_reusable.assign(prompt.size(), 1);
-  Result<GenerateResult> b = (*engine)->Generate(second);
+  const std::vector<uint8_t> reusable(prompt.size(), 1);
+  Result<std::unique_ptr<Session>> session = (*engine)->OpenSession();
+  ASSERT_TRUE(session.ok());
+  engine::RecallProbe probe{reusable, {}, 32};
+  Result<GenerateResult> b = probe.Generate(**session, second);
   ASSERT_TRUE(b.ok()) << b.error().ToString();
   ASSERT_EQ(b->prompt_tokens, prompt);
-  ASSERT_TRUE(b->diagnostics.has_recall_losses);
+  ASSERT_TRUE(probe.classified);
   EXPECT_GT(b->reuse.tokens_reused + b->reuse.tokens_recomputed, 0);
-  EXPECT_EQ(b->diagnostics.recall_losses.total(), b->reuse.tokens_new);
-  EXPECT_EQ(b->diagnostics.recall_losses.last_token, 1);
+  EXPECT_EQ(probe.losses.total(), b->reuse.tokens_new);
+  EXPECT_EQ(probe.losses.last_token, 1);
   // A mask of another length is refused.
-  second.expected_reusable.pop_back();
-  EXPECT_EQ((*engine)->Generate(second).error().code(), StatusCode::kInvalidArgument);
+  engine::RecallProbe short_mask{std::span(reusable).first(reusable.size() - 1), {}, 32};
+  EXPECT_EQ(short_mask.Generate(**session, second).error().code(),
+            StatusCode::kInvalidArgument);
+  // A plain request is not diagnosed: the product API carries no oracle.
+  EXPECT_TRUE((*engine)->Generate(second).ok());
 }
 
 }  // namespace

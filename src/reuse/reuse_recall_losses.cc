@@ -186,10 +186,6 @@ Result<RecallLosses> ClassifyRecallLosses(const RecallLossInputs& in, kv::ChunkC
   return out;
 }
 
-}  // namespace reprise::reuse
-
-namespace reprise {
-
 RecallLosses& RecallLosses::operator+=(const RecallLosses& o) {
   last_token += o.last_token;
   matcher += o.matcher;
@@ -221,4 +217,4 @@ std::string DescribeRecallLosses(const RecallLosses& losses) {
   return out.empty() ? "none" : out;
 }
 
-}  // namespace reprise
+}  // namespace reprise::reuse

@@ -26,13 +26,34 @@
 
 #include "base/status.h"
 #include "kv/chunk_cache.h"
-#include "reprise/reuse_diagnostics.h"
 #include "reuse/reuse_planner.h"
 
 namespace reprise::reuse {
 
-// The public struct (reprise/reuse_diagnostics.h): the engine returns it as it is.
-using RecallLosses = ::reprise::RecallLosses;
+// The reusable tokens of a prompt that were computed anew, by the first cause that explains
+// each: the prompt's last token (always run); the matcher passed over a cached window; the
+// chunk holding it ranked past max_candidates; a cached window only across two prompt chunks;
+// only together with reused neighbours (a seam); every earlier window spanned two chunks of
+// its prompt; no cached chunk holds it (evicted or never stored).
+struct RecallLosses {
+  int64_t last_token = 0;
+  int64_t matcher = 0;
+  int64_t candidates_capped = 0;
+  int64_t prompt_chunk_split = 0;
+  int64_t seam = 0;
+  int64_t cached_chunk_split = 0;
+  int64_t not_cached = 0;
+
+  int64_t total() const {
+    return last_token + matcher + candidates_capped + prompt_chunk_split + seam +
+           cached_chunk_split + not_cached;
+  }
+  RecallLosses& operator+=(const RecallLosses& o);
+};
+
+// "seam 12, not cached 40, ..." (the causes with tokens, largest first), or "none".
+std::string DescribeRecallLosses(const RecallLosses& losses);
+
 
 struct RecallLossInputs {
   std::span<const int32_t> prompt;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "engine/recall_probe.h"
 #include "reuse/reuse_recall_oracle.h"
 #include "tools/request_recall_oracle.h"
 #include "workload/named_workload.h"
@@ -270,13 +271,11 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       // Where this method's recall was lost: against the cache as it was planned against,
       // before this prompt's chunks go in (methods that reuse beyond the prefix; `prefix`
       // leaves everything else new by design).
-      GenerateRequest asked = request;
-      if (run.has_cache && run.method != ReuseMethod::kPrefix) {
-        asked.expected_reusable = reusable_mask;
-        asked.expected_within_chunk = within_chunk_mask;
-        asked.recall_window = window;
-      }
-      REPRISE_ASSIGN_OR_RETURN(GenerateResult ran, run.session->Generate(asked));
+      engine::RecallProbe probe{reusable_mask, within_chunk_mask, window};
+      const bool diagnose_recall = run.has_cache && run.method != ReuseMethod::kPrefix;
+      REPRISE_ASSIGN_OR_RETURN(GenerateResult ran, diagnose_recall
+                                                       ? probe.Generate(*run.session, request)
+                                                       : run.session->Generate(request));
       if (ran.prompt_tokens != query_tokens) {
         return InternalError("the engine ran other prompt tokens than PromptTokenizer gave");
       }
@@ -286,11 +285,11 @@ Result<ReuseBenchResult> RunReuseBench(const ReuseBenchOptions& options,
       }
       const ReuseReport& report = ran.reuse;
       const ReuseDiagnostics& d = ran.diagnostics;
-      if (d.has_recall_losses) {
-        run.stats.recall_losses += d.recall_losses;
-        if (options.verbose && d.recall_losses.total() > 0) {
+      if (probe.classified) {
+        run.stats.recall_losses += probe.losses;
+        if (options.verbose && probe.losses.total() > 0) {
           say("query " + std::to_string(q) + " " + ReuseMethodName(run.method) +
-              " reusable tokens left new: " + DescribeRecallLosses(d.recall_losses));
+              " reusable tokens left new: " + reuse::DescribeRecallLosses(probe.losses));
         }
       }
       const std::vector<float>& logits = ran.first_token_logits;
@@ -621,7 +620,7 @@ std::string ReuseBenchResult::ToText() const {
       if (m.method == "none" || m.method == "prefix") continue;
       std::snprintf(line, sizeof(line),
                     "  %-6s %s (cache evictions: %lld); matching %.1f ms = %.2f%% of TTFT\n",
-                    m.method.c_str(), DescribeRecallLosses(m.recall_losses).c_str(),
+                    m.method.c_str(), reuse::DescribeRecallLosses(m.recall_losses).c_str(),
                     static_cast<long long>(m.cache_evictions), m.match_ms_mean,
                     m.ttft_ms_mean > 0 ? 100.0 * m.match_ms_mean / m.ttft_ms_mean : 0.0);
       s += line;

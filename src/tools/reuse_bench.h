@@ -21,6 +21,7 @@
 #include "base/progress.h"
 #include "base/status.h"
 #include "reprise/engine.h"
+#include "reuse/reuse_recall_losses.h"
 
 namespace reprise::tools {
 
@@ -108,7 +109,7 @@ struct MethodStats {
   // window): whether a bounded store keeps its hit rate as the run goes on.
   std::vector<double> reuse_recall_by_window;
   // The reusable tokens left NEW, by cause (RecallLosses), over the run.
-  RecallLosses recall_losses;
+  reuse::RecallLosses recall_losses;
 };
 
 struct ReuseBenchResult {
