@@ -125,11 +125,10 @@ struct EngineOptions {
   // recomputed by the r share as always. 0 = off. In [0, 1].
   double stable_recompute_min_deviation = kDefaultStableRecomputeMinDeviation;
   // blend's token selection. The query-aware ones run a probe of the prompt's last 32 new
-  // tokens over the reused KV first (docs/benchmarks.md, "Query-aware selection"). The default,
-  // the product of the attention those tokens pay and the deviation, measured 1.0-4.6x lower
-  // KL than deviation alone on every workload at the trained models' context for the same
-  // recompute budget, at ~1% of TTFT from memory and ~10% with the KV cold on flash (the
-  // probe needs every reused token's first layers before the first recompute call).
+  // tokens over the reused KV first. The default, the product of the attention those tokens
+  // pay and the deviation, gave the lowest KL for the same recompute budget on every workload
+  // measured, at a small share of TTFT (the probe needs every reused token's first layers
+  // before the first recompute call): docs/benchmarks.md, "Query-aware selection".
   TokenSelection token_selection = TokenSelection::kAttentionTimesDeviation;
   // Static shapes: every call of the prefill and recompute graphs computes its full capacity,
   // padding included, as an NPU or another ahead-of-time backend must (a CPU can skip the

@@ -30,11 +30,9 @@ struct GuardCalibrationOptions {
   int num_documents = 6;  // pieces of the sample text, cached alone
   int num_orders = 6;     // prompts reusing them in new orders
   double quantile = 0.99;
-  // Honest reuse in real workloads deviates more than on the sample text (stories260K: the
-  // largest per-query residual of chat averages 10x the sample's p99, of docqa-shuffled 15x),
-  // while KV that is badly wrong deviates ~1000x more (negated KV: > 1). 20 keeps the guard's
-  // cost within 2% of blend's speedup on those workloads; 10 buys 6x lower KL there for
-  // 13-33% of the speedup (docs/benchmarks.md, `calibrate --guard-margin`).
+  // Honest reuse in real workloads deviates more than on the sample text, while KV that is
+  // badly wrong deviates far more still; the margin sits between them, chosen for the speed
+  // budget (docs/benchmarks.md, "The guard on by default"; `calibrate --guard-margin`).
   double margin = 20.0;
   uint64_t seed = 1;
 };

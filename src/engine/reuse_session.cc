@@ -22,8 +22,8 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 // What a graph call costs beyond its rows (its operators' synchronisation, the last row's
-// logits), as rows through every layer: `reprise calibrate` on the smollm2-135m shape (AMD
-// EPYC, 2 threads) puts the intercept of latency against capacity at 3.7 rows for prefill.
+// logits), as rows through every layer: the intercept of latency against capacity that
+// `reprise calibrate` measures (docs/benchmarks.md, "Figures behind constants in the code").
 constexpr double kCallOverheadRows = 4.0;
 
 GraphCosts UncalibratedGraphCosts(const model::ModelConfig& config, int check_layer,

@@ -128,9 +128,9 @@ struct ReuseOptions {
 //  - each call: 4 rows through every layer more (what a call costs beyond its rows).
 // So a tiny r still pays for the layers every row runs (at r = 0.004 a recompute call is
 // not free, and a prompt does not become dozens of calls), and a shallow model, whose check
-// layer is most of it, prefers an exact prefill when it costs about the same. Measured
-// against `reprise calibrate` on AMD EPYC Zen 5 (recompute / prefill at capacity 256): smollm2
-// shape 0.29 here, 0.29 measured; stories260K 0.44 / 0.45; TinyStories-656K 0.69 / 0.73.
+// layer is most of it, prefers an exact prefill when it costs about the same. How close this
+// comes to `reprise calibrate`'s measurement: docs/benchmarks.md, "Figures behind constants in
+// the code".
 struct GraphCosts {
   double prefill = 0;
   double recompute = 0;

@@ -32,8 +32,8 @@ Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& mod
   options.cost_aware = settings.cost_aware;
   options.prefetch = settings.prefetch;
   options.admit_after_sightings = settings.admit_after;
-  // About 60 MB of weights streamed per millisecond per token on this class of CPU when
-  // prefilling in batches; only the ratios between costs matter to the policy.
+  // A token's prefill cost from the weights streamed per token (docs/benchmarks.md, "Figures
+  // behind constants in the code"); only the ratios between costs matter to the policy.
   const double compute = settings.compute_ms_per_token > 0
                              ? settings.compute_ms_per_token
                              : std::max(0.01, model.file().file_size_bytes() / 60e6);

@@ -41,8 +41,8 @@ struct KernelSet {
   // than Q8_0's — the scalar set, and AVX2, whose Q8_0 takes two multiplies per 32 products
   // against Q6_Kx8's one plus a sign; Q8_0x8 (requantized, 8.5 bits) where one instruction
   // multiplies 4 byte pairs (vpdpbusd, sdot) and Q6_Kx8's scale per 16 columns adds an int32
-  // multiply per half block: measured with AVX-512 VNNI, qwen3-0.6b Q6_K prefill ran at
-  // 0.74-0.80x of Q8_0's, decode at 1.08x (docs/benchmarks.md); prompts come first.
+  // multiply per half block, which costs prompts more than decode gains (docs/benchmarks.md,
+  // "Figures behind constants in the code"); prompts come first.
   PackedFormat q6_k_format = PackedFormat::kQ6_Kx8;
 
   // The multiply-add instructions the matmuls are measured against (peak_loop.h).

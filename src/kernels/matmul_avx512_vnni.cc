@@ -140,9 +140,9 @@ void PrepareQ6KPair(const uint8_t* a, int64_t group_bytes, int64_t k, uint8_t* d
 
 // Q8_0 weights prepared once per M chunk for the tiles of every token: per chunk c of a block,
 // one 64-byte register image of both groups' 32 bytes, + 128, so that a tile loads it with one
-// instruction instead of two loads, an insert and an xor. (The same for Q4_0, its nibbles
-// split, measured no faster: the split bytes are 1.8x the packed ones, and a tile's weights
-// of a 1536-column matrix then no longer fit L1.)
+// instruction instead of two loads, an insert and an xor. (Not for Q4_0: its nibbles split
+// take more bytes than the packed ones and measured no faster; docs/benchmarks.md, "Figures
+// behind constants in the code".)
 constexpr int64_t kQ8PairBlockBytes = 8 * 64;
 
 // Group pair (a, a + group_bytes), K columns, into dst: block b of the pair at
