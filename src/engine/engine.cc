@@ -593,12 +593,14 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     }
     reuse.set_cache(cache);
     reuse.set_cancel(request.cancel);
-    Result<engine::PrefillReport> report = reuse.Prefill(segments, request.max_prompt_tokens);
+    Result<engine::PrefillResult> prefilled = reuse.Prefill(segments, request.max_prompt_tokens);
     reuse.set_cancel(nullptr);
-    if (!report.ok()) return report.error();
+    if (!prefilled.ok()) return prefilled.error();
+    const engine::PrefillResult& prefill = *prefilled;
+    const engine::PrefillReport* report = &prefill.report;
     result.reuse.chunks_from_memory = report->chunks_from_memory;
     result.reuse.chunks_from_flash = report->chunks_from_flash;
-    result.prompt_tokens = reuse.prompt_tokens();
+    result.prompt_tokens = prefill.prompt;
     stats.prompt_tokens = report->prompt_tokens;
     stats.prefill_ms = report->ttft_ms;
     result.reuse.tokens_prefix = report->tokens_prefix;
@@ -611,7 +613,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     result.reuse.kv_prep_ms = report->kv_prep_ms;
     result.reuse.compute_ms = report->compute_ms;
     result.reuse.guard_fallbacks = report->guard_fallbacks;
-    result.reuse.found_runs = FoundRuns(reuse.planned_kinds());
+    result.reuse.found_runs = FoundRuns(prefill.planned_kinds);
     if (request.return_first_token_logits) {
       result.first_token_logits.assign(reuse.logits().begin(), reuse.logits().end());
     }
@@ -623,7 +625,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
       d.max_residual_deviation = report->max_residual_deviation;
       d.kv_place_ms = report->kv_place_ms;
       d.kv_load_wait_ms = report->kv_load_wait_ms;
-      for (const reuse::PromptChunk& c : reuse.prompt_chunks())
+      for (const reuse::PromptChunk& c : prefill.chunks)
         d.chunks.emplace_back(c.begin, c.end);
     }
     if (probe != nullptr && cache != nullptr) {
@@ -631,7 +633,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
       REPRISE_ASSIGN_OR_RETURN(
           probe->losses,
           reuse::ClassifyRecallLosses(
-              {result.prompt_tokens, reuse.planned_kinds(), reuse.prompt_chunks(), probe->reusable,
+              {result.prompt_tokens, prefill.planned_kinds, prefill.chunks, probe->reusable,
                probe->window, reuse.options().max_candidates, probe->within_chunk},
               *cache));
       probe->classified = true;
@@ -657,7 +659,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
     // only queues them for its write-back thread), then idle work (prefetch).
     const bool keep = cache != nullptr && request.keep_kv;
     if (keep) {
-      REPRISE_ASSIGN_OR_RETURN(const double store_ms, reuse.StoreChunks());
+      REPRISE_ASSIGN_OR_RETURN(const double store_ms, reuse.StoreChunks(prefill));
       result.diagnostics.store_ms = request.diagnose ? store_ms : 0.0;
     }
     // With several choices the KV after the prompt is the last choice's: no reply is kept.
@@ -668,7 +670,7 @@ Result<GenerateResult> Engine::Run(Session& session, const GenerateRequest& requ
       const tokenizer::ChatMessage reply{"assistant", result.text};
       const engine::PromptSegment segment = engine::ChatMessagesSegment(
           "assistant", model_->chat_format(), std::span(&reply, 1), false);
-      Result<int> stored = reuse.StoreReply(segment, result.generated_tokens);
+      Result<int> stored = reuse.StoreReply(prefill, segment, result.generated_tokens);
       if (!stored.ok()) {
         REPRISE_LOG(kWarning) << "the reply's KV was not kept: " << stored.error().ToString();
       }

@@ -95,9 +95,9 @@ Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOpt
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ReuseSession> session,
                            ReuseSession::Create(model, blend, &cache));
   for (const PromptSegment& doc : documents) {  // each cached alone
-    Result<PrefillReport> warmed = session->Prefill(std::span(&doc, 1));
+    Result<PrefillResult> warmed = session->Prefill(std::span(&doc, 1));
     if (!warmed.ok()) return warmed.error();
-    Result<double> stored = session->StoreChunks();
+    Result<double> stored = session->StoreChunks(*warmed);
     if (!stored.ok()) return stored.error();
   }
   GuardCalibration out;
@@ -116,7 +116,8 @@ Result<GuardCalibration> CalibrateGuard(const LoadedModel& model, const ReuseOpt
     std::vector<PromptSegment> prompt;
     for (size_t i : order) prompt.push_back(documents[i]);
     prompt.push_back(question);
-    REPRISE_ASSIGN_OR_RETURN(PrefillReport report, session->Prefill(prompt));
+    REPRISE_ASSIGN_OR_RETURN(const PrefillResult prefill, session->Prefill(prompt));
+    const PrefillReport& report = prefill.report;
     // A call that left no reused row (all recomputed, or none) has nothing to guard: 0.
     for (const double r : report.residual_deviations) {
       ++recompute_calls;

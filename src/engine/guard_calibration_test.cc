@@ -8,6 +8,7 @@
 
 #include "engine/compiled_model.h"
 #include "engine/kv_transfer.h"
+#include "engine/reuse_session_test_util.h"
 #include "engine/sample_text.h"
 #include "kv/memory_chunk_cache.h"
 #include "support/temp_dir.h"
@@ -231,20 +232,24 @@ TEST_F(GuardCalibrationTest, TheCalibratedGuardPassesHonestReuseAndCatchesDamage
   // The honest cache: the document cached alone.
   kv::MemoryChunkCache honest_cache(64 << 20);
   auto session = std::move(ReuseSession::Create(*model_, options, &honest_cache)).value();
-  ASSERT_TRUE(session->Prefill(std::span(&doc, 1)).ok());
-  ASSERT_TRUE(session->StoreChunks().ok());
+  const PrefillResult stored = PrefillAndStore(*session, std::span(&doc, 1));
   // BOS, then the document's chunks (cut at sentence ends).
   std::vector<std::shared_ptr<const kv::ChunkEntry>> honest;
-  for (kv::ChunkId id : session->chunk_ids()) honest.push_back(honest_cache.Peek(id));
+  for (kv::ChunkId id : stored.chunk_ids) honest.push_back(honest_cache.Peek(id));
   ASSERT_GE(honest.size(), 2u);
 
   // A session that prefilled `segments` without reuse, to take KV from.
+  struct Prefilled {
+    std::unique_ptr<ReuseSession> session;
+    PrefillResult result;
+  };
   const auto prefilled = [&](const std::vector<PromptSegment>& segments) {
     ReuseOptions none = options;
     none.method = ReuseMethod::kNone;
     auto s = std::move(ReuseSession::Create(*model_, none, nullptr)).value();
-    EXPECT_TRUE(s->Prefill(segments).ok());
-    return s;
+    Result<PrefillResult> result = s->Prefill(segments);
+    EXPECT_TRUE(result.ok());
+    return Prefilled{std::move(s), result.ok() ? std::move(result).value() : PrefillResult{}};
   };
   // The cached entries with each document chunk's KV made by `damage(entry)`, labelled as the
   // honest entry (its positions).
@@ -264,9 +269,9 @@ TEST_F(GuardCalibrationTest, TheCalibratedGuardPassesHonestReuseAndCatchesDamage
   // The same text computed after another context: its KV rotated for positions |other| later.
   auto after_other = prefilled({other, doc});
   damages.emplace_back("computed after another context", damaged([&](const kv::ChunkEntry& e) {
-                         for (const reuse::PromptChunk& c : after_other->prompt_chunks()) {
+                         for (const reuse::PromptChunk& c : after_other.result.chunks) {
                            if (c.content == e.content) {
-                             return ExtractChunkKv(after_other->backend().kv_cache(), c.begin,
+                             return ExtractChunkKv(after_other.session->backend().kv_cache(), c.begin,
                                                    c.end - c.begin);
                            }
                          }
@@ -291,9 +296,9 @@ TEST_F(GuardCalibrationTest, TheCalibratedGuardPassesHonestReuseAndCatchesDamage
                        }));
   // Another passage, cached alone: its tokens at the same positions.
   auto passage = prefilled({other});
-  ASSERT_GE(passage->prompt_tokens().size(), session->prompt_tokens().size());
+  ASSERT_GE(passage.result.prompt.size(), stored.prompt.size());
   damages.emplace_back("another passage", damaged([&](const kv::ChunkEntry& e) {
-                         return ExtractChunkKv(passage->backend().kv_cache(),
+                         return ExtractChunkKv(passage.session->backend().kv_cache(),
                                                e.kv->positions.front(), e.kv->num_tokens);
                        }));
   damages.emplace_back("every K negated", damaged([](const kv::ChunkEntry& e) {
@@ -306,9 +311,9 @@ TEST_F(GuardCalibrationTest, TheCalibratedGuardPassesHonestReuseAndCatchesDamage
     kv::MemoryChunkCache cache(64 << 20);
     for (const auto& entry : cached) EXPECT_TRUE(cache.Insert(entry).ok());
     auto s = std::move(ReuseSession::Create(*model_, options, &cache)).value();
-    Result<PrefillReport> report = s->Prefill(prompt);
+    Result<PrefillResult> report = s->Prefill(prompt);
     EXPECT_TRUE(report.ok());
-    return std::move(report).value();
+    return std::move(report).value().report;
   };
   const PrefillReport honest_report = run(honest);
   EXPECT_GT(honest_report.tokens_nonprefix, 0) << honest_report.plan;

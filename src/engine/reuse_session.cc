@@ -153,9 +153,9 @@ tokenizer::EncodeOptions SegmentEncodeOptions(const PromptSegment& segment) {
 
 Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_prompt_tokens) {
   const tokenizer::Tokenizer& tok = model_->tokenizer();
-  prompt_.clear();
-  chunks_.clear();
-  chunk_declared_reusable_.clear();
+  current_.prompt.clear();
+  current_.chunks.clear();
+  current_.chunk_declared_reusable.clear();
   // BOS is a chunk of its own: a segment's chunks then hold the same tokens (and content
   // hash) whether the segment opens a prompt or comes later, so a document cached alone is
   // found as a whole chunk in any prompt.
@@ -165,36 +165,36 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
     chunk.begin = 0;
     chunk.end = 1;
     chunk.content = kv::HashTokens(fingerprint_, std::span(&bos, 1));
-    chunks_.push_back(chunk);
-    chunk_declared_reusable_.push_back(1);  // opens every prompt
-    prompt_.push_back(bos);
+    current_.chunks.push_back(chunk);
+    current_.chunk_declared_reusable.push_back(1);  // opens every prompt
+    current_.prompt.push_back(bos);
   }
   for (size_t s = 0; s < segments.size(); ++s) {
-    last_segment_begin_ = static_cast<int>(prompt_.size());
-    last_segment_first_chunk_ = static_cast<int>(chunks_.size());
+    current_.last_segment_begin = static_cast<int>(current_.prompt.size());
+    current_.last_segment_first_chunk = static_cast<int>(current_.chunks.size());
     std::vector<int32_t> ids = tok.Encode(segments[s].text, SegmentEncodeOptions(segments[s]));
     size_t begin = 0;
     for (const int cut : chunker_->Cuts(ids)) {
       const size_t end = static_cast<size_t>(cut);
       reuse::PromptChunk chunk;
-      chunk.begin = static_cast<int>(prompt_.size() + begin);
-      chunk.end = static_cast<int>(prompt_.size() + end);
+      chunk.begin = static_cast<int>(current_.prompt.size() + begin);
+      chunk.end = static_cast<int>(current_.prompt.size() + end);
       const std::span<const int32_t> chunk_ids(ids.data() + begin, end - begin);
       chunk.content = kv::HashTokens(fingerprint_, chunk_ids);
-      chunks_.push_back(chunk);
-      chunk_declared_reusable_.push_back(IsDeclaredReusableRole(segments[s].role) ? 1 : 0);
+      current_.chunks.push_back(chunk);
+      current_.chunk_declared_reusable.push_back(IsDeclaredReusableRole(segments[s].role) ? 1 : 0);
       begin = end;
     }
-    prompt_.insert(prompt_.end(), ids.begin(), ids.end());
+    current_.prompt.insert(current_.prompt.end(), ids.begin(), ids.end());
   }
-  if (prompt_.empty()) return InvalidArgumentError("the prompt is empty");
-  if (max_prompt_tokens > 0 && static_cast<int>(prompt_.size()) > max_prompt_tokens) {
-    return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
+  if (current_.prompt.empty()) return InvalidArgumentError("the prompt is empty");
+  if (max_prompt_tokens > 0 && static_cast<int>(current_.prompt.size()) > max_prompt_tokens) {
+    return InvalidArgumentError("the prompt has " + std::to_string(current_.prompt.size()) +
                                 " tokens, more than max_prompt_tokens (" +
                                 std::to_string(max_prompt_tokens) + ")");
   }
-  if (static_cast<int>(prompt_.size()) > backend_->capacity_tokens()) {
-    return InvalidArgumentError("the prompt has " + std::to_string(prompt_.size()) +
+  if (static_cast<int>(current_.prompt.size()) > backend_->capacity_tokens()) {
+    return InvalidArgumentError("the prompt has " + std::to_string(current_.prompt.size()) +
                                 " tokens but only " + std::to_string(backend_->capacity_tokens()) +
                                 " fit in the context; shorten it or raise the context size");
   }
@@ -203,27 +203,27 @@ Status ReuseSession::Tokenize(std::span<const PromptSegment> segments, int max_p
 
 Result<reuse::ReusePlan> ReuseSession::Plan(const reuse::PlannerOptions& planner) const {
   if (options_.method != ReuseMethod::kNone) {
-    return reuse::PlanReuse(prompt_, chunks_, *cache_, planner);
+    return reuse::PlanReuse(current_.prompt, current_.chunks, *cache_, planner);
   }
   reuse::ReusePlan plan;
-  plan.tokens.assign(prompt_.size(), reuse::TokenSource{});
-  plan.num_new = static_cast<int>(prompt_.size());
+  plan.tokens.assign(current_.prompt.size(), reuse::TokenSource{});
+  plan.num_new = static_cast<int>(current_.prompt.size());
   kv::ChunkId node = kv::kRootChunkId;
-  for (const reuse::PromptChunk& c : chunks_) {
+  for (const reuse::PromptChunk& c : current_.chunks) {
     plan.chunk_ids.push_back(node = kv::ChainId(node, c.content));
   }
   return plan;
 }
 
 void ReuseSession::KeepPlanState(const reuse::ReusePlan& plan) {
-  const int n = static_cast<int>(prompt_.size());
-  chunk_ids_ = plan.chunk_ids;
-  planned_kinds_.resize(plan.tokens.size());
-  for (size_t i = 0; i < plan.tokens.size(); ++i) planned_kinds_[i] = plan.tokens[i].kind;
-  first_inexact_token_ = plan.first_inexact_prefix_token >= 0 ? plan.first_inexact_prefix_token : n;
-  for (int i = 0; i < first_inexact_token_; ++i) {
+  const int n = static_cast<int>(current_.prompt.size());
+  current_.chunk_ids = plan.chunk_ids;
+  current_.planned_kinds.resize(plan.tokens.size());
+  for (size_t i = 0; i < plan.tokens.size(); ++i) current_.planned_kinds[i] = plan.tokens[i].kind;
+  current_.first_inexact_token = plan.first_inexact_prefix_token >= 0 ? plan.first_inexact_prefix_token : n;
+  for (int i = 0; i < current_.first_inexact_token; ++i) {
     if (plan.tokens[static_cast<size_t>(i)].kind == TokenKind::kNonPrefix) {
-      first_inexact_token_ = i;
+      current_.first_inexact_token = i;
       break;
     }
   }
@@ -238,14 +238,14 @@ Status ReuseSession::CheckCancelled() const {
 
 Status ReuseSession::RunNew(int begin, int end) {
   const auto count = static_cast<size_t>(end - begin);
-  return backend_->RunPrefill(std::span<const int32_t>(prompt_.data() + begin, count),
+  return backend_->RunPrefill(std::span<const int32_t>(current_.prompt.data() + begin, count),
                               std::span<const int32_t>(positions_.data() + begin, count),
                               std::span<const int32_t>(positions_.data() + begin, count), end);
 }
 
 Status ReuseSession::Compute(const reuse::ReusePlan& plan, const reuse::ChunkSchedule& schedule,
                              KvPreparer& preparer, PrefillReport& report) {
-  const int n = static_cast<int>(prompt_.size());
+  const int n = static_cast<int>(current_.prompt.size());
   const std::vector<reuse::TokenRun> runs = plan.Runs();
   // Every graph call over tokens [begin, end) sees slots [0, end): the reused KV before `end`
   // must be in place, the rest may still be being placed. With the shard pipeline the call's
@@ -377,7 +377,7 @@ Result<int> ReuseSession::RecomputeRows(const reuse::ReusePlan& plan, std::span<
   const size_t count = rows.size();
   for (size_t r = 0; r < count; ++r) {
     const auto i = static_cast<size_t>(rows[r]);
-    row_tokens_[r] = prompt_[i];
+    row_tokens_[r] = current_.prompt[i];
     row_positions_[r] = positions_[i];
     if (query_aware) row_attention_[r] = slot_attention_[i];
   }
@@ -441,7 +441,7 @@ void ReuseSession::FindStableContext(const reuse::ReusePlan& plan) {
   kept_.assign(plan.tokens.size(), 0);
   if (options_.stable_min_deviation <= 0 || cache_ == nullptr) return;
   const std::vector<int> lengths = reuse::StableContextLengths(
-      prompt_, plan, [this](kv::ChunkId id) { return cache_->Peek(id); }, &deleted_);
+      current_.prompt, plan, [this](kv::ChunkId id) { return cache_->Peek(id); }, &deleted_);
   for (size_t i = 0; i < plan.tokens.size(); ++i) {
     kept_[i] = plan.tokens[i].kind == TokenKind::kNonPrefix &&
                lengths[i] >= options_.stable_context_tokens;
@@ -482,7 +482,7 @@ Result<reuse::ChunkSchedule> ReuseSession::ScheduleBlend(const reuse::ReusePlan&
 }
 
 Status ReuseSession::ProbeQueryAttention(const reuse::ReusePlan& plan) {
-  const int n = static_cast<int>(prompt_.size());
+  const int n = static_cast<int>(current_.prompt.size());
   // The query: the prompt's trailing new tokens (the question, the last turn), the last
   // query_probe_capacity of them; the last token alone when the prompt ends in reused text.
   const int limit = backend_->query_probe_capacity();
@@ -494,7 +494,7 @@ Status ReuseSession::ProbeQueryAttention(const reuse::ReusePlan& plan) {
   const auto count = static_cast<size_t>(n - begin);
   REPRISE_ASSIGN_OR_RETURN(
       std::span<const float> scores,
-      backend_->RunQueryProbe(std::span<const int32_t>(prompt_.data() + begin, count),
+      backend_->RunQueryProbe(std::span<const int32_t>(current_.prompt.data() + begin, count),
                               std::span<const int32_t>(positions_.data() + begin, count),
                               std::span<const int32_t>(positions_.data() + begin, count), n));
   std::copy(scores.begin(), scores.end(), slot_attention_.begin());
@@ -503,16 +503,17 @@ Status ReuseSession::ProbeQueryAttention(const reuse::ReusePlan& plan) {
   return Status::Ok();
 }
 
-Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segments,
+Result<PrefillResult> ReuseSession::Prefill(std::span<const PromptSegment> segments,
                                             int max_prompt_tokens) {
   const auto start = std::chrono::steady_clock::now();
-  prefilled_ = false;
+  ++prefill_serial_;  // whatever a result of an earlier prefill says, the KV is no longer its
+  current_ = PrefillResult{};
   REPRISE_RETURN_IF_ERROR(CheckCancelled());
   if (cache_ == nullptr && options_.method != ReuseMethod::kNone) {
     return InvalidArgumentError("reuse needs a chunk cache");
   }
   REPRISE_RETURN_IF_ERROR(Tokenize(segments, max_prompt_tokens));
-  const int n = static_cast<int>(prompt_.size());
+  const int n = static_cast<int>(current_.prompt.size());
   PrefillReport base;
   base.prompt_tokens = n;
   // Matching's time includes tokenizing.
@@ -597,9 +598,10 @@ Result<PrefillReport> ReuseSession::Prefill(std::span<const PromptSegment> segme
     report.compute_ms = MillisecondsSince(compute_start) - report.kv_prep_ms;
     report.graph_calls = static_cast<int>(backend_->num_graph_calls() - calls_before);
     report.ttft_ms = MillisecondsSince(start);
-    prefilled_ = true;
-    prefilled_cache_ = cache_;
-    return report;
+    current_.report = std::move(report);
+    current_.cache = cache_;
+    current_.serial = prefill_serial_;
+    return std::move(current_);
   }
 }
 
@@ -608,11 +610,12 @@ Result<std::span<const float>> ReuseSession::Decode(int32_t token) {
   return backend_->Append(one);
 }
 
-kv::KvProvenance ReuseSession::ProvenanceOf(int begin, int end) const {
+kv::KvProvenance ReuseSession::ProvenanceOf(const PrefillResult& prefill, int begin,
+                                            int end) const {
   kv::KvProvenance provenance;
   provenance.origin = kv::KvOrigin::kComputed;
   for (int i = begin; i < end; ++i) {
-    if (planned_kinds_[static_cast<size_t>(i)] != TokenKind::kNonPrefix) continue;
+    if (prefill.planned_kinds[static_cast<size_t>(i)] != TokenKind::kNonPrefix) continue;
     provenance.origin = kv::KvOrigin::kBlended;
     if (options_.method == ReuseMethod::kBlend) {
       provenance.recompute_ratio = static_cast<float>(options_.recompute_ratio);
@@ -624,28 +627,37 @@ kv::KvProvenance ReuseSession::ProvenanceOf(int begin, int end) const {
   return provenance;
 }
 
-Result<double> ReuseSession::StoreChunks() {
-  const auto start = std::chrono::steady_clock::now();
+Status ReuseSession::CheckHolds(const PrefillResult& prefill) const {
   // Only a completed prefill's KV is stored (one that failed or was cancelled left part of
-  // it uncomputed), and into the cache it was planned against.
-  if (!prefilled_) return InvalidArgumentError("no completed prefill to store");
-  kv::ChunkCache* const cache = prefilled_cache_;
+  // it uncomputed; its result never reached a caller), and only while the session still holds
+  // it: a later prefill has overwritten it.
+  if (prefill.serial == 0 || prefill.serial != prefill_serial_) {
+    return InvalidArgumentError("the session no longer holds this prefill's KV");
+  }
+  return Status::Ok();
+}
+
+Result<double> ReuseSession::StoreChunks(const PrefillResult& prefill) {
+  const auto start = std::chrono::steady_clock::now();
+  // Into the cache it was planned against.
+  REPRISE_RETURN_IF_ERROR(CheckHolds(prefill));
+  kv::ChunkCache* const cache = prefill.cache;
   if (cache == nullptr || options_.method == ReuseMethod::kNone) return 0.0;
-  for (size_t i = 0; i < chunks_.size(); ++i) {
-    const reuse::PromptChunk& c = chunks_[i];
+  for (size_t i = 0; i < prefill.chunks.size(); ++i) {
+    const reuse::PromptChunk& c = prefill.chunks[i];
     // Storing is not a use: Contains loads nothing and counts no hit. An exact computation
     // replaces a cached inexact (blended) entry of the same prefix-tree node; an inexact one
     // never replaces anything.
-    const bool exact = c.end <= first_inexact_token_;
-    if (cache->Contains(chunk_ids_[i], /*require_exact=*/exact)) continue;
+    const bool exact = c.end <= prefill.first_inexact_token;
+    if (cache->Contains(prefill.chunk_ids[i], /*require_exact=*/exact)) continue;
     auto entry = std::make_shared<kv::ChunkEntry>();
-    entry->id = chunk_ids_[i];
-    entry->parent = i == 0 ? kv::kRootChunkId : chunk_ids_[i - 1];
+    entry->id = prefill.chunk_ids[i];
+    entry->parent = i == 0 ? kv::kRootChunkId : prefill.chunk_ids[i - 1];
     entry->content = c.content;
     entry->exact = exact;
-    entry->provenance = ProvenanceOf(c.begin, c.end);
-    entry->declared_reusable = chunk_declared_reusable_[i] != 0;
-    entry->tokens.assign(prompt_.begin() + c.begin, prompt_.begin() + c.end);
+    entry->provenance = ProvenanceOf(prefill, c.begin, c.end);
+    entry->declared_reusable = prefill.chunk_declared_reusable[i] != 0;
+    entry->tokens.assign(prefill.prompt.begin() + c.begin, prefill.prompt.begin() + c.end);
     // Kept in the KV file for inspection; decoded here, off the time-to-first-token path.
     entry->text = model_->tokenizer().Decode(entry->tokens, tokenizer::DecodeOptions{true, false});
     entry->kv = std::make_shared<kv::ChunkKv>(
@@ -653,28 +665,29 @@ Result<double> ReuseSession::StoreChunks() {
     Status status = cache->Insert(std::move(entry));
     if (!status.ok() && status.code() != StatusCode::kResourceExhausted) return status;
   }
-  cache->RecordUse(chunk_ids_);
+  cache->RecordUse(prefill.chunk_ids);
   return MillisecondsSince(start);
 }
 
-Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
+Result<int> ReuseSession::StoreReply(const PrefillResult& prefill,
+                                     const PromptSegment& reply_segment,
                                      std::span<const int32_t> generated) {
-  if (!prefilled_) return InvalidArgumentError("no completed prefill to store");
-  kv::ChunkCache* const cache = prefilled_cache_;
+  REPRISE_RETURN_IF_ERROR(CheckHolds(prefill));
+  kv::ChunkCache* const cache = prefill.cache;
   if (cache == nullptr || options_.method == ReuseMethod::kNone) return 0;
   const tokenizer::Tokenizer& tok = model_->tokenizer();
   const std::vector<int32_t> segment =
       tok.Encode(reply_segment.text, SegmentEncodeOptions(reply_segment));
   // The tokens whose KV the session holds from the generation prompt's segment on: that
   // segment's, then the generated ones fed back (the last sampled one never was).
-  const int begin = last_segment_begin_;
-  const int n_prompt = static_cast<int>(prompt_.size());
+  const int begin = prefill.last_segment_begin;
+  const int n_prompt = static_cast<int>(prefill.prompt.size());
   const int held = backend_->num_tokens();
   const int fed = held - n_prompt;
   if (fed < 0 || static_cast<size_t>(fed) > generated.size()) {
     return InvalidArgumentError("the generated tokens do not match the session's sequence");
   }
-  std::vector<int32_t> sequence(prompt_.begin() + begin, prompt_.end());
+  std::vector<int32_t> sequence(prefill.prompt.begin() + begin, prefill.prompt.end());
   sequence.insert(sequence.end(), generated.begin(), generated.begin() + fed);
   // The next turn's segment must start with exactly that sequence (else its KV would be
   // another text's: store nothing), and may go on (the end marker after the reply).
@@ -690,12 +703,12 @@ Result<int> ReuseSession::StoreReply(const PromptSegment& reply_segment,
     if (!appended.ok()) return appended.error();
   }
   // The reply's KV is exact only when everything before it was.
-  const bool exact = first_inexact_token_ >= n_prompt;
-  kv::ChunkId parent = last_segment_first_chunk_ == 0
+  const bool exact = prefill.first_inexact_token >= n_prompt;
+  kv::ChunkId parent = prefill.last_segment_first_chunk == 0
                            ? kv::kRootChunkId
-                           : chunk_ids_[static_cast<size_t>(last_segment_first_chunk_ - 1)];
-  std::vector<kv::ChunkId> stored_ids(chunk_ids_.begin(),
-                                      chunk_ids_.begin() + last_segment_first_chunk_);
+                           : prefill.chunk_ids[static_cast<size_t>(prefill.last_segment_first_chunk - 1)];
+  std::vector<kv::ChunkId> stored_ids(prefill.chunk_ids.begin(),
+                                      prefill.chunk_ids.begin() + prefill.last_segment_first_chunk);
   int stored = 0;
   size_t b = 0;
   for (const int cut : chunker_->Cuts(segment)) {

@@ -194,6 +194,23 @@ struct PrefillReport {
   std::string schedule;
 };
 
+// What one prefill made of its prompt: its report, and what storing its chunks and its reply,
+// or a benchmark's recall diagnosis, need of it — a value the caller holds, not state left in
+// the session. Storing checks that the session still holds this prefill's KV.
+struct PrefillResult {
+  PrefillReport report;
+  std::vector<int32_t> prompt;                   // the prompt's tokens, BOS first
+  std::vector<reuse::PromptChunk> chunks;        // the prompt's chunks
+  std::vector<uint8_t> chunk_declared_reusable;  // per chunk: IsDeclaredReusableRole
+  std::vector<kv::ChunkId> chunk_ids;            // their prefix-tree ids
+  std::vector<reuse::TokenKind> planned_kinds;   // how the plan labelled each token
+  int first_inexact_token = 0;                   // tokens from here on hold approximate KV
+  int last_segment_begin = 0;                    // where the last segment starts
+  int last_segment_first_chunk = 0;              // and its first chunk
+  kv::ChunkCache* cache = nullptr;               // the cache it was planned against
+  uint64_t serial = 0;                           // which prefill of the session it was
+};
+
 class ReuseSession {
  public:
   // `cache` may be null for ReuseMethod::kNone. Errors: those of GraphBackend::Create,
@@ -205,7 +222,7 @@ class ReuseSession {
   // Runs the prompt made of `segments` (BOS first, as the vocabulary says) and leaves the
   // session ready to decode. Errors: InvalidArgument (empty prompt, or longer than the
   // context or than `max_prompt_tokens` when that is > 0).
-  Result<PrefillReport> Prefill(std::span<const PromptSegment> segments, int max_prompt_tokens = 0);
+  Result<PrefillResult> Prefill(std::span<const PromptSegment> segments, int max_prompt_tokens = 0);
 
   // The logits after the last prompt (or generated) token. Valid until the next call.
   std::span<const float> logits() const { return backend_->last_logits(); }
@@ -213,10 +230,11 @@ class ReuseSession {
   // Feeds `token` and returns the next logits (decode graph).
   Result<std::span<const float>> Decode(int32_t token);
 
-  // Stores the chunks of the last prompt in the cache it was prefilled with (call after the
+  // Stores the chunks of `prefill`'s prompt in the cache it was planned against (call after the
   // first token: this is not on the TTFT path). Returns the milliseconds it took. Errors:
-  // InvalidArgument when the last Prefill failed or was cancelled, those of the cache.
-  Result<double> StoreChunks();
+  // InvalidArgument when the session no longer holds that prefill's KV (a later Prefill),
+  // those of the cache.
+  Result<double> StoreChunks(const PrefillResult& prefill);
 
   // The chunk cache of the next Prefill and StoreChunks (e.g. another tenant's namespace);
   // null only for ReuseMethod::kNone. The cache must outlive its use.
@@ -236,18 +254,11 @@ class ReuseSession {
   // a server slot keeps it. `generated` are the tokens sampled for the reply. The session's
   // KV from the header on must be that segment's first tokens, else nothing is stored (a
   // reply whose text tokenizes otherwise); the tokens after them (the end marker) are run
-  // through the decode graph first. Returns the tokens stored. Errors: InvalidArgument (no
-  // completed prefill), those of the backend and the cache.
-  Result<int> StoreReply(const PromptSegment& reply_segment, std::span<const int32_t> generated);
+  // through the decode graph first. Returns the tokens stored. Errors: InvalidArgument (the
+  // session no longer holds `prefill`'s KV), those of the backend and the cache.
+  Result<int> StoreReply(const PrefillResult& prefill, const PromptSegment& reply_segment,
+                         std::span<const int32_t> generated);
 
-  // Tokens of the last prompt.
-  const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
-  // The prefix-tree ids of the last prompt's chunks.
-  const std::vector<kv::ChunkId>& chunk_ids() const { return chunk_ids_; }
-  // The last prompt's chunks, and how its plan labelled each token (for benchmarks' recall
-  // breakdown, reuse/reuse_recall_losses.h).
-  const std::vector<reuse::PromptChunk>& prompt_chunks() const { return chunks_; }
-  const std::vector<reuse::TokenKind>& planned_kinds() const { return planned_kinds_; }
   const ReuseOptions& options() const { return options_; }
   GraphBackend& backend() { return *backend_; }
 
@@ -259,7 +270,9 @@ class ReuseSession {
   // How the KV of prompt tokens [begin, end) was made by the last prefill: blended when any
   // of them was reused at a new position (with blend's r and check layer; r = 0 for full),
   // else computed.
-  kv::KvProvenance ProvenanceOf(int begin, int end) const;
+  kv::KvProvenance ProvenanceOf(const PrefillResult& prefill, int begin, int end) const;
+  // OK when the session's KV is still `prefill`'s.
+  Status CheckHolds(const PrefillResult& prefill) const;
   // The plan of the prompt (pure: the cache's index only); nothing reused for kNone.
   Result<reuse::ReusePlan> Plan(const reuse::PlannerOptions& planner) const;
   // Keeps what storing after the request needs of the plan (chunk ids, token kinds, where
@@ -296,20 +309,13 @@ class ReuseSession {
   ReuseOptions options_;
   kv::ChunkCache* cache_;
   const std::atomic<bool>* cancel_ = nullptr;
-  int last_segment_begin_ = 0;                 // where the last prompt's last segment starts
-  int last_segment_first_chunk_ = 0;           // and its first chunk
-  bool prefilled_ = false;                     // the last Prefill completed
-  kv::ChunkCache* prefilled_cache_ = nullptr;  // the cache it was planned against
+  // The prefill in progress, handed to the caller when it completes; between prefills empty.
+  PrefillResult current_;
+  uint64_t prefill_serial_ = 0;  // prefills begun: a completed one's result carries its number
   uint64_t fingerprint_ = 0;  // CompiledModel::kv_fingerprint: the chunks' content hashes
   std::unique_ptr<GraphBackend> backend_;
   std::unique_ptr<reuse::ChunkMergeScheduler> scheduler_;
   std::unique_ptr<SegmentChunker> chunker_;
-  std::vector<int32_t> prompt_;
-  std::vector<reuse::PromptChunk> chunks_;
-  std::vector<uint8_t> chunk_declared_reusable_;  // per chunk: IsDeclaredReusableRole
-  std::vector<kv::ChunkId> chunk_ids_;
-  std::vector<reuse::TokenKind> planned_kinds_;
-  int first_inexact_token_ = 0;         // tokens from here on hold approximate KV
   std::vector<int32_t> positions_;      // [context] 0, 1, 2, ...
   std::vector<uint8_t> forced_;         // scratch, [recompute capacity]
   std::vector<uint8_t> kept_;           // [prompt] blend: reused tokens in no regular call

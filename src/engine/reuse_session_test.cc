@@ -1,4 +1,5 @@
 #include "engine/reuse_session.h"
+#include "engine/reuse_session_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -93,12 +94,11 @@ class ReuseSessionTest : public ::testing::Test {
                                 PrefillReport* report = nullptr) {
     auto session = std::move(ReuseSession::Create(model, options, cache)).value();
     for (const auto& w : warmup) {
-      EXPECT_TRUE(session->Prefill(w).ok());
-      EXPECT_TRUE(session->StoreChunks().ok());
+      PrefillAndStore(*session, w);
     }
-    Result<PrefillReport> r = session->Prefill(segments);
+    Result<PrefillResult> r = session->Prefill(segments);
     EXPECT_TRUE(r.ok()) << r.error().ToString();
-    if (report && r.ok()) *report = *r;
+    if (report && r.ok()) *report = r->report;
     return std::vector<float>(session->logits().begin(), session->logits().end());
   }
 
@@ -384,8 +384,7 @@ TEST_F(ReuseSessionTest, MovedDocumentsRecomputeExactlyAsWithStableContextOff) {
     {
       auto warm = std::move(ReuseSession::Create(*model, options, &cache)).value();
       for (const std::vector<PromptSegment>& segments : earlier) {
-        EXPECT_TRUE(warm->Prefill(segments).ok());
-        EXPECT_TRUE(warm->StoreChunks().ok());
+        PrefillAndStore(*warm, segments);
       }
     }
     options.stable_min_deviation = stable_min_deviation;
@@ -542,12 +541,11 @@ TEST_F(ReuseSessionTest, QualityGuardPrefillsCallsWhoseReusedKvDeviatesTooMuch) 
   auto poison = [&](kv::MemoryChunkCache& cache) {
     kv::MemoryChunkCache scratch(64 << 20);
     auto session = std::move(ReuseSession::Create(*model, options, &scratch)).value();
-    ASSERT_TRUE(session->Prefill(alone).ok());
-    ASSERT_TRUE(session->StoreChunks().ok());
+    const PrefillResult stored = PrefillAndStore(*session, alone);
     const kv::ContentHash doc =
         kv::HashTokens(session->backend().compiled().kv_fingerprint(), doc_tokens);
     bool damaged_doc = false;
-    for (kv::ChunkId id : session->chunk_ids()) {
+    for (kv::ChunkId id : stored.chunk_ids) {
       std::shared_ptr<const kv::ChunkEntry> good = scratch.Peek(id);
       ASSERT_NE(good, nullptr);
       if (good->content != doc) {
@@ -585,13 +583,12 @@ TEST_F(ReuseSessionTest, CountsAddUpAndRejectsOverlongPrompts) {
   ReuseOptions options = Options(ReuseMethod::kBlend);
   auto session = std::move(ReuseSession::Create(*model, options, &cache)).value();
   const std::vector<PromptSegment> a = {{"system", Words(1, 30)}, {"document", Words(7, 50)}};
-  ASSERT_TRUE(session->Prefill(a).ok());
-  ASSERT_TRUE(session->StoreChunks().ok());
+  PrefillAndStore(*session, a);
   const std::vector<PromptSegment> b = {{"system", Words(1, 30)},
                                         {"document", Words(3, 20)},
                                         {"document", Words(7, 50)},
                                         {"question", Words(2, 5)}};
-  PrefillReport r = std::move(session->Prefill(b)).value();
+  PrefillReport r = std::move(session->Prefill(b)).value().report;
   EXPECT_EQ(r.tokens_prefix + r.tokens_nonprefix + r.tokens_recomputed + r.tokens_new,
             r.prompt_tokens);
   EXPECT_GT(r.tokens_prefix, 0);
@@ -614,18 +611,17 @@ TEST_F(ReuseSessionTest, StoringIsNotAUseAndExactKvReplacesBlendedKv) {
   kv::MemoryChunkCache cache(64 << 20);
   auto blend =
       std::move(ReuseSession::Create(*model, Options(ReuseMethod::kBlend), &cache)).value();
-  ASSERT_TRUE(blend->Prefill(alone).ok());
-  ASSERT_TRUE(blend->StoreChunks().ok());
-  Result<PrefillReport> report = blend->Prefill(now);
+  PrefillAndStore(*blend, alone);
+  Result<PrefillResult> report = blend->Prefill(now);
   ASSERT_TRUE(report.ok());
-  ASSERT_GT(report->tokens_nonprefix, 0) << report->plan;
+  ASSERT_GT(report->report.tokens_nonprefix, 0) << report->report.plan;
   const int64_t hits = cache.stats().hits;
-  ASSERT_TRUE(blend->StoreChunks().ok());
+  ASSERT_TRUE(blend->StoreChunks(*report).ok());
   EXPECT_EQ(cache.stats().hits, hits) << "storing counted hits";
-  ASSERT_TRUE(blend->StoreChunks().ok());  // again: everything is cached, nothing counted
+  ASSERT_TRUE(blend->StoreChunks(*report).ok());  // again: everything is cached, nothing counted
   EXPECT_EQ(cache.stats().hits, hits);
 
-  const std::vector<kv::ChunkId> ids = blend->chunk_ids();
+  const std::vector<kv::ChunkId> ids = report->chunk_ids;
   int blended = 0;
   for (kv::ChunkId id : ids) {
     ASSERT_TRUE(cache.Contains(id, false));
@@ -651,9 +647,7 @@ TEST_F(ReuseSessionTest, StoringIsNotAUseAndExactKvReplacesBlendedKv) {
   // A full computation of the same prompt (method prefix reuses only exact KV) upgrades them.
   auto exact =
       std::move(ReuseSession::Create(*model, Options(ReuseMethod::kPrefix), &cache)).value();
-  ASSERT_TRUE(exact->Prefill(now).ok());
-  ASSERT_TRUE(exact->StoreChunks().ok());
-  ASSERT_EQ(exact->chunk_ids(), ids);
+  ASSERT_EQ(PrefillAndStore(*exact, now).chunk_ids, ids);
   for (kv::ChunkId id : ids) {
     EXPECT_TRUE(cache.Contains(id, true)) << id;
     EXPECT_EQ(cache.Peek(id)->provenance.origin, kv::KvOrigin::kComputed);
@@ -789,10 +783,8 @@ TEST_F(ReuseSessionTest, AChunkFileDamagedOnFlashIsPlannedAroundNotUsed) {
     auto cache = store->OpenNamespace("app");
     auto session =
         std::move(ReuseSession::Create(*model, Options(ReuseMethod::kPrefix), cache.get())).value();
-    ASSERT_TRUE(session->Prefill(prompt).ok());
-    ASSERT_TRUE(session->StoreChunks().ok());
+    ids = PrefillAndStore(*session, prompt).chunk_ids;
     ASSERT_TRUE(store->Flush().ok());
-    ids = session->chunk_ids();
   }
   ASSERT_GE(ids.size(), 3u);
   {
@@ -813,14 +805,14 @@ TEST_F(ReuseSessionTest, AChunkFileDamagedOnFlashIsPlannedAroundNotUsed) {
   auto cache = store->OpenNamespace("app");
   auto session =
       std::move(ReuseSession::Create(*model, Options(ReuseMethod::kPrefix), cache.get())).value();
-  Result<PrefillReport> report = session->Prefill(prompt);
+  Result<PrefillResult> report = session->Prefill(prompt);
   ASSERT_TRUE(report.ok()) << report.error().ToString();
-  EXPECT_EQ(report->replans, 1) << report->plan;
+  EXPECT_EQ(report->report.replans, 1) << report->report.plan;
   // Only the chunk before the damaged one is still a prefix (read from flash by the first
   // plan, from memory by the second).
-  EXPECT_EQ(report->chunks_from_flash + report->chunks_from_memory, 1);
-  EXPECT_GT(report->tokens_prefix, 0);
-  EXPECT_LT(report->tokens_prefix, report->prompt_tokens / 2) << report->plan;
+  EXPECT_EQ(report->report.chunks_from_flash + report->report.chunks_from_memory, 1);
+  EXPECT_GT(report->report.tokens_prefix, 0);
+  EXPECT_LT(report->report.tokens_prefix, report->report.prompt_tokens / 2) << report->report.plan;
   const std::vector<float> logits(session->logits().begin(), session->logits().end());
   EXPECT_LT(RelativeError(logits, reference), 1e-6);
   EXPECT_EQ(store->Stats().corrupt_dropped, 1);
@@ -839,36 +831,36 @@ TEST_F(ReuseSessionTest, TheNextTurnContinuesABlendedPathAsPrefix) {
   kv::MemoryChunkCache cache(64 << 20);
   auto blend =
       std::move(ReuseSession::Create(*model, Options(ReuseMethod::kBlend), &cache)).value();
-  ASSERT_TRUE(blend->Prefill(alone).ok());
-  ASSERT_TRUE(blend->StoreChunks().ok());
-  Result<PrefillReport> first = blend->Prefill(turn);
+  PrefillAndStore(*blend, alone);
+  Result<PrefillResult> first = blend->Prefill(turn);
   ASSERT_TRUE(first.ok());
-  ASSERT_GT(first->tokens_nonprefix + first->tokens_recomputed, 40) << first->plan;
-  ASSERT_TRUE(blend->StoreChunks().ok());
-  const int turn_tokens = static_cast<int>(blend->prompt_tokens().size());
+  ASSERT_GT(first->report.tokens_nonprefix + first->report.tokens_recomputed, 40) << first->report.plan;
+  ASSERT_TRUE(blend->StoreChunks(*first).ok());
+  const int turn_tokens = static_cast<int>(first->prompt.size());
 
   std::vector<PromptSegment> next = turn;
   next.push_back({"question", Words(6, 9)});
-  Result<PrefillReport> second = blend->Prefill(next);
+  Result<PrefillResult> second = blend->Prefill(next);
   ASSERT_TRUE(second.ok());
   // The whole previous prompt but its last token (always run, for the logits) is prefix.
-  EXPECT_GE(second->tokens_prefix, turn_tokens - 1) << second->plan;
-  EXPECT_EQ(second->tokens_nonprefix, 0) << second->plan;
-  EXPECT_EQ(second->tokens_recomputed, 0) << second->plan;
+  EXPECT_GE(second->report.tokens_prefix, turn_tokens - 1) << second->report.plan;
+  EXPECT_EQ(second->report.tokens_nonprefix, 0) << second->report.plan;
+  EXPECT_EQ(second->report.tokens_recomputed, 0) << second->report.plan;
   int system_tokens = 0;  // BOS and the system segment: exact in the first turn
   {
     auto count =
         std::move(ReuseSession::Create(*model, Options(ReuseMethod::kNone), nullptr)).value();
     const std::vector<PromptSegment> system = {turn[0]};
-    ASSERT_TRUE(count->Prefill(system).ok());
-    system_tokens = static_cast<int>(count->prompt_tokens().size());
+    Result<PrefillResult> counted = count->Prefill(system);
+    ASSERT_TRUE(counted.ok());
+    system_tokens = static_cast<int>(counted->prompt.size());
   }
-  EXPECT_GT(second->tokens_prefix_inexact, 40) << second->plan;
-  EXPECT_LE(second->tokens_prefix_inexact, second->tokens_prefix - system_tokens);
-  EXPECT_NE(second->plan.find("inexact"), std::string::npos) << second->plan;
-  ASSERT_TRUE(blend->StoreChunks().ok());
+  EXPECT_GT(second->report.tokens_prefix_inexact, 40) << second->report.plan;
+  EXPECT_LE(second->report.tokens_prefix_inexact, second->report.tokens_prefix - system_tokens);
+  EXPECT_NE(second->report.plan.find("inexact"), std::string::npos) << second->report.plan;
+  ASSERT_TRUE(blend->StoreChunks(*second).ok());
   int inexact = 0;
-  for (kv::ChunkId id : blend->chunk_ids()) inexact += !cache.Contains(id, true);
+  for (kv::ChunkId id : second->chunk_ids) inexact += !cache.Contains(id, true);
   EXPECT_GT(inexact, 0);
 
   // The continued KV is the first turn's: the next turn's logits are those of a fresh session
