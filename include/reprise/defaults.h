@@ -16,4 +16,9 @@ inline constexpr double kDefaultRecomputeRatio = 0.25;
 // by the bounded repair ("A chat whose window moves" in docs/benchmarks.md).
 inline constexpr double kDefaultStableRecomputeMinDeviation = 0.003;
 
+// The store's remote tier (a Redis shared by several servers): the longest wait for the server
+// on one operation, and how long its entries live.
+inline constexpr int kDefaultRemoteTimeoutMs = 50;
+inline constexpr long long kDefaultRemoteTtlSeconds = 7LL * 24 * 3600;
+
 }  // namespace reprise

@@ -66,6 +66,7 @@
 #include "store/flash_tier.h"
 #include "store/locality.h"
 #include "store/memory_pool.h"
+#include "store/remote_tier.h"
 #include "store/store_options.h"
 #include "store/write_back.h"
 
@@ -167,6 +168,26 @@ class ChunkStore : private WriteBackSink {
   // A flash lookup's end: loads the row's chunk into the pool and counts the hit (or miss).
   std::shared_ptr<const kv::ChunkEntry> LoadIntoPool(const std::string& ns,
                                                      const std::optional<CatalogRow>& row);
+  // The remote tier's lookups (after memory and flash missed): the chunk with this id (and
+  // `content`, when given), checked as a file on flash is and more (CheckRemoteValue), then
+  // kept in the pool and queued for flash like an insert; or null (counted as a miss or a
+  // bad value). Null at once without a remote tier.
+  std::shared_ptr<const kv::ChunkEntry> FetchRemote(const std::string& ns, kv::ChunkId id,
+                                                    std::optional<kv::ContentHash> content);
+  std::shared_ptr<const kv::ChunkEntry> FetchRemoteByContent(const std::string& ns,
+                                                             kv::ContentHash content);
+  // Checks a remote value for chunk `id` of `ns`: a well-formed KV file (checksums), of this
+  // model (fingerprint), this chunk (id, parent, content hash of its tokens), this namespace,
+  // a consistent provenance (blended KV is never exact) and this model's KV shape. Errors:
+  // Corrupt saying which check failed.
+  Result<kv::ChunkEntry> CheckRemoteValue(const std::string& ns, kv::ChunkId id,
+                                          std::optional<kv::ContentHash> content,
+                                          const std::string& value) const;
+  // Write-back's side: sends the written chunks of a batch that did not come from there.
+  void SendToRemote(std::span<const WriteJob> batch, std::span<const size_t> written);
+  // Insert, for a chunk from the remote tier too.
+  Status InsertChunk(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
+                     bool from_remote);
   // Flash eviction: the flash policy's choice (a VictimChooser), then the pool's chunks that
   // went are no longer persisted.
   VictimSelection ChooseFlashVictims(std::span<const ChunkInfo> chunks, int64_t bytes_to_free);
@@ -174,6 +195,7 @@ class ChunkStore : private WriteBackSink {
 
   const StoreOptions options_;
   std::unique_ptr<FlashTier> flash_;  // set by Open; thread-safe
+  std::unique_ptr<RemoteTier> remote_;  // set by Open when options.remote.url is; thread-safe
 
   Mutex mutex_;  // pool, policies, statistics
   std::unique_ptr<LocalityModel> locality_ REPRISE_GUARDED_BY(mutex_);
