@@ -20,6 +20,7 @@
 #include "cli/json_output.h"
 #include "cli/option_checks.h"
 #include "cli/out_of_order_flags.h"
+#include "cli/remote_flags.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
 #include "engine/compiled_model.h"
@@ -344,6 +345,7 @@ class BenchCommand : public Command {
     s->add_option("--codec", store_codec_, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));
+    remote_.Register(*s);
     s->add_option("--eviction", eviction_, "Store eviction: cost (locality x cost) or lru")
         ->default_val("cost")
         ->check(CLI::IsMember({"cost", "lru"}));
@@ -450,6 +452,7 @@ class BenchCommand : public Command {
     engine.tuning.shard_pipeline = !no_shard_pipeline_;
     engine.tuning.scheduler = *ParseScheduleStrategy(scheduler_);  // checked above
     engine.store_codec = *ParseKvCodec(store_codec_);              // checked above
+    remote_.Apply(engine);
     if (reuse_options_.cold_flash && engine.store_dir.empty()) {
       return PrintError("bench reuse", InvalidArgumentError("--cold-flash needs --store"));
     }
@@ -631,6 +634,7 @@ class BenchCommand : public Command {
   tools::SpeedBenchOptions options_;
   Int8Flags int8_;
   OutOfOrderFlags out_of_order_;
+  RemoteFlags remote_;
   CLI::App* prefill_ = nullptr;
   CLI::App* decode_ = nullptr;
   bool json_ = false;

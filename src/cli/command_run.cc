@@ -10,6 +10,7 @@
 #include "cli/int8_flags.h"
 #include "cli/option_checks.h"
 #include "cli/out_of_order_flags.h"
+#include "cli/remote_flags.h"
 #include "cli/paths.h"
 #include "reprise/engine.h"
 
@@ -119,6 +120,7 @@ class RunCommand : public Command {
     sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));
+    remote_.Register(*sub);
     return sub;
   }
 
@@ -137,6 +139,7 @@ class RunCommand : public Command {
     options_.outlier_fraction = int8_.outlier_fraction;
     options_.out_of_order_groups = out_of_order_.groups;
     options_.out_of_order_window = out_of_order_.window;
+    remote_.Apply(options_);
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && options_.store_dir.empty()) {
       if (!cache_dir.ok()) return PrintError("run", cache_dir.error());
@@ -205,6 +208,7 @@ class RunCommand : public Command {
   EngineOptions options_;
   Int8Flags int8_;
   OutOfOrderFlags out_of_order_;
+  RemoteFlags remote_;
   std::string reuse_name_ = "prefix", codec_name_ = "f16";
   std::string selection_name_;
   GenerateRequest request_;

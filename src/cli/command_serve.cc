@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/int8_flags.h"
+#include "cli/remote_flags.h"
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/store_names.h"
@@ -169,6 +170,7 @@ class ServeCommand : public Command {
     sub->add_option("--codec", codec_name_, "Stored KV codec: f16 or int8")
         ->default_val("f16")
         ->check(CLI::IsMember({"f16", "int8"}));
+    remote_.Register(*sub);
     return sub;
   }
 
@@ -184,6 +186,7 @@ class ServeCommand : public Command {
     engine_.store_codec = *codec;
     engine_.int8_scheme = int8_.scheme();
     engine_.outlier_fraction = int8_.outlier_fraction;
+    remote_.Apply(engine_);
     Result<std::string> cache_dir = FindCacheDir();
     if (use_store_ && engine_.store_dir.empty()) {
       if (!cache_dir.ok()) return PrintError("serve", cache_dir.error());
@@ -262,6 +265,7 @@ class ServeCommand : public Command {
  private:
   EngineOptions engine_;
   Int8Flags int8_;
+  RemoteFlags remote_;
   server::ServerOptions server_;
   std::string reuse_name_ = "blend", codec_name_ = "f16";
   std::string selection_name_;

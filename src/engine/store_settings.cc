@@ -38,6 +38,11 @@ Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& mod
   options.cost_aware = settings.cost_aware;
   options.prefetch = settings.prefetch;
   options.admit_after_sightings = settings.admit_after;
+  options.remote = settings.remote;
+  const model::ModelConfig& config = model.config();
+  options.kv_num_layers = config.num_layers;
+  options.kv_num_kv_heads = config.num_kv_heads;
+  options.kv_head_dim = config.head_dim;
   // About 60 MB of weights streamed per millisecond per token on this class of CPU when
   // prefilling in batches; only the ratios between costs matter to the policy.
   const double compute = settings.compute_ms_per_token > 0
