@@ -56,7 +56,7 @@ class Server:
                    "--store-dir", store, "--threads", str(args.threads),
                    "--context", str(args.context)]
         if remote:
-            command += ["--remote", remote]
+            command += ["--remote", remote, "--remote-timeout-ms", str(args.remote_timeout_ms)]
         self.log = open(store + ".log", "ab")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log)
         wait_http(self.port)
@@ -106,6 +106,7 @@ def main():
     parser.add_argument("--queries", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--context", type=int, default=4096)
+    parser.add_argument("--remote-timeout-ms", type=int, default=50)
     args = parser.parse_args()
     queries = []
     with open(args.data) as f:
@@ -153,10 +154,14 @@ def main():
                           ("on its own flash", flash_result)):
         print(f"| {label} | {result[0]:.1f} | {result[1]:.2f} |")
     hits = b_metrics.get('reprise_remote_lookups_total{result="hit"}', 0)
+    misses = b_metrics.get('reprise_remote_lookups_total{result="miss"}', 0)
+    unavailable = (a_metrics.get("reprise_remote_unavailable_total", 0),
+                   b_metrics.get("reprise_remote_unavailable_total", 0))
     bad = b_metrics.get('reprise_remote_lookups_total{result="bad_value"}', 0)
     print(f"A sent {sent:.0f} chunks (at the moment of measuring), "
           f"{written / max(sent, 1) / 1024:.1f} KiB each; B: {hits:.0f} remote hits, "
-          f"{bad:.0f} bad values")
+          f"{misses:.0f} misses, {bad:.0f} bad values; operations that gave up (timeout "
+          f"{args.remote_timeout_ms} ms): A {unavailable[0]:.0f}, B {unavailable[1]:.0f}")
 
 
 if __name__ == "__main__":

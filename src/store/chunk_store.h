@@ -32,6 +32,11 @@
 //    dropped as corrupt in the catalog (corrupt_dropped survives restarts).
 //  - Privacy: the folder is the user's alone (store_dir.h): a symlink or another user's folder
 //    is refused, wider modes are narrowed to 0700, files are 0600.
+//  - A remote tier shared with other servers (options.remote, remote_tier.h; optional): the
+//    write-back thread sends each chunk it put on flash there too, and lookups by id or content
+//    that miss memory and flash ask it. What it returns is checked (CheckRemoteValue) and then
+//    kept like an insert (pool, then flash); a bad value is a miss, counted. It never fails or
+//    stalls a lookup: an unavailable server is a miss.
 //
 // Several processes on one store (the decision): they SHARE it. Each process that writes
 // holds `<dir>/lock` shared for as long as the store is open (store_lock.h), so any number of
@@ -121,7 +126,9 @@ class ChunkStore : private WriteBackSink {
   std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
   bool Contains(const std::string& ns, kv::ChunkId id, bool require_exact);
   // kv::ChunkCache::Peek / PeekByContent: the pool's entry (with its KV) or the catalog's row
-  // as an entry without KV; nothing loaded or counted.
+  // as an entry without KV; nothing loaded or counted. With a remote tier, a chunk found only
+  // there is fetched, checked and kept now (it has no index to peek at), and counted as a
+  // remote hit.
   std::shared_ptr<const kv::ChunkEntry> Peek(const std::string& ns, kv::ChunkId id);
   std::shared_ptr<const kv::ChunkEntry> PeekByContent(const std::string& ns,
                                                       kv::ContentHash content);
