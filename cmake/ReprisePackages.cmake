@@ -10,6 +10,8 @@ find_package(Boost 1.74 REQUIRED)
 find_package(CLI11 REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# hiredis: the store's remote tier on Redis (store/redis_tier.h).
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 if(REPRISE_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

@@ -8,6 +8,8 @@ packages=(
   clang lld libclang-rt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libsqlite3-dev libpcre2-dev libxxhash-dev zlib1g-dev
+  libhiredis-dev  # the store's remote tier on Redis
+  redis-server    # its tests start their own servers (on loopback, no daemon needed)
   nlohmann-json3-dev libcli11-dev
   json-schema-test-suite  # the official JSON-Schema tests: the response_format compiler's test
   libboost-dev       # Boost.Beast and Asio (header-only): the HTTP server
@@ -40,4 +42,14 @@ if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
+# redis-server's package starts a system daemon where it can (invoke-rc.d, or systemd). The
+# tests start servers of their own on loopback, and a CI container has no init: keep every
+# service from starting during this install through invoke-rc.d's policy hook (exit 101 =
+# "not allowed"), removed afterwards when it was ours.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo_cmd[@]}" tee "$policy" > /dev/null
+  "${sudo_cmd[@]}" chmod 755 "$policy"
+  trap '"${sudo_cmd[@]}" rm -f "$policy"' EXIT
+fi
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -20,4 +20,9 @@ inline constexpr double kDefaultStableRecomputeMinDeviation = 0.003;
 // query_probe_tokens): the rows of the graphs' probe (graph::kMaxProbeRows).
 inline constexpr int kMaxQueryProbeTokens = 64;
 
+// The store's remote tier (a Redis shared by several servers): the longest wait for the server
+// on one operation, and how long its entries live.
+inline constexpr int kDefaultRemoteTimeoutMs = 50;
+inline constexpr long long kDefaultRemoteTtlSeconds = 7LL * 24 * 3600;
+
 }  // namespace reprise

@@ -165,6 +165,16 @@ struct EngineOptions {
   // at once. Until then a chunk lives in the memory pool only, so one-off text (questions,
   // a document retrieved once) does not evict what recurs. 1 = write every chunk. 1-1000.
   int store_admit_after = 1;
+  // A remote tier shared by several servers: redis://[user:password@]host:port[/db]. Chunks
+  // the store writes back go there too, and lookups that miss memory and flash ask it; every
+  // value is checked before use. Needs `store_dir`. Empty = none. The password may come apart
+  // (store_remote_password) when the URL has none. Each remote operation gives up after
+  // store_remote_timeout_ms (the request goes on with its local tiers); entries expire after
+  // store_remote_ttl_s (0 = never).
+  std::string store_remote;
+  std::string store_remote_password;
+  int store_remote_timeout_ms = kDefaultRemoteTimeoutMs;
+  int64_t store_remote_ttl_s = kDefaultRemoteTtlSeconds;
   // Where `reprise calibrate` keeps its results, and engines their guard thresholds and
   // activation ranges (measured at load when missing); empty = none (guard thresholds are
   // then kept beside the store, or in memory).
@@ -438,6 +448,17 @@ struct EngineStats {
   int64_t chunks_awaiting_admission = 0;
   bool persisting = true;
   std::string persistence_error;
+  // The store's remote tier (0 without one): chunks fetched from it, lookups it could not
+  // serve, values that failed their checks (never used), operations that gave up, chunks
+  // sent, bytes read and written.
+  std::string remote_server;
+  int64_t remote_hits = 0;
+  int64_t remote_misses = 0;
+  int64_t remote_bad_values = 0;
+  int64_t remote_unavailable = 0;
+  int64_t remote_chunks_sent = 0;
+  int64_t remote_bytes_read = 0;
+  int64_t remote_bytes_written = 0;
 };
 
 // One namespace's cache (Engine::StatsOf).

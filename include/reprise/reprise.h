@@ -99,6 +99,10 @@ typedef struct reprise_engine_options {
   int out_of_order_groups;         /* > 1: a multi-call prefill's subgraphs run out of order on this
                                       many worker groups (same results); default 0 = in order */
   int out_of_order_window;         /* calls in flight out of order, 1-64; default 2 */
+  const char* store_remote;        /* a remote tier shared by servers (needs store_dir):
+                                      redis://[user:password@]host:port[/db]; NULL = none */
+  int store_remote_timeout_ms;     /* each remote operation gives up after this; default 50 */
+  int64_t store_remote_ttl_s;      /* remote entries expire after this; 0 = never; default 7 days */
 } reprise_engine_options;
 
 typedef struct reprise_segment {

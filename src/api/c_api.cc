@@ -270,6 +270,8 @@ void reprise_engine_options_init(reprise_engine_options* options) {
   options->outlier_fraction = d.outlier_fraction;
   options->out_of_order_groups = d.out_of_order_groups;
   options->out_of_order_window = d.out_of_order_window;
+  options->store_remote_timeout_ms = d.store_remote_timeout_ms;
+  options->store_remote_ttl_s = d.store_remote_ttl_s;
 }
 
 reprise_status reprise_engine_create(const reprise_engine_options* options, reprise_engine** engine,
@@ -324,6 +326,9 @@ reprise_status reprise_engine_create(const reprise_engine_options* options, repr
     o.outlier_fraction = options->outlier_fraction;
     o.out_of_order_groups = options->out_of_order_groups;
     o.out_of_order_window = options->out_of_order_window;
+    o.store_remote = OrEmpty(options->store_remote);
+    o.store_remote_timeout_ms = options->store_remote_timeout_ms;
+    o.store_remote_ttl_s = options->store_remote_ttl_s;
     reprise::Result<std::unique_ptr<reprise::Engine>> made = reprise::Engine::Create(o);
     if (!made.ok()) return Fail(made.error(), error);
     auto handle = std::make_unique<reprise_engine>();

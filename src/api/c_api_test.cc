@@ -75,6 +75,12 @@ TEST(CApiDefaultsTest, TheCApisDefaultsAreTheEngineOptions) {
   EXPECT_EQ(c.out_of_order_groups, d.out_of_order_groups);
   EXPECT_EQ(c.out_of_order_window, d.out_of_order_window);
   EXPECT_EQ(c.store_dir, nullptr);
+  EXPECT_EQ(c.store_remote, nullptr);
+  EXPECT_TRUE(d.store_remote.empty());
+  EXPECT_EQ(c.store_remote_timeout_ms, d.store_remote_timeout_ms);
+  EXPECT_EQ(c.store_remote_ttl_s, d.store_remote_ttl_s);
+  EXPECT_EQ(d.store_remote_timeout_ms, reprise::kDefaultRemoteTimeoutMs);
+  EXPECT_EQ(d.store_remote_ttl_s, reprise::kDefaultRemoteTtlSeconds);
   EXPECT_EQ(c.name_space, nullptr);  // "default", EngineOptions::name_space
   EXPECT_EQ(d.name_space, "default");
 

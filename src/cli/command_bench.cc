@@ -213,7 +213,8 @@ class BenchCommand : public Command {
                                   "TTFT and quality of the KV reuse methods on a real workload");
     CLI::App* s = reuse_;
     reuse_engine_flags_.Register(*s, kModelFlags | kBlendFlags | kInt8Flags | kStaticShapesFlag |
-                                         kOutOfOrderFlags | kStoreFlags | kExperimentalFlags);
+                                         kOutOfOrderFlags | kStoreFlags | kRemoteFlags |
+                                         kExperimentalFlags);
     s->add_option("--workload", reuse_options_.workload,
                   "docqa, docqa-distractor, docqa-shuffled (12 documents "
                   "recurring in new orders), chat, chat-window, skills; each with -plain (e.g. "

@@ -10,6 +10,7 @@
 #include "cli/option_checks.h"
 #include "cli/paths.h"
 #include "cli/progress_bar.h"
+#include "cli/remote_metrics.h"
 #include "cli/store_names.h"
 #include "reprise/store_admin.h"
 
@@ -40,6 +41,9 @@ class CacheCommand : public Command {
                                 ->check(ExistingNamespaceName()));
       s->add_flag("--json", json_, "Print JSON");
     }
+    stats_->add_option("--server", server_,
+                       "Also what this running server's remote tier did (HOST:PORT; its "
+                       "/metrics): hits, misses, bad values, bytes");
     pin_->add_option("--chunk", chunk_hex_, "Chunk id (hex); default: the whole namespace")
         ->check(ChunkIdText());
     pin_->add_flag("--unpin", unpin_, "Unpin instead");
@@ -117,6 +121,20 @@ class CacheCommand : public Command {
     j["recovery_skipped"] = s.recovery_skipped;
     j["dir_mode_fixed"] = s.dir_mode_fixed;
     if (!s.catalog_error.empty()) j["catalog_error"] = s.catalog_error;
+    std::map<std::string, double> remote;
+    if (!server_.empty()) {
+      Result<std::string> metrics = FetchMetrics(server_);
+      if (!metrics.ok()) return PrintError("cache stats", metrics.error());
+      remote = ParseRemoteMetrics(*metrics);
+      nlohmann::json r = nlohmann::json::object();
+      for (const auto& [name, value] : remote) r[name] = value;
+      j["server"] = server_;
+      j["remote"] = r;
+    }
+    const auto sample = [&](const std::string& name) {
+      const auto found = remote.find(name);
+      return found == remote.end() ? 0.0 : found->second;
+    };
     if (json_) {
       std::printf("%s\n", DumpJson(j).c_str());
     } else {
@@ -134,6 +152,20 @@ class CacheCommand : public Command {
       }
       if (s.recovery_skipped) {
         std::printf("another process has the store open: leftovers were not cleaned up\n");
+      }
+      if (!server_.empty() && remote.empty()) {
+        std::printf("server %s: no remote tier\n", server_.c_str());
+      } else if (!server_.empty()) {
+        std::printf(
+            "server %s remote tier: %.0f hits, %.0f misses, %.0f bad values, %.0f unavailable, "
+            "%.0f chunks sent, %.2f MiB read, %.2f MiB written\n",
+            server_.c_str(), sample("reprise_remote_lookups_total{result=\"hit\"}"),
+            sample("reprise_remote_lookups_total{result=\"miss\"}"),
+            sample("reprise_remote_lookups_total{result=\"bad_value\"}"),
+            sample("reprise_remote_unavailable_total"),
+            sample("reprise_remote_chunks_sent_total"),
+            sample("reprise_remote_bytes_total{direction=\"read\"}") / 1048576.0,
+            sample("reprise_remote_bytes_total{direction=\"written\"}") / 1048576.0);
       }
     }
     // A catalog that cannot be read is not an empty store: say so and fail.
@@ -240,7 +272,7 @@ class CacheCommand : public Command {
 
   CLI::App *stats_ = nullptr, *ls_ = nullptr, *pin_ = nullptr, *gc_ = nullptr, *clear_ = nullptr;
   std::vector<CLI::Option*> ns_options_;
-  std::string dir_, name_space_, chunk_hex_;
+  std::string dir_, name_space_, chunk_hex_, server_;
   bool json_ = false, unpin_ = false, all_ = false;
   int64_t disk_mb_ = 8192;
 };

@@ -152,6 +152,22 @@ void EngineFlags::Register(CLI::App& app, unsigned groups) {
         ->capture_default_str()
         ->check(NewNamespaceName());
   }
+  if (groups & kRemoteFlags) {
+    app.add_option("--remote", o.store_remote,
+                   "Share KV with other servers through this Redis: redis://[user:password@]"
+                   "host:port[/db] (needs a store; the password may come from " +
+                       std::string(kRedisPasswordVariable) + ")")
+        ->type_name("URL");
+    app.add_option("--remote-timeout-ms", o.store_remote_timeout_ms,
+                   "--remote: each remote operation gives up after this (the request goes on "
+                   "with its local tiers)")
+        ->capture_default_str()
+        ->check(IntegerIn(1, 60000));
+    app.add_option("--remote-ttl-s", o.store_remote_ttl_s,
+                   "--remote: entries expire after this; 0 = never")
+        ->capture_default_str()
+        ->check(IntegerIn(0, int64_t{10} * 365 * 24 * 3600));
+  }
   if (groups & kExperimentalFlags) {
     app.add_option("--prefill-capacity", o.prefill_capacity,
                    "Lp, tokens of a prefill graph call (0 = calibrated, else the default)")
@@ -226,6 +242,9 @@ Status EngineFlags::Resolve() {
   }
   // Without a cache folder there are no saved calibrations to look for: "" = do not look.
   if (options_.calibration_dir.empty() && cache_dir.ok()) options_.calibration_dir = *cache_dir;
+  if (!options_.store_remote.empty() && options_.store_remote_password.empty()) {
+    options_.store_remote_password = RedisPasswordFromEnvironment().value_or("");
+  }
   return Status::Ok();
 }
 

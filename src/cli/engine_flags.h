@@ -25,11 +25,13 @@ enum EngineFlagGroup : unsigned {
                                 // --admit-after, --codec
   kNamespaceFlag = 1u << 8,     // --namespace
   kExperimentalFlags = 1u << 9, // ReuseTuning and the graphs' capacities: ablations, studies
+  kRemoteFlags = 1u << 10,      // --remote, --remote-timeout-ms, --remote-ttl-s
 };
 // What a command that runs an engine on requests takes (run, serve).
 inline constexpr unsigned kRequestEngineFlags = kModelFlags | kReuseMethodFlag | kBlendFlags |
                                                 kInt8Flags | kStaticShapesFlag |
-                                                kOutOfOrderFlags | kStoreFlags | kNamespaceFlag;
+                                                kOutOfOrderFlags | kStoreFlags | kNamespaceFlag |
+                                                kRemoteFlags;
 
 class EngineFlags {
  public:
@@ -41,8 +43,10 @@ class EngineFlags {
 
   // After parsing: a `--store` given without a folder becomes the default store folder
   // (<cache folder>/store), and calibrations are looked for in the cache folder
-  // ($XDG_CACHE_HOME/reprise or ~/.cache/reprise). Errors: InvalidArgument (--store DIR and
-  // --store-dir both given), NotFound (a bare --store and no cache folder).
+  // ($XDG_CACHE_HOME/reprise or ~/.cache/reprise); with --remote, the Redis password comes
+  // from $REPRISE_REDIS_PASSWORD when the URL has none (so that it need not appear on a
+  // command line). Errors: InvalidArgument (--store DIR and --store-dir both given), NotFound
+  // (a bare --store and no cache folder).
   Status Resolve();
 
   EngineOptions& options() { return options_; }

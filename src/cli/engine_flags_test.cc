@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/paths.h"
 #include "support/temp_dir.h"
 
 namespace reprise::cli {
@@ -15,7 +16,7 @@ namespace {
 
 constexpr unsigned kEveryGroup = kModelFlags | kSessionFlags | kReuseMethodFlag | kBlendFlags |
                                  kInt8Flags | kStaticShapesFlag | kOutOfOrderFlags | kStoreFlags |
-                                 kNamespaceFlag | kExperimentalFlags;
+                                 kNamespaceFlag | kExperimentalFlags | kRemoteFlags;
 
 // Parses `args` (after the program name) with every flag of the table registered.
 struct Parsed {
@@ -112,7 +113,9 @@ TEST_F(EngineFlagsTest, EveryFlagSetsItsField) {
                 "--force-first", "4", "--chunking", "fixed", "--stable-context", "64",
                 "--stable-repair", "32", "--probe-tokens", "16", "--deviation-v",
                 "--refresh-check-layer", "--scheduler", "greedy", "--no-overlap",
-                "--no-shard-pipeline", "--eviction", "lru", "--no-prefetch"});
+                "--no-shard-pipeline", "--eviction", "lru", "--no-prefetch", "--remote",
+                "redis://10.0.0.7:6380/2", "--remote-timeout-ms", "120", "--remote-ttl-s",
+                "3600"});
   ASSERT_TRUE(parsed.flags.Resolve().ok());
   const EngineOptions& o = parsed.flags.options();
   EXPECT_EQ(o.model_path, "m.gguf");
@@ -152,6 +155,22 @@ TEST_F(EngineFlagsTest, EveryFlagSetsItsField) {
   EXPECT_FALSE(o.tuning.shard_pipeline);
   EXPECT_FALSE(o.tuning.store_cost_aware_eviction);
   EXPECT_FALSE(o.tuning.store_prefetch);
+  EXPECT_EQ(o.store_remote, "redis://10.0.0.7:6380/2");
+  EXPECT_EQ(o.store_remote_timeout_ms, 120);
+  EXPECT_EQ(o.store_remote_ttl_s, 3600);
+}
+
+TEST_F(EngineFlagsTest, TheRedisPasswordComesFromTheEnvironmentNotTheCommandLine) {
+  setenv(kRedisPasswordVariable, "s3cret", 1);
+  Parsed with_remote;
+  with_remote.Parse({"-m", "m.gguf", "--remote", "redis://127.0.0.1:6379"});
+  ASSERT_TRUE(with_remote.flags.Resolve().ok());
+  EXPECT_EQ(with_remote.flags.options().store_remote_password, "s3cret");
+  Parsed without;  // no remote tier: the password is not taken
+  without.Parse({"-m", "m.gguf"});
+  ASSERT_TRUE(without.flags.Resolve().ok());
+  EXPECT_TRUE(without.flags.options().store_remote_password.empty());
+  unsetenv(kRedisPasswordVariable);
 }
 
 TEST_F(EngineFlagsTest, GuardAutoIsTheCalibratedThreshold) {

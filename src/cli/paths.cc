@@ -73,4 +73,10 @@ Result<std::string> FindCacheDir() {
   return dir;
 }
 
+std::optional<std::string> RedisPasswordFromEnvironment() {
+  const char* value = std::getenv(kRedisPasswordVariable);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
 }  // namespace reprise::cli

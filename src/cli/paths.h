@@ -1,4 +1,5 @@
-// Where the command line finds things: the shared data folder and the user's cache folder.
+// Where the command line finds things: the shared data folder, the user's cache folder, the
+// remote tier's password.
 // The only place that reads the environment (docs/style.md §5).
 #pragma once
 
@@ -19,5 +20,10 @@ std::optional<std::string> FindSharedDataDir();
 // Errors: Unavailable (no home and no runtime folder: the message says what to set), and
 // those of creating it.
 Result<std::string> FindCacheDir();
+
+// The environment variable that may hold the remote tier's Redis password.
+inline constexpr const char* kRedisPasswordVariable = "REPRISE_REDIS_PASSWORD";
+// Its value, when set.
+std::optional<std::string> RedisPasswordFromEnvironment();
 
 }  // namespace reprise::cli

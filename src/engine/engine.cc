@@ -240,6 +240,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
     if (options.reuse != ReuseMethod::kNone) {
       if (options.cache_mb <= 0) return InvalidArgumentError("cache size must be positive");
       REPRISE_RETURN_IF_ERROR(engine::BudgetMibToBytes(options.cache_mb, "cache size"));
+      if (!options.store_remote.empty() && options.store_dir.empty()) {
+        return InvalidArgumentError("a remote tier needs a store folder (store_dir, --store-dir)");
+      }
       if (!options.store_dir.empty()) {
         engine::StoreSettings settings;
         settings.dir = options.store_dir;
@@ -247,6 +250,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
         settings.disk_mb = options.store_disk_mb;
         settings.codec = options.store_codec;
         settings.admit_after = options.store_admit_after;
+        settings.remote.url = options.store_remote;
+        settings.remote.password = options.store_remote_password;
+        settings.remote.timeout_ms = options.store_remote_timeout_ms;
+        settings.remote.ttl_seconds = options.store_remote_ttl_s;
         settings.cost_aware = options.tuning.store_cost_aware_eviction;
         settings.prefetch = options.tuning.store_prefetch;
         settings.recompute_ratio = options.recompute_ratio;
@@ -755,6 +762,14 @@ EngineStats Engine::Stats() const {
     stats.chunks_awaiting_admission = s.chunks_awaiting_admission;
     stats.persisting = s.persistence_enabled;
     stats.persistence_error = s.persistence_error;
+    stats.remote_server = s.remote_server;
+    stats.remote_hits = s.remote_hits;
+    stats.remote_misses = s.remote_misses;
+    stats.remote_bad_values = s.remote_bad_values;
+    stats.remote_unavailable = s.remote_unavailable;
+    stats.remote_chunks_sent = s.remote_chunks_sent;
+    stats.remote_bytes_read = s.remote_bytes_read;
+    stats.remote_bytes_written = s.remote_bytes_written;
     return stats;
   }
   for (const auto& [name, cache] : shared_->caches) {
@@ -780,7 +795,20 @@ std::string Engine::DescribeStore() const {
                 static_cast<long long>(s.hits_pool), static_cast<long long>(s.hits_flash),
                 static_cast<long long>(s.corrupt_dropped),
                 s.persistence_enabled ? "" : "; NOT PERSISTING: ", s.persistence_error.c_str());
-  return line;
+  std::string out = line;
+  if (!s.remote_server.empty()) {
+    std::snprintf(line, sizeof(line),
+                  "; remote %s: %lld hits, %lld misses, %lld bad values, %lld unavailable, "
+                  "%lld chunks sent, %.1f MiB read, %.1f MiB written",
+                  s.remote_server.c_str(), static_cast<long long>(s.remote_hits),
+                  static_cast<long long>(s.remote_misses),
+                  static_cast<long long>(s.remote_bad_values),
+                  static_cast<long long>(s.remote_unavailable),
+                  static_cast<long long>(s.remote_chunks_sent), s.remote_bytes_read / 1048576.0,
+                  s.remote_bytes_written / 1048576.0);
+    out += line;
+  }
+  return out;
 }
 
 namespace engine {

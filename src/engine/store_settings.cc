@@ -32,6 +32,11 @@ Result<std::unique_ptr<store::ChunkStore>> OpenChunkStore(const LoadedModel& mod
   options.cost_aware = settings.cost_aware;
   options.prefetch = settings.prefetch;
   options.admit_after_sightings = settings.admit_after;
+  options.remote = settings.remote;
+  const model::ModelConfig& config = model.config();
+  options.kv_num_layers = config.num_layers;
+  options.kv_num_kv_heads = config.num_kv_heads;
+  options.kv_head_dim = config.head_dim;
   // A token's prefill cost from the weights streamed per token (docs/benchmarks.md, "Figures
   // behind constants in the code"); only the ratios between costs matter to the policy.
   const double compute = settings.compute_ms_per_token > 0

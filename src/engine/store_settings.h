@@ -36,6 +36,8 @@ struct StoreSettings {
   double recompute_ratio = kDefaultRecomputeRatio;
   // Full prefill cost of one token, for eviction costs; 0 = estimated from the model size.
   double compute_ms_per_token = 0.0;
+  // The remote tier (store/remote_tier.h); url empty: none.
+  store::RemoteOptions remote;
 };
 
 // Opens the store for KV of `kv_fingerprint` (CompiledModel::kv_fingerprint: the model and

@@ -131,6 +131,29 @@ std::string Metrics::Render(const EngineStats& engine, int queue_length, int run
   Help(out, "reprise_decode_batch_steps_total", "counter",
        "Session decode steps run in those calls (steps / calls = mean batch size).");
   Line(out, "reprise_decode_batch_steps_total", "", static_cast<double>(engine.decode_batch_steps));
+  if (!engine.remote_server.empty()) {
+    Help(out, "reprise_remote_lookups_total", "counter",
+         "Remote tier lookups (after memory and flash missed), by result: a chunk that passed "
+         "its checks, none (absent or the server unavailable), or a bad value (never used).");
+    Line(out, "reprise_remote_lookups_total", "result=\"hit\"",
+         static_cast<double>(engine.remote_hits));
+    Line(out, "reprise_remote_lookups_total", "result=\"miss\"",
+         static_cast<double>(engine.remote_misses));
+    Line(out, "reprise_remote_lookups_total", "result=\"bad_value\"",
+         static_cast<double>(engine.remote_bad_values));
+    Help(out, "reprise_remote_unavailable_total", "counter",
+         "Remote operations that gave up: down, timed out, backing off or busy.");
+    Line(out, "reprise_remote_unavailable_total", "",
+         static_cast<double>(engine.remote_unavailable));
+    Help(out, "reprise_remote_chunks_sent_total", "counter", "Chunks written to the remote tier.");
+    Line(out, "reprise_remote_chunks_sent_total", "",
+         static_cast<double>(engine.remote_chunks_sent));
+    Help(out, "reprise_remote_bytes_total", "counter", "Bytes read from and written to the remote tier.");
+    Line(out, "reprise_remote_bytes_total", "direction=\"read\"",
+         static_cast<double>(engine.remote_bytes_read));
+    Line(out, "reprise_remote_bytes_total", "direction=\"written\"",
+         static_cast<double>(engine.remote_bytes_written));
+  }
   return out;
 }
 

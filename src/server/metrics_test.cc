@@ -53,6 +53,16 @@ TEST(MetricsTest, RendersCountersHistogramsAndGauges) {
   EXPECT_TRUE(Has(text, "reprise_decode_batch_calls_total 10"));
   EXPECT_TRUE(Has(text, "reprise_decode_batch_steps_total 35"));
   EXPECT_TRUE(Has(text, "# TYPE reprise_ttft_seconds histogram"));
+  // The remote tier's counters only with one.
+  EXPECT_FALSE(Has(text, "reprise_remote_"));
+  engine.remote_server = "redis://127.0.0.1:6379/0";
+  engine.remote_hits = 5;
+  engine.remote_bad_values = 2;
+  engine.remote_bytes_read = 1000;
+  const std::string with_remote = metrics.Render(engine, 3, 1);
+  EXPECT_TRUE(Has(with_remote, "reprise_remote_lookups_total{result=\"hit\"} 5"));
+  EXPECT_TRUE(Has(with_remote, "reprise_remote_lookups_total{result=\"bad_value\"} 2"));
+  EXPECT_TRUE(Has(with_remote, "reprise_remote_bytes_total{direction=\"read\"} 1000"));
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 #include <chrono>
 #include <set>
 
+#include "base/logging.h"
+#include "store/kv_file.h"
 #include "store/namespace_name.h"
 #include "store/prefetch_policy.h"
+#include "store/redis_tier.h"
 
 namespace reprise::store {
 namespace {
@@ -85,6 +88,10 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::Open(const StoreOptions& options
   REPRISE_RETURN_IF_ERROR(ValidateCostModel(options.costs));
   std::unique_ptr<ChunkStore> s(new ChunkStore(options));
   REPRISE_ASSIGN_OR_RETURN(s->flash_, FlashTier::Open(options));
+  // Maintenance opens (no fingerprint, read-only) never load chunks: no remote tier.
+  if (!options.remote.url.empty() && options.model_fingerprint != 0 && !options.read_only) {
+    REPRISE_ASSIGN_OR_RETURN(s->remote_, RedisTier::Create(options.remote));
+  }
   REPRISE_ASSIGN_OR_RETURN(LocalityModel locality, LocalityModel::Create({}));
   MutexLock lock(s->mutex_);
   s->locality_ = std::make_unique<LocalityModel>(std::move(locality));
@@ -169,6 +176,11 @@ void ChunkStore::SightInPoolLocked(const std::string& ns, const kv::ChunkEntry& 
 }
 
 Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry) {
+  return InsertChunk(ns, std::move(entry), /*from_remote=*/false);
+}
+
+Status ChunkStore::InsertChunk(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
+                               bool from_remote) {
   if (!entry || !entry->kv) return InvalidArgumentError("a chunk needs its KV");
   REPRISE_RETURN_IF_ERROR(ValidateNamespaceName(ns));
   if (static_cast<int64_t>(entry->bytes()) > options_.pool_bytes) {
@@ -210,7 +222,8 @@ Status ChunkStore::Insert(const std::string& ns, std::shared_ptr<const kv::Chunk
   }
   // Queued before it is placed, under the pool lock: the write-back thread marks it written
   // under that lock too, so never before it is in the pool.
-  const bool queued = persistent && admitted && write_back_->Enqueue(WriteJob{ns, entry});
+  const bool queued =
+      persistent && admitted && write_back_->Enqueue(WriteJob{ns, entry, from_remote});
   pool_->Add(ns, std::move(entry), queued, false, Now(), persistent && !admitted);
   ++ns_stats_[ns].inserts;
   EvictPoolLocked();
@@ -228,7 +241,9 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Find(const std::string& ns, kv
       return entry;
     }
   }
-  return LoadIntoPool(ns, flash_->Find(ns, id));
+  std::shared_ptr<const kv::ChunkEntry> entry = LoadIntoPool(ns, flash_->Find(ns, id));
+  if (!entry) entry = FetchRemote(ns, id, std::nullopt);
+  return entry;
 }
 
 bool ChunkStore::Contains(const std::string& ns, kv::ChunkId id, bool require_exact) {
@@ -247,7 +262,8 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::Peek(const std::string& ns, kv
     if (const PoolSlot* slot = pool_->Find(ns, id)) return slot->entry;
   }
   const std::optional<CatalogRow> row = flash_->Find(ns, id);
-  return row ? Skeleton(*row) : nullptr;
+  // The remote tier has no index to peek at: what it holds is fetched (and kept) now.
+  return row ? Skeleton(*row) : FetchRemote(ns, id, std::nullopt);
 }
 
 std::shared_ptr<const kv::ChunkEntry> ChunkStore::PeekByContent(const std::string& ns,
@@ -257,7 +273,7 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::PeekByContent(const std::strin
     if (const PoolSlot* slot = pool_->FindByContent(ns, content)) return slot->entry;
   }
   const std::optional<CatalogRow> row = flash_->FindByContent(ns, content);
-  return row ? Skeleton(*row) : nullptr;
+  return row ? Skeleton(*row) : FetchRemoteByContent(ns, content);
 }
 
 std::optional<kv::ChunkLink> ChunkStore::LinkOf(const std::string& ns, kv::ChunkId id) {
@@ -319,7 +335,125 @@ std::shared_ptr<const kv::ChunkEntry> ChunkStore::FindByContent(const std::strin
       return entry;
     }
   }
-  return LoadIntoPool(ns, flash_->FindByContent(ns, content));
+  std::shared_ptr<const kv::ChunkEntry> entry =
+      LoadIntoPool(ns, flash_->FindByContent(ns, content));
+  if (!entry) entry = FetchRemoteByContent(ns, content);
+  return entry;
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::FetchRemote(
+    const std::string& ns, kv::ChunkId id, std::optional<kv::ContentHash> content) {
+  if (!remote_) return nullptr;
+  const Result<std::optional<std::string>> value =
+      remote_->Get(RemoteChunkKey(ns, options_.model_fingerprint, id));
+  if (!value.ok() || !value->has_value()) {
+    MutexLock lock(mutex_);
+    ++stats_.remote_misses;
+    return nullptr;
+  }
+  Result<kv::ChunkEntry> checked = CheckRemoteValue(ns, id, content, **value);
+  if (!checked.ok()) {
+    REPRISE_LOG(kWarning) << "store: the remote value of chunk " << id << " refused ("
+                          << checked.status().ToString() << "); a miss";
+    MutexLock lock(mutex_);
+    ++stats_.remote_bad_values;
+    return nullptr;
+  }
+  auto entry = std::make_shared<const kv::ChunkEntry>(std::move(checked).value());
+  {
+    MutexLock lock(mutex_);
+    ++stats_.remote_hits;
+    ++ns_stats_[ns].hits;
+  }
+  // Kept in the pool and written to flash (under admission) as an insert is; one too large
+  // for the pool is used this once.
+  InsertChunk(ns, entry, /*from_remote=*/true).IgnoreError();
+  return entry;
+}
+
+std::shared_ptr<const kv::ChunkEntry> ChunkStore::FetchRemoteByContent(const std::string& ns,
+                                                                       kv::ContentHash content) {
+  if (!remote_) return nullptr;
+  const Result<std::optional<std::string>> value =
+      remote_->Get(RemoteContentKey(ns, options_.model_fingerprint, content));
+  if (!value.ok() || !value->has_value()) {
+    MutexLock lock(mutex_);
+    ++stats_.remote_misses;
+    return nullptr;
+  }
+  const std::optional<kv::ChunkId> id = DecodeRemoteChunkId(**value);
+  if (!id) {
+    MutexLock lock(mutex_);
+    ++stats_.remote_bad_values;
+    return nullptr;
+  }
+  return FetchRemote(ns, *id, content);
+}
+
+Result<kv::ChunkEntry> ChunkStore::CheckRemoteValue(const std::string& ns, kv::ChunkId id,
+                                                    std::optional<kv::ContentHash> content,
+                                                    const std::string& value) const {
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(value.data()),
+                                       value.size());
+  REPRISE_ASSIGN_OR_RETURN(const KvFileMetadata meta, ParseKvFileMetadata(bytes));
+  if (!meta.has_namespace || meta.name_space != ns) {
+    return CorruptError("remote value: a chunk of another namespace");
+  }
+  REPRISE_ASSIGN_OR_RETURN(kv::ChunkEntry entry,
+                           ParseKvFile(bytes, options_.model_fingerprint, id));
+  if (content && entry.content != *content) {
+    return CorruptError("remote value: a chunk of other content");
+  }
+  if (entry.content != kv::HashTokens(options_.model_fingerprint, entry.tokens) ||
+      entry.id != kv::ChainId(entry.parent, entry.content)) {
+    return CorruptError("remote value: its ids are not those of its tokens");
+  }
+  if (entry.exact && entry.provenance.origin == kv::KvOrigin::kBlended) {
+    return CorruptError("remote value: blended KV marked exact");
+  }
+  const kv::ChunkKv& kv = *entry.kv;
+  const auto differs = [](int expected, int got) { return expected > 0 && expected != got; };
+  if (kv.num_tokens != static_cast<int>(entry.tokens.size()) ||
+      differs(options_.kv_num_layers, kv.num_layers) ||
+      differs(options_.kv_num_kv_heads, kv.num_kv_heads) ||
+      differs(options_.kv_head_dim, kv.head_dim)) {
+    return CorruptError("remote value: another KV shape");
+  }
+  return entry;
+}
+
+void ChunkStore::SendToRemote(std::span<const WriteJob> batch, std::span<const size_t> written) {
+  if (!remote_) return;
+  int64_t sent = 0, failed = 0;
+  for (const size_t i : written) {
+    const WriteJob& job = batch[i];
+    if (job.from_remote) continue;
+    const kv::ChunkEntry& e = *job.entry;
+    Result<std::vector<uint8_t>> file =
+        SerializeKvFile(e, options_.codec, options_.model_fingerprint, job.name_space);
+    if (!file.ok()) {
+      ++failed;
+      continue;
+    }
+    // Approximate KV never replaces a value there (it may be another server's exact KV).
+    const bool holds_exact =
+        HoldsExactKv(e.exact, EffectiveKvCodec(options_.codec, e.kv->head_dim));
+    const std::string id = EncodeRemoteChunkId(e.id);
+    const RemotePut puts[] = {
+        {RemoteChunkKey(job.name_space, options_.model_fingerprint, e.id),
+         std::string_view(reinterpret_cast<const char*>(file->data()), file->size()),
+         !holds_exact},
+        {RemoteContentKey(job.name_space, options_.model_fingerprint, e.content), id,
+         !holds_exact}};
+    if (remote_->Put(puts).ok()) {
+      ++sent;
+    } else {
+      ++failed;
+    }
+  }
+  MutexLock lock(mutex_);
+  stats_.remote_chunks_sent += sent;
+  stats_.remote_send_failures += failed;
 }
 
 std::vector<kv::ChunkCandidate> ChunkStore::FindCandidates(const std::string& ns,
@@ -490,6 +624,7 @@ void ChunkStore::PersistBatch(std::span<const WriteJob> batch,
     if (!result.failure.ok()) DisablePersistenceLocked(result.failure);
     EvictPoolLocked();
   }
+  SendToRemote(batch, result.written);
   if (!result.written.empty()) EvictFlash().IgnoreError();
 }
 
@@ -526,6 +661,14 @@ StoreStats ChunkStore::Stats() {
     s.chunks_awaiting_admission = pool_->num_awaiting_admission();
   }
   flash_->FillStats(s);
+  if (remote_) {
+    const RemoteTierStats remote = remote_->Stats();
+    s.remote_server = remote_->Describe();
+    s.remote_connected = remote.connected;
+    s.remote_unavailable = remote.unavailable;
+    s.remote_bytes_read = remote.bytes_read;
+    s.remote_bytes_written = remote.bytes_written;
+  }
   return s;
 }
 

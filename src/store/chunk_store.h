@@ -32,6 +32,11 @@
 //    dropped as corrupt in the catalog (corrupt_dropped survives restarts).
 //  - Privacy: the folder is the user's alone (store_dir.h): a symlink or another user's folder
 //    is refused, wider modes are narrowed to 0700, files are 0600.
+//  - A remote tier shared with other servers (options.remote, remote_tier.h; optional): the
+//    write-back thread sends each chunk it put on flash there too, and lookups by id or content
+//    that miss memory and flash ask it. What it returns is checked (CheckRemoteValue) and then
+//    kept like an insert (pool, then flash); a bad value is a miss, counted. It never fails or
+//    stalls a lookup: an unavailable server is a miss.
 //
 // Several processes on one store (the decision): they SHARE it. Each process that writes
 // holds `<dir>/lock` shared for as long as the store is open (store_lock.h), so any number of
@@ -66,6 +71,7 @@
 #include "store/flash_tier.h"
 #include "store/locality.h"
 #include "store/memory_pool.h"
+#include "store/remote_tier.h"
 #include "store/store_options.h"
 #include "store/write_back.h"
 
@@ -120,7 +126,9 @@ class ChunkStore : private WriteBackSink {
   std::shared_ptr<const kv::ChunkEntry> Find(const std::string& ns, kv::ChunkId id);
   bool Contains(const std::string& ns, kv::ChunkId id, bool require_exact);
   // kv::ChunkCache::Peek / PeekByContent: the pool's entry (with its KV) or the catalog's row
-  // as an entry without KV; nothing loaded or counted.
+  // as an entry without KV; nothing loaded or counted. With a remote tier, a chunk found only
+  // there is fetched, checked and kept now (it has no index to peek at), and counted as a
+  // remote hit.
   std::shared_ptr<const kv::ChunkEntry> Peek(const std::string& ns, kv::ChunkId id);
   std::shared_ptr<const kv::ChunkEntry> PeekByContent(const std::string& ns,
                                                       kv::ContentHash content);
@@ -167,6 +175,26 @@ class ChunkStore : private WriteBackSink {
   // A flash lookup's end: loads the row's chunk into the pool and counts the hit (or miss).
   std::shared_ptr<const kv::ChunkEntry> LoadIntoPool(const std::string& ns,
                                                      const std::optional<CatalogRow>& row);
+  // The remote tier's lookups (after memory and flash missed): the chunk with this id (and
+  // `content`, when given), checked as a file on flash is and more (CheckRemoteValue), then
+  // kept in the pool and queued for flash like an insert; or null (counted as a miss or a
+  // bad value). Null at once without a remote tier.
+  std::shared_ptr<const kv::ChunkEntry> FetchRemote(const std::string& ns, kv::ChunkId id,
+                                                    std::optional<kv::ContentHash> content);
+  std::shared_ptr<const kv::ChunkEntry> FetchRemoteByContent(const std::string& ns,
+                                                             kv::ContentHash content);
+  // Checks a remote value for chunk `id` of `ns`: a well-formed KV file (checksums), of this
+  // model (fingerprint), this chunk (id, parent, content hash of its tokens), this namespace,
+  // a consistent provenance (blended KV is never exact) and this model's KV shape. Errors:
+  // Corrupt saying which check failed.
+  Result<kv::ChunkEntry> CheckRemoteValue(const std::string& ns, kv::ChunkId id,
+                                          std::optional<kv::ContentHash> content,
+                                          const std::string& value) const;
+  // Write-back's side: sends the written chunks of a batch that did not come from there.
+  void SendToRemote(std::span<const WriteJob> batch, std::span<const size_t> written);
+  // Insert, for a chunk from the remote tier too.
+  Status InsertChunk(const std::string& ns, std::shared_ptr<const kv::ChunkEntry> entry,
+                     bool from_remote);
   // Flash eviction: the flash policy's choice (a VictimChooser), then the pool's chunks that
   // went are no longer persisted.
   VictimSelection ChooseFlashVictims(std::span<const ChunkInfo> chunks, int64_t bytes_to_free);
@@ -174,6 +202,7 @@ class ChunkStore : private WriteBackSink {
 
   const StoreOptions options_;
   std::unique_ptr<FlashTier> flash_;  // set by Open; thread-safe
+  std::unique_ptr<RemoteTier> remote_;  // set by Open when options.remote.url is; thread-safe
 
   Mutex mutex_;  // pool, policies, statistics
   std::unique_ptr<LocalityModel> locality_ REPRISE_GUARDED_BY(mutex_);

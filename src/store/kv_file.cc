@@ -461,19 +461,32 @@ Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expe
   return ReadOpenKvFile(file, expected_fingerprint, expected_id);
 }
 
+namespace {
+
+Result<KvFileMetadata> ReadOpenKvFileMetadata(ReadableFile& file) {
+  REPRISE_ASSIGN_OR_RETURN(const KvFileHeader header, ReadHeader(file));
+  PayloadReader reader(file);
+  KvFileMetadata meta;
+  meta.header = header;
+  meta.file_bytes = file.size();
+  std::vector<int32_t> positions;
+  REPRISE_RETURN_IF_ERROR(
+      ReadPayloadPrefix(reader, header, header.payload_bytes, &meta, &positions));
+  return meta;
+}
+
+}  // namespace
+
 Result<KvFileMetadata> ReadKvFileMetadata(FileSystem& fs, const std::string& path) {
   REPRISE_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, fs.OpenForRead(path));
-  Result<KvFileHeader> header = ReadHeader(*file);
-  if (!header.ok()) return header.status().WithContext(path);
-  PayloadReader reader(*file);
-  KvFileMetadata meta;
-  meta.header = *header;
-  meta.file_bytes = file->size();
-  std::vector<int32_t> positions;
-  Result<uint64_t> read =
-      ReadPayloadPrefix(reader, *header, header->payload_bytes, &meta, &positions);
-  if (!read.ok()) return read.status().WithContext(path);
+  Result<KvFileMetadata> meta = ReadOpenKvFileMetadata(*file);
+  if (!meta.ok()) return meta.status().WithContext(path);
   return meta;
+}
+
+Result<KvFileMetadata> ParseKvFileMetadata(std::span<const uint8_t> bytes) {
+  SpanReadableFile file(bytes);
+  return ReadOpenKvFileMetadata(file);
 }
 
 Result<kv::ChunkEntry> ReadKvFile(FileSystem& fs, const std::string& path,

@@ -150,6 +150,9 @@ Result<kv::ChunkEntry> ParseKvFile(std::span<const uint8_t> bytes, uint64_t expe
 // sizes that do not add up).
 Result<KvFileMetadata> ReadKvFileMetadata(FileSystem& fs, const std::string& path);
 
+// ReadKvFileMetadata of a file held in memory (a remote tier's value). Errors: Corrupt.
+Result<KvFileMetadata> ParseKvFileMetadata(std::span<const uint8_t> bytes);
+
 // Reads and parses `path`. Errors: NotFound (no file), IoError, and those of ParseKvFile.
 Result<kv::ChunkEntry> ReadKvFile(FileSystem& fs, const std::string& path,
                                   uint64_t expected_fingerprint,

@@ -9,6 +9,7 @@
 #include "store/eviction_cost.h"
 #include "store/file_system.h"
 #include "store/kv_codec.h"
+#include "store/remote_tier.h"
 
 namespace reprise::store {
 
@@ -38,6 +39,14 @@ struct StoreOptions {
   FileSystem* file_system = nullptr;
   std::function<double()> clock;
   bool read_only = false;  // open without writing (cache commands that only read)
+  // A remote tier shared with other servers (remote_tier.h; remote.url empty: none). Chunks
+  // written back to flash are sent there too; lookups that miss memory and flash ask it.
+  RemoteOptions remote;
+  // The KV shape of this model: a remote chunk of another shape is a bad value (0: not
+  // checked; the loader checks the shape again before use).
+  int kv_num_layers = 0;
+  int kv_num_kv_heads = 0;
+  int kv_head_dim = 0;
 };
 
 struct StoreStats {
@@ -87,6 +96,22 @@ struct StoreStats {
   // This open: another process had the store open, so leftovers were not deleted.
   bool recovery_skipped = false;
   bool dir_mode_fixed = false;  // the store folder had group/other bits; now 0700
+  // The remote tier (this process; all 0 without one). remote_hits: chunks fetched from it
+  // that passed every check; remote_misses: lookups it could not serve (no such key, or the
+  // server unavailable); remote_bad_values: values that failed a check (never used);
+  // remote_unavailable: operations that gave up (down, timed out, backing off, busy);
+  // remote_chunks_sent / remote_send_failures: write-back's chunks sent or not (refused by a
+  // full server, or the server unavailable).
+  std::string remote_server;  // its address without credentials; empty: no remote tier
+  bool remote_connected = false;
+  int64_t remote_hits = 0;
+  int64_t remote_misses = 0;
+  int64_t remote_bad_values = 0;
+  int64_t remote_unavailable = 0;
+  int64_t remote_chunks_sent = 0;
+  int64_t remote_send_failures = 0;
+  int64_t remote_bytes_read = 0;
+  int64_t remote_bytes_written = 0;
 };
 
 struct GcReport {

@@ -32,6 +32,8 @@ namespace reprise::store {
 struct WriteJob {
   std::string name_space;
   std::shared_ptr<const kv::ChunkEntry> entry;
+  // Fetched from the remote tier: written to flash, not sent back.
+  bool from_remote = false;
 };
 
 // The chunks one prompt used, in order, and the sightings counted since the last job
