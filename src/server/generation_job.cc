@@ -141,7 +141,7 @@ void GenerationJob::Run() {
   const bool tools = !parsed->tool_names.empty();
   std::vector<ToolCallStream> readers(
       tools && parsed->stream ? static_cast<size_t>(num_choices) : 0,
-      ToolCallStream(parsed->tool_names));
+      ToolCallStream(parsed->tool_names, parsed->forced_tool));
   const auto begin_stream = [&] {
     if (began) return;
     response_->Begin(200, "text/event-stream",

@@ -24,11 +24,35 @@ enum class Match { kNeedMore, kMismatch, kMatched };
 
 struct Header {
   Match match = Match::kNeedMore;
-  std::string name;
+  std::string name;     // "" when the arguments come first
   size_t value_at = 0;  // where the arguments' value starts
 };
 
-// Reads `{"name": "<name>", "arguments": ` (or "parameters"), whitespace anywhere between.
+// Where the object that `s` is inside of closes: its first '}' outside a string; npos if none
+// yet.
+size_t CloseOutsideString(std::string_view s) {
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '}') {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Reads `{"name": "<name>", "arguments": ` (or "parameters"), or `{"arguments": ` (the name
+// after them), whitespace anywhere between.
 Header MatchHeader(std::string_view s) {
   size_t i = 0;
   const auto skip_space = [&] {
@@ -50,6 +74,31 @@ Header MatchHeader(std::string_view s) {
   skip_space();
   if (!step(literal("{"))) return out;
   skip_space();
+  // The arguments first: their key, then the value (the name comes after them).
+  const auto arguments_key = [&] {
+    const size_t key_at = i;
+    const int arguments = literal("\"arguments\"");
+    if (arguments > 0) return 1;
+    i = key_at;
+    const int parameters = literal("\"parameters\"");
+    if (parameters > 0) return 1;
+    return arguments < 0 && parameters < 0 ? -1 : 0;
+  };
+  {
+    const size_t key_at = i;
+    const int first = arguments_key();
+    if (first > 0) {
+      skip_space();
+      if (!step(literal(":"))) return out;
+      skip_space();
+      if (i == s.size()) return out;
+      out.match = Match::kMatched;
+      out.value_at = i;
+      return out;
+    }
+    if (first == 0) return out;  // s ends inside what may still be that key
+    i = key_at;
+  }
   if (!step(literal("\"name\""))) return out;
   skip_space();
   if (!step(literal(":"))) return out;
@@ -79,17 +128,7 @@ Header MatchHeader(std::string_view s) {
   skip_space();
   if (!step(literal(","))) return out;
   skip_space();
-  const size_t key_at = i;
-  const int arguments = literal("\"arguments\"");
-  if (arguments <= 0) {
-    i = key_at;
-    const int parameters = literal("\"parameters\"");
-    if (arguments < 0 && parameters < 0) {
-      out.match = Match::kMismatch;
-      return out;
-    }
-    if (parameters <= 0) return out;
-  }
+  if (!step(arguments_key())) return out;
   skip_space();
   if (!step(literal(":"))) return out;
   skip_space();
@@ -102,7 +141,8 @@ Header MatchHeader(std::string_view s) {
 
 }  // namespace
 
-ToolCallStream::ToolCallStream(std::vector<std::string> names) : names_(std::move(names)) {}
+ToolCallStream::ToolCallStream(std::vector<std::string> names, std::string forced_name)
+    : names_(std::move(names)), forced_name_(std::move(forced_name)) {}
 
 void ToolCallStream::Feed(std::string_view piece, std::vector<ToolStreamEvent>* events) {
   pending_ += piece;
@@ -200,9 +240,11 @@ void ToolCallStream::Run(bool finishing, std::vector<ToolStreamEvent>* events) {
       }
       case Mode::kHeader: {
         const Header header = MatchHeader(pending_);
-        const bool declared = std::find(names_.begin(), names_.end(), header.name) != names_.end();
+        // The arguments before the name: streamed only when the name is known already.
+        const std::string& name = header.name.empty() ? forced_name_ : header.name;
+        const bool declared = std::find(names_.begin(), names_.end(), name) != names_.end();
         if (header.match == Match::kMatched && declared && pending_[header.value_at] == '{') {
-          StartCall(header.name, events);
+          StartCall(name, events);
           pending_.erase(0, header.value_at);
           depth_ = 0;
           in_string_ = escaped_ = false;
@@ -250,8 +292,9 @@ void ToolCallStream::Run(bool finishing, std::vector<ToolStreamEvent>* events) {
           }
           pending_.erase(0, close + kClose.size());
         } else {
-          // A whole-reply object: its closing brace, then whatever follows is content.
-          const size_t brace = pending_.find('}');
+          // A whole-reply object (its name may follow the arguments): its closing brace, then
+          // whatever follows is content.
+          const size_t brace = CloseOutsideString(pending_);
           if (brace == std::string::npos) {
             if (finishing) pending_.clear();
             return;

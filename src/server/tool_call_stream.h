@@ -13,8 +13,10 @@
 //   - a reply that starts with '{' may be a whole-reply call: held until its "name" and the
 //     key of its arguments are read (or it turns out to be text);
 //   - inside a call, the arguments stream once "name" (a declared function) and "arguments"
-//     (or "parameters") were read and the arguments open as an object; a call written
-//     otherwise (keys in another order, arguments as a JSON string) is read whole at its end.
+//     (or "parameters") were read and the arguments open as an object, or at once after the
+//     "arguments" key when the request fixes the function (a constrained reply may write its
+//     keys in either order); a call written otherwise (keys in another order, arguments as a
+//     JSON string) is read whole at its end.
 // The calls and content match ParseToolCalls's on the finished reply (arguments as written,
 // not re-serialized), except where streaming had to commit before the reply ended: a call
 // whose arguments began to stream stays a call when the reply is cut before they end
@@ -48,8 +50,10 @@ struct ToolStreamEvent {
 
 class ToolCallStream {
  public:
-  // `names`: the declared functions; calls of others stay content.
-  explicit ToolCallStream(std::vector<std::string> names);
+  // `names`: the declared functions; calls of others stay content. `forced_name`: the
+  // function every reply calls, when the request says (tool_choice naming it, or "required"
+  // with one function): then a call whose arguments come before its name streams too.
+  explicit ToolCallStream(std::vector<std::string> names, std::string forced_name = "");
 
   // The next piece of the reply; appends what can be sent now to *events.
   void Feed(std::string_view piece, std::vector<ToolStreamEvent>* events);
@@ -79,6 +83,7 @@ class ToolCallStream {
                 std::vector<ToolStreamEvent>* events);
 
   std::vector<std::string> names_;
+  std::string forced_name_;
   Mode mode_ = Mode::kStart;
   bool tagged_ = false;     // the current call is inside <tool_call></tool_call>
   std::string pending_;     // text not yet decided

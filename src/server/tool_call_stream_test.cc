@@ -49,11 +49,11 @@ std::vector<ToolStreamEvent> StreamIn(std::string_view reply, size_t size, ToolC
 }
 
 // Every split gives what ParseToolCalls gives on the whole reply (arguments compared as JSON).
-void ExpectSameAsWhole(std::string_view reply) {
+void ExpectSameAsWhole(std::string_view reply, const std::string& forced_name = "") {
   const ToolReply whole = ParseToolCalls(reply, kNames);
   for (size_t size = 1; size <= reply.size(); ++size) {
     SCOPED_TRACE("pieces of " + std::to_string(size) + " bytes: " + std::string(reply));
-    ToolCallStream stream(kNames);
+    ToolCallStream stream(kNames, forced_name);
     const Reassembled got = Reassemble(StreamIn(reply, size, stream));
     EXPECT_EQ(got.content, whole.content);
     EXPECT_EQ(stream.reply().content, whole.content);
@@ -94,6 +94,31 @@ TEST(ToolCallStreamTest, ReassemblesAsTheWholeReplyIsRead) {
   ExpectSameAsWhole("{not a call}");
   ExpectSameAsWhole("plain text,\nwith lines.\n\n");
   ExpectSameAsWhole("");
+  // The request fixes the function: its arguments may come first (a constrained reply).
+  ExpectSameAsWhole(R"({"arguments": {"city": "}\"", "n": [1]}, "name": "get_weather"})",
+                    "get_weather");
+  ExpectSameAsWhole(R"({"name":"get_weather","arguments":{"days":2}})", "get_weather");
+}
+
+TEST(ToolCallStreamTest, ArgumentsBeforeTheNameStreamWhenTheFunctionIsFixed) {
+  ToolCallStream stream(kNames, "get_weather");
+  std::vector<ToolStreamEvent> events;
+  stream.Feed(R"({"arguments":{"ci)", &events);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, Kind::kCallStart);
+  EXPECT_EQ(events[0].name, "get_weather");
+  EXPECT_EQ(events[1].text, R"({"ci)");
+  events.clear();
+  stream.Feed(R"(ty":"Oslo"},"name":"get_weather"})", &events);
+  stream.Finish(&events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].text, R"(ty":"Oslo"})");
+  EXPECT_EQ(stream.reply().content, "");
+  // Without a fixed function the name must come first: such a call is read whole.
+  ToolCallStream unfixed(kNames);
+  events.clear();
+  unfixed.Feed(R"({"arguments":{"ci)", &events);
+  EXPECT_TRUE(events.empty());
 }
 
 TEST(ToolCallStreamTest, SendsTheNameFirstThenTheArgumentsAsTheyCome) {
