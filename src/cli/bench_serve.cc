@@ -14,6 +14,8 @@
 #include <tuple>
 #include <utility>
 
+#include "base/check.h"
+#include "server/tool_calls.h"
 #include "tools/request_recall_oracle.h"
 
 namespace reprise::cli {
@@ -275,8 +277,22 @@ void ChatStream::OnChunk(const json& chunk, double now_ms, bool streamed) {
     content = FindString(*holder, "content");
   }
   if (content == nullptr) content = FindString(*choice, "text");  // /v1/completions style
-  if (content == nullptr || content->empty()) return;
-  reply_ += *content;
+  std::string calls;  // a streamed tool call's pieces also count as generated text
+  if (const json* holder = FindObject(*choice, streamed ? "delta" : "message")) {
+    if (const json* tool_calls = Find(*holder, "tool_calls");
+        tool_calls && tool_calls->is_array()) {
+      for (const json& call : *tool_calls) {
+        if (const json* function = FindObject(call, "function")) {
+          if (const std::string* name = FindString(*function, "name")) calls += *name;
+          if (const std::string* arguments = FindString(*function, "arguments"))
+            calls += *arguments;
+        }
+      }
+    }
+  }
+  if ((content == nullptr || content->empty()) && calls.empty()) return;
+  if (content != nullptr) reply_ += *content;
+  reply_ += calls;
   ++num_content_chunks_;
   if (first_content_ms_ < 0) first_content_ms_ = now_ms;
   last_content_ms_ = now_ms;
@@ -328,13 +344,73 @@ std::string Titled(std::string_view kind, const workload::TraceText& item) {
   return out + ":\n" + item.text;
 }
 
-// The skills, then the documents, titled, in the order the engine places them.
+// The skills, then the documents, titled, in the order the engine places them; the tools
+// first of all, the skill that Reprise's server makes of `tools` (server/openai_request.h).
 std::vector<std::string> TitledContext(const workload::TraceRequest& request) {
   std::vector<std::string> texts;
+  if (!request.tools.empty()) {
+    texts.push_back(
+        Titled("Skill", {"tools", server::ToolsSystemText(TraceToolsJson(request.tools))}));
+  }
   for (const workload::TraceText& s : request.skills) texts.push_back(Titled("Skill", s));
   for (const workload::TraceText& d : request.documents) texts.push_back(Titled("Document", d));
   return texts;
 }
+
+// An assistant message's calls as OpenAI's `tool_calls`.
+json ToolCallsJson(const std::vector<workload::TraceToolCall>& calls) {
+  json array = json::array();
+  for (const workload::TraceToolCall& call : calls) {
+    array.push_back({{"id", call.id},
+                     {"type", "function"},
+                     {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  }
+  return array;
+}
+
+// A message as OpenAI's API carries it: assistant calls as `tool_calls`, results as `tool`
+// messages naming their call.
+json FieldMessage(const workload::TraceMessage& message) {
+  json out = {{"role", message.role}, {"content", message.content}};
+  if (!message.tool_calls.empty()) {
+    if (message.content.empty()) out["content"] = nullptr;
+    out["tool_calls"] = ToolCallsJson(message.tool_calls);
+  }
+  if (message.role == "tool") out["tool_call_id"] = message.tool_call_id;
+  return out;
+}
+
+}  // namespace
+
+workload::TraceMessage InlineMessage(const workload::TraceMessage& message) {
+  workload::TraceMessage out{message.role, message.content, {}, ""};
+  if (!message.tool_calls.empty()) {
+    Result<std::string> calls =
+        server::RenderToolCalls(ToolCallsJson(message.tool_calls), "tool_calls");
+    // The calls are built above in the form RenderToolCalls reads.
+    REPRISE_CHECK(calls.ok()) << calls.error().ToString();
+    out.content += (out.content.empty() ? "" : "\n") + *calls;
+  }
+  if (message.role == "tool") {
+    out.role = "user";
+    out.content = server::RenderToolResult(message.content);
+  }
+  return out;
+}
+
+json TraceToolsJson(const std::vector<workload::TraceTool>& tools) {
+  json array = json::array();
+  const json parameters = json::parse(workload::kAgentToolParameters);
+  for (const workload::TraceTool& tool : tools) {
+    array.push_back(
+        {{"type", "function"},
+         {"function",
+          {{"name", tool.name}, {"description", tool.description}, {"parameters", parameters}}}});
+  }
+  return array;
+}
+
+namespace {
 
 // The fields every request body shares.
 void AddCommonFields(const workload::TraceRequest& request, const ChatBodyOptions& options,
@@ -366,7 +442,12 @@ json BuildChatBody(const workload::TraceRequest& request,
     }
   }
   for (; m < messages.size(); ++m) {
-    out_messages.push_back({{"role", messages[m].role}, {"content", messages[m].content}});
+    if (is_inline) {
+      const workload::TraceMessage rendered = InlineMessage(messages[m]);
+      out_messages.push_back({{"role", rendered.role}, {"content", rendered.content}});
+    } else {
+      out_messages.push_back(FieldMessage(messages[m]));
+    }
   }
   auto texts = [](const std::vector<workload::TraceText>& items) {
     json array = json::array();
@@ -378,6 +459,7 @@ json BuildChatBody(const workload::TraceRequest& request,
   if (!is_inline) {
     if (!request.documents.empty()) body["documents"] = texts(request.documents);
     if (!request.skills.empty()) body["skills"] = texts(request.skills);
+    if (!request.tools.empty()) body["tools"] = TraceToolsJson(request.tools);
   }
   body["messages"] = std::move(out_messages);
   AddCommonFields(request, options, body);
@@ -395,10 +477,11 @@ std::string PlainPrompt(const workload::TraceRequest& request,
   for (; m < messages.size() && messages[m].role == "system"; ++m) add_line(messages[m].content);
   for (const std::string& block : TitledContext(request)) text += block + "\n\n";
   for (; m < messages.size(); ++m) {
+    const std::string content = InlineMessage(messages[m]).content;
     if (m + 1 == messages.size()) {
-      text += messages[m].content;
+      text += content;
     } else {
-      add_line(messages[m].content);
+      add_line(content);
     }
   }
   return text;

@@ -112,7 +112,8 @@ class ChatStream {
  public:
   // One SSE event's data: a chunk object, "[DONE]", or garbage (counted in
   // num_malformed_events). A chunk with non-empty choices[0].delta.content (or
-  // choices[0].text) is a content chunk, received at now_ms.
+  // choices[0].text), or with a delta.tool_calls piece (a function's name or arguments, added
+  // to the reply), is a content chunk, received at now_ms.
   void OnEventData(std::string_view data, double now_ms);
 
   // A whole non-streamed response body (choices[0].message.content), received at now_ms.
@@ -188,14 +189,26 @@ struct ChatBodyOptions {
 // Reprise's engine makes of those fields (GenerateRequest::documents): after the leading
 // system messages, each skill, then each document, a system message of its own,
 // "Skill <id>:\n<text>" / "Document <id>:\n<text>". Both forms give the same prompt.
+// agent-tools requests: kField sends `tools` and the transcript's `tool_calls` / `tool`
+// messages as OpenAI's API has them; kInline the tools as the first skill ("Skill tools:\n"
+// and server::ToolsSystemText), the messages as InlineMessage renders them.
 nlohmann::json BuildChatBody(const workload::TraceRequest& request,
                              const std::vector<workload::TraceMessage>& messages,
                              const ChatBodyOptions& options);
 
-// The request as one plain text: the leading system messages, then each skill and each
-// document as "Skill <id>:\n<text>\n\n" / "Document <id>:\n<text>\n\n", then the other
-// messages' contents, one after the other, each ended by a line end but the last (the
-// prompt ends where the answer begins: "...\nAnswer:", a chat's newest turn).
+// agent-tools: the trace's functions as OpenAI's `tools` (parameters kAgentToolParameters).
+nlohmann::json TraceToolsJson(const std::vector<workload::TraceTool>& tools);
+
+// A message as Reprise's server shows it to the model, for servers sent the rendered text:
+// an assistant's tool_calls appended to its content as server/tool_calls.h renders them, a
+// `tool` result as a user message <tool_response>...</tool_response>; others unchanged.
+workload::TraceMessage InlineMessage(const workload::TraceMessage& message);
+
+// The request as one plain text: the leading system messages, then the tools (agent-tools,
+// as BuildChatBody's kInline), each skill and each document as "Skill <id>:\n<text>\n\n" /
+// "Document <id>:\n<text>\n\n", then the other messages' contents (InlineMessage's), one
+// after the other, each ended by a line end but the last (the prompt ends where the answer
+// begins: "...\nAnswer:", a chat's newest turn).
 std::string PlainPrompt(const workload::TraceRequest& request,
                         const std::vector<workload::TraceMessage>& messages);
 

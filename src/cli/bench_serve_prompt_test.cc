@@ -3,7 +3,7 @@
 // the same prompt tokens, built as the engine builds them (PromptTokenizer: request segments,
 // then each encoded) from what the server's own parser reads. On a plain-format model (always)
 // and in ChatML with the Qwen vocabulary (../shared/data), for a hand-made request and the
-// real docqa and agent traces.
+// real docqa, agent and agent-tools traces (tools, assistant tool calls and tool results).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -80,7 +80,8 @@ class BenchServePromptTest : public ::testing::Test {
     workload::ChatWindow window(options.max_prompt_tokens, workload::EstimateTokens);
     int with_context = 0;
     for (const workload::TraceRequest& request : trace->requests) {
-      with_context += !request.documents.empty() || !request.skills.empty();
+      with_context +=
+          !request.documents.empty() || !request.skills.empty() || !request.tools.empty();
       EXPECT_GT(ExpectSamePrompt(tokenizer, request, window.Messages(request)), 0u);
     }
     EXPECT_GT(with_context, 0);
@@ -115,6 +116,7 @@ TEST_F(BenchServePromptTest, DocumentsInlineMakeTheFieldsPromptOnAPlainFormatMod
       PromptOf(tokenizer, BuildChatBody(request, messages, {.documents = DocumentsMode::kField})));
   ExpectSamePromptsInTrace(tokenizer, workload::ServeTraceKind::kDocQa, 4);
   ExpectSamePromptsInTrace(tokenizer, workload::ServeTraceKind::kAgent, 4);
+  ExpectSamePromptsInTrace(tokenizer, workload::ServeTraceKind::kAgentTools, 6);
 }
 
 TEST_F(BenchServePromptTest, DocumentsInlineMakeTheFieldsPromptInChatMl) {
@@ -136,6 +138,7 @@ TEST_F(BenchServePromptTest, DocumentsInlineMakeTheFieldsPromptInChatMl) {
       20u);
   ExpectSamePromptsInTrace(tokenizer, workload::ServeTraceKind::kDocQa, 4);
   ExpectSamePromptsInTrace(tokenizer, workload::ServeTraceKind::kAgent, 4);
+  ExpectSamePromptsInTrace(tokenizer, workload::ServeTraceKind::kAgentTools, 6);
 }
 
 }  // namespace

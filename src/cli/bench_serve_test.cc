@@ -282,6 +282,73 @@ TEST(BuildChatBodyTest, CompletionBodyIsOnePlainTextWithTheDocumentsInIt) {
   EXPECT_EQ(body["stream"], true);
 }
 
+// An agent-tools step: the tools, the task, one call and its result.
+workload::TraceRequest ToolStep() {
+  workload::TraceRequest request;
+  request.id = "agent-tools:t#2";
+  request.system = "Act.";
+  request.user = "Convert the file.";
+  request.tools = {{"pdf", "Read PDFs."}, {"xlsx", "Edit spreadsheets."}};
+  workload::TraceMessage call{"assistant", "", {}, ""};
+  call.tool_calls.push_back({"call_t_1", "pdf", R"({"request":"Convert the file."})"});
+  request.transcript = {call, {"tool", "PDF skill text.", {}, "call_t_1"}};
+  return request;
+}
+
+TEST(BuildChatBodyTest, ToolStepsSendToolsCallsAndResultsAsOpenAiHasThem) {
+  const workload::TraceRequest request = ToolStep();
+  workload::ChatWindow window(0, workload::EstimateTokens);
+  const std::vector<workload::TraceMessage> messages = window.Messages(request);
+  const json field = BuildChatBody(request, messages, {.documents = DocumentsMode::kField});
+  ASSERT_EQ(field["tools"].size(), 2u);
+  EXPECT_EQ(field["tools"][1]["type"], "function");
+  EXPECT_EQ(field["tools"][1]["function"]["name"], "xlsx");
+  EXPECT_EQ(field["tools"][1]["function"]["description"], "Edit spreadsheets.");
+  EXPECT_EQ(field["tools"][1]["function"]["parameters"],
+            json::parse(workload::kAgentToolParameters));
+  EXPECT_EQ(field["messages"], json::parse(R"([
+      {"role": "system", "content": "Act."},
+      {"role": "user", "content": "Convert the file."},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_t_1",
+       "type": "function", "function": {"name": "pdf",
+       "arguments": "{\"request\":\"Convert the file.\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_t_1", "content": "PDF skill text."}])"));
+  // Inline: the tools as the skill Reprise makes of them, the call and result as rendered.
+  const json inline_body = BuildChatBody(request, messages, {.documents = DocumentsMode::kInline});
+  EXPECT_FALSE(inline_body.contains("tools"));
+  ASSERT_EQ(inline_body["messages"].size(), 5u);
+  const std::string tools_text = inline_body["messages"][1]["content"];
+  EXPECT_TRUE(tools_text.starts_with("Skill tools:\n# Tools\n")) << tools_text;
+  EXPECT_NE(tools_text.find("\"name\":\"xlsx\""), std::string::npos) << tools_text;
+  EXPECT_EQ(inline_body["messages"][3], json::parse(R"({"role": "assistant", "content":
+      "<tool_call>\n{\"name\": \"pdf\", \"arguments\": {\"request\":\"Convert the file.\"}}\n</tool_call>"})"));
+  EXPECT_EQ(inline_body["messages"][4], json::parse(R"({"role": "user", "content":
+      "<tool_response>\nPDF skill text.\n</tool_response>"})"));
+  // Completions: the same text, one prompt.
+  const std::string prompt = PlainPrompt(request, messages);
+  EXPECT_TRUE(prompt.starts_with("Act.\nSkill tools:\n# Tools\n")) << prompt;
+  EXPECT_TRUE(
+      prompt.ends_with("Convert the file.\n<tool_call>\n{\"name\": \"pdf\", "
+                       "\"arguments\": {\"request\":\"Convert the file.\"}}\n"
+                       "</tool_call>\n<tool_response>\nPDF skill text.\n"
+                       "</tool_response>"))
+      << prompt;
+}
+
+TEST(ChatStreamTest, StreamedToolCallFragmentsAreGeneratedText) {
+  ChatStream stream;
+  stream.OnEventData(R"({"choices":[{"index":0,"delta":{"role":"assistant"}}]})", 10);
+  stream.OnEventData(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",)"
+                     R"("type":"function","function":{"name":"pdf","arguments":""}}]}}]})",
+                     20);
+  stream.OnEventData(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,)"
+                     R"("function":{"arguments":"{\"a\":1}"}}]}}]})",
+                     30);
+  EXPECT_EQ(stream.num_content_chunks(), 2);
+  EXPECT_EQ(stream.first_content_ms(), 20);
+  EXPECT_EQ(stream.reply(), "pdf{\"a\":1}");
+}
+
 TEST(BenchServeFiguresTest, PercentilesInterpolateAndSkipMissing) {
   TimeSummary t = SummarizeTimes({40, 10, 30, 20, -1});
   EXPECT_EQ(t.count, 4);

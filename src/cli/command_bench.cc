@@ -381,9 +381,10 @@ class BenchCommand : public Command {
         ->required();
     s->add_option("--trace", serve_options_.trace, "Request trace")
         ->required()
-        ->check(CLI::IsMember({"docqa", "chat-session", "agent", "docqa-shuffled"}));
+        ->check(CLI::IsMember({"docqa", "chat-session", "agent", "docqa-shuffled", "agent-tools"}));
     s->add_option("--requests", serve_options_.num_requests,
-                  "Questions / turns / tasks (docqa's index requests come on top)")
+                  "Questions / turns / tasks / agent-tools steps (docqa's index requests come on "
+                  "top)")
         ->default_val(10)
         ->check(IntegerIn(1, 1 << 20));
     s->add_option("--max-tokens", serve_options_.max_tokens, "Tokens to generate per request")
@@ -408,7 +409,8 @@ class BenchCommand : public Command {
         ->default_val("auto")
         ->check(CLI::IsMember({"auto", "field", "inline"}));
     s->add_option("--catalog-skills", serve_options_.max_catalog_skills,
-                  "agent: skills in the catalogue and drawn from (0 = all)")
+                  "agent: skills in the catalogue and drawn from (0 = all); agent-tools: tools "
+                  "offered, at least the chosen tasks' skills (0 = just those)")
         ->default_val(0)
         ->check(IntegerIn(0, 1 << 20));
     s->add_option("--clients", serve_options_.clients,

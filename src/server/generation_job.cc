@@ -8,6 +8,7 @@
 
 #include "server/request_body.h"
 #include "server/stop_sequences.h"
+#include "server/tool_call_stream.h"
 
 namespace reprise::server {
 namespace {
@@ -134,24 +135,50 @@ void GenerationJob::Run() {
   const std::string echoed = parsed->echo ? generate.prompt : std::string();
   std::vector<size_t> sent_bytes(static_cast<size_t>(num_choices), 0);  // past the echo
   bool began = false;
-  // With tools, a reply may turn out to be a call: its text is held until the end, then sent
-  // as content and delta.tool_calls.
-  const bool hold = !parsed->tool_names.empty();
+  // With tools, a reply may hold calls: streamed, its text goes through a ToolCallStream per
+  // choice (content and delta.tool_calls fragments as they are read); whole, it is read at
+  // the end (ParseToolCalls).
+  const bool tools = !parsed->tool_names.empty();
+  std::vector<ToolCallStream> readers(
+      tools && parsed->stream ? static_cast<size_t>(num_choices) : 0,
+      ToolCallStream(parsed->tool_names, parsed->forced_tool));
+  const auto begin_stream = [&] {
+    if (began) return;
+    response_->Begin(200, "text/event-stream",
+                     {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+    began = true;
+  };
+  const auto send_events = [&](int choice, const std::vector<ToolStreamEvent>& events) {
+    const size_t c = static_cast<size_t>(choice);
+    for (const ToolStreamEvent& e : events) {
+      begin_stream();
+      if (e.kind == ToolStreamEvent::Kind::kContent) {
+        response_->Write(Event(StreamChunk(header, choice, e.text, first[c], "")));
+      } else {
+        const bool starts = e.kind == ToolStreamEvent::Kind::kCallStart;
+        response_->Write(Event(ToolCallFragmentChunk(
+            header, choice, e.call_index, starts ? e.id : "", e.name, e.text, first[c])));
+      }
+      first[c] = false;
+    }
+  };
   // `opening`: send the choice's first chunk even without text (an empty reply's role).
   auto take = [&](int choice, const std::string& piece, bool opening = false) {
     const size_t c = static_cast<size_t>(choice);
     sent_bytes[c] += piece.size();
-    if (!parsed->stream || hold) {
+    if (!parsed->stream) {
       if (texts[c].empty()) texts[c] = echoed;
       texts[c] += piece;
       return;
     }
-    if (piece.empty() && !(first[c] && (opening || !echoed.empty()))) return;
-    if (!began) {
-      response_->Begin(200, "text/event-stream",
-                       {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
-      began = true;
+    if (tools && !opening) {
+      std::vector<ToolStreamEvent> events;
+      readers[c].Feed(piece, &events);
+      send_events(choice, events);
+      return;
     }
+    if (piece.empty() && !(first[c] && (opening || !echoed.empty()))) return;
+    begin_stream();
     const std::string text = first[c] ? echoed + piece : piece;
     response_->Write(Event(StreamChunk(header, choice, text, first[c], "")));
     first[c] = false;
@@ -167,40 +194,27 @@ void GenerationJob::Run() {
     for (int c = 0; c < num_choices; ++c) {
       const size_t i = static_cast<size_t>(c);
       take(c, stops[i].Flush());
-      const bool generated_nothing = parsed->stream && !hold ? first[i] : texts[i].empty();
-      if (generated_nothing && !hold) take(c, "", /*opening=*/true);  // an echo, an empty reply
+      if (!readers.empty()) {
+        std::vector<ToolStreamEvent> events;
+        readers[i].Finish(&events);
+        send_events(c, events);
+      }
+      const bool generated_nothing = parsed->stream ? first[i] : texts[i].empty();
+      if (generated_nothing && !(tools && !parsed->stream)) {
+        take(c, "", /*opening=*/true);  // an echo, an empty reply
+      }
       ChoiceOutput& out = choices[i];
       const std::string& stop_reason =
           c == 0 ? result->stop_reason : result->more_choices[i - 1].stop_reason;
       out.finish_reason = std::string(FinishReason(stop_reason, stops[i].found()));
       out.text = std::move(texts[i]);
-      if (hold) {
-        ToolReply reply = ParseToolCalls(out.text, parsed->tool_names);
+      if (tools) {
+        ToolReply reply =
+            readers.empty() ? ParseToolCalls(out.text, parsed->tool_names) : readers[i].reply();
         if (!reply.calls.empty()) {
           out.text = std::move(reply.content);
           out.tool_calls = std::move(reply.calls);
           out.finish_reason = "tool_calls";
-        }
-        if (parsed->stream) {
-          if (!out.text.empty() || out.tool_calls.empty()) {
-            const std::string text = out.text;
-            if (!began) {
-              response_->Begin(200, "text/event-stream",
-                               {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
-              began = true;
-            }
-            response_->Write(Event(StreamChunk(header, c, text, first[i], "")));
-            first[i] = false;
-          }
-          if (!out.tool_calls.empty()) {
-            if (!began) {
-              response_->Begin(200, "text/event-stream",
-                               {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
-              began = true;
-            }
-            response_->Write(Event(ToolCallsChunk(header, c, out.tool_calls, first[i])));
-            first[i] = false;
-          }
         }
       }
       if (generate.return_logprobs) {

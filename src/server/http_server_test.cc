@@ -525,24 +525,61 @@ TEST_F(HttpServerTest, ToolChoiceRequiredReturnsAValidCallAndTheLoopGoesOn) {
   ASSERT_EQ(named->status, 200) << named->body;
   EXPECT_EQ(json::parse(named->body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
             "now");
-  // Streamed: the call as delta.tool_calls.
-  body["stream"] = true;
-  httplib::Result streamed = Post("/v1/chat/completions", body.dump());
-  ASSERT_TRUE(streamed);
-  ASSERT_EQ(streamed->status, 200) << streamed->body;
-  bool done = false, saw_call = false;
-  std::string finish;
-  for (const json& event : Events(streamed->body, &done)) {
-    const json& choice = event["choices"][0];
-    if (choice["delta"].contains("tool_calls")) {
-      saw_call = true;
-      EXPECT_EQ(choice["delta"]["tool_calls"][0]["index"], 0);
-      EXPECT_EQ(choice["delta"]["tool_calls"][0]["function"]["name"], "now");
+  // Streamed: the call as delta.tool_calls fragments (name first, then the arguments in
+  // pieces), which reassemble to the call answered whole for the same seed; no markup as
+  // content. The grammar lets the model write "arguments" before "name": such a call is sent
+  // whole once its name is read, so over several seeds some calls come in pieces.
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  int streamed_in_pieces = 0;
+  for (int seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    body["seed"] = seed;
+    body["stream"] = false;
+    httplib::Result whole = Post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(whole);
+    ASSERT_EQ(whole->status, 200) << whole->body;
+    const json whole_call = json::parse(whole->body)["choices"][0]["message"]["tool_calls"][0];
+    body["stream"] = true;
+    httplib::Result streamed = Post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(streamed);
+    ASSERT_EQ(streamed->status, 200) << streamed->body;
+    bool done = false;
+    std::string finish, name, arguments, id, content;
+    int fragments = 0;
+    for (const json& event : Events(streamed->body, &done)) {
+      if (event["choices"].empty()) continue;  // usage
+      const json& choice = event["choices"][0];
+      if (choice["delta"].contains("content") && choice["delta"]["content"].is_string()) {
+        content += choice["delta"]["content"].get<std::string>();
+      }
+      if (choice["delta"].contains("tool_calls")) {
+        const json& fragment = choice["delta"]["tool_calls"][0];
+        EXPECT_EQ(fragment["index"], 0);
+        if (fragment.contains("id")) {
+          EXPECT_TRUE(id.empty()) << "one call, one first fragment";
+          id = fragment["id"];
+          EXPECT_EQ(fragment["type"], "function");
+          name = fragment["function"]["name"];
+          EXPECT_EQ(fragment["function"]["arguments"], "");
+        } else {
+          EXPECT_FALSE(id.empty()) << "arguments before the call's first fragment";
+          EXPECT_FALSE(fragment["function"].contains("name"));
+        }
+        arguments += fragment["function"]["arguments"].get<std::string>();
+        ++fragments;
+      }
+      if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
     }
-    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+    EXPECT_TRUE(done);
+    EXPECT_EQ(finish, "tool_calls");
+    EXPECT_EQ(content, "");
+    EXPECT_EQ(name, whole_call["function"]["name"]);
+    EXPECT_EQ(json::parse(arguments),
+              json::parse(whole_call["function"]["arguments"].get<std::string>()))
+        << streamed->body;
+    streamed_in_pieces += fragments > 2;
   }
-  EXPECT_TRUE(done && saw_call);
-  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_GT(streamed_in_pieces, 0);
   // The call and its result go back; the tools stay one reusable segment.
   json next = ChatBody("What is the weather in Paris?", 8);
   next["tools"] = tools;

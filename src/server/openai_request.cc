@@ -424,6 +424,11 @@ Result<ServeRequest> ParseChatCompletionRequest(std::string_view body_text,
       Result<std::string> schema = ToolCallSchema(body["tools"], named);
       if (!schema.ok()) return FieldError("tool_choice", schema.error().message());
       out.generate.json_schema = std::move(schema).value();
+      if (!named.empty()) {
+        out.forced_tool = named;
+      } else if (out.tool_names.size() == 1) {
+        out.forced_tool = out.tool_names.front();
+      }
     }
   }
   if (Has(body, "parallel_tool_calls")) {

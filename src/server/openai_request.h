@@ -49,6 +49,9 @@ struct ServeRequest {
   // Chat with `tools` (tool_choice not "none"): the functions whose calls are read out of the
   // reply (server/tool_calls.h); tool_choice "required" or named also set generate.json_schema.
   std::vector<std::string> tool_names;
+  // The function every reply calls when the request fixes it (tool_choice naming it, or
+  // "required" with one function); "" otherwise.
+  std::string forced_tool;
 };
 
 Result<ServeRequest> ParseChatCompletionRequest(std::string_view body, const RequestLimits& limits);

@@ -75,6 +75,26 @@ TEST(OpenAiRequestTest, ToolsBecomeOneSkillBlock) {
   EXPECT_NE(r->generate.skills[0].text.find("get_time"), std::string::npos);
   EXPECT_EQ(r->tool_names, (std::vector<std::string>{"get_weather", "get_time"}));
   EXPECT_TRUE(r->generate.json_schema.empty());  // "auto"
+  EXPECT_EQ(r->forced_tool, "");
+}
+
+// The function a reply must call, when the request fixes it: streamed calls use it to send
+// arguments that come before the name.
+TEST(OpenAiRequestTest, ToolChoiceNamingOrRequiringTheOnlyFunctionFixesIt) {
+  const std::string two = R"("tools": [{"type": "function", "function": {"name": "f"}},
+      {"type": "function", "function": {"name": "g"}}])";
+  const std::string user = R"({"messages": [{"role": "user", "content": "x"}], )";
+  Result<ServeRequest> named =
+      Chat(user + two + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}}})");
+  ASSERT_TRUE(named.ok()) << ErrorOf(named);
+  EXPECT_EQ(named->forced_tool, "g");
+  Result<ServeRequest> either = Chat(user + two + R"(, "tool_choice": "required"})");
+  ASSERT_TRUE(either.ok()) << ErrorOf(either);
+  EXPECT_EQ(either->forced_tool, "");
+  Result<ServeRequest> only = Chat(user + R"("tools": [{"type": "function", "function": )" +
+                                   R"({"name": "f"}}], "tool_choice": "required"})");
+  ASSERT_TRUE(only.ok()) << ErrorOf(only);
+  EXPECT_EQ(only->forced_tool, "f");
 }
 
 TEST(OpenAiRequestTest, ToolChoicesAndTheToolLoopsMessages) {

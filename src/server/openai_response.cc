@@ -103,13 +103,12 @@ json CompletionLogprobs(const std::vector<PositionLogprobs>& entries) {
               {"text_offset", std::move(offsets)}};
 }
 
-json ToolCallsValue(const std::vector<ToolCall>& calls, bool streamed) {
+json ToolCallsValue(const std::vector<ToolCall>& calls) {
   json list = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     json call = {{"id", calls[i].id},
                  {"type", "function"},
                  {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (streamed) call["index"] = i;
     list.push_back(std::move(call));
   }
   return list;
@@ -158,7 +157,7 @@ std::string CompletionBody(const ResponseHeader& header, const GenerateResult& r
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
       if (!c.tool_calls.empty()) {
         if (c.text.empty()) choice["message"]["content"] = nullptr;
-        choice["message"]["tool_calls"] = ToolCallsValue(c.tool_calls, false);
+        choice["message"]["tool_calls"] = ToolCallsValue(c.tool_calls);
       }
     } else {
       choice["text"] = c.text;
@@ -189,10 +188,19 @@ std::string StreamChunk(const ResponseHeader& header, int index, std::string_vie
   return Dump(chunk);
 }
 
-std::string ToolCallsChunk(const ResponseHeader& header, int index,
-                           const std::vector<ToolCall>& calls, bool first) {
+std::string ToolCallFragmentChunk(const ResponseHeader& header, int index, int call_index,
+                                  std::string_view id, std::string_view name,
+                                  std::string_view arguments, bool first) {
   json chunk = Header(header, true);
-  json delta = {{"tool_calls", ToolCallsValue(calls, true)}};
+  json call = {{"index", call_index}};
+  if (!id.empty()) {
+    call["id"] = std::string(id);
+    call["type"] = "function";
+    call["function"] = {{"name", std::string(name)}, {"arguments", std::string(arguments)}};
+  } else {
+    call["function"] = {{"arguments", std::string(arguments)}};
+  }
+  json delta = {{"tool_calls", json::array({call})}};
   if (first) delta["role"] = "assistant";
   chunk["choices"] = json::array(
       {{{"index", index}, {"finish_reason", nullptr}, {"logprobs", nullptr}, {"delta", delta}}});

@@ -76,10 +76,12 @@ std::string CompletionBody(const ResponseHeader& header, const GenerateResult& r
 std::string StreamChunk(const ResponseHeader& header, int index, std::string_view text, bool first,
                         std::string_view finish_reason, const ChoiceOutput* logprobs = nullptr);
 
-// A streamed chat chunk with choice `index`'s function calls as OpenAI's delta.tool_calls (each
-// whole: id, type, function.name and function.arguments at once).
-std::string ToolCallsChunk(const ResponseHeader& header, int index,
-                           const std::vector<ToolCall>& calls, bool first);
+// A streamed chat chunk with one fragment of choice `index`'s call `call_index` as OpenAI
+// streams calls: the first fragment of a call (`id` not empty) carries its index, id, type and
+// function name with empty arguments; the next ones its index and a piece of the arguments.
+std::string ToolCallFragmentChunk(const ResponseHeader& header, int index, int call_index,
+                                  std::string_view id, std::string_view name,
+                                  std::string_view arguments, bool first);
 
 // The last chunk before [DONE] when stream_options.include_usage is set: no choices, `usage`
 // and `reprise`.

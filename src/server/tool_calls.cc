@@ -15,13 +15,17 @@ std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string NewCallId() {
+}  // namespace
+
+std::string NewToolCallId() {
   thread_local std::mt19937_64 random(std::random_device{}());
   char hex[32];
   std::snprintf(hex, sizeof(hex), "%016llx%08llx", static_cast<unsigned long long>(random()),
                 static_cast<unsigned long long>(random() & 0xffffffffu));
   return std::string("call_") + hex;
 }
+
+namespace {
 
 std::string_view Trim(std::string_view text) {
   const size_t begin = text.find_first_not_of(" \t\r\n");
@@ -53,7 +57,7 @@ bool ReadCall(std::string_view text, const std::vector<std::string>& names, Tool
       }
     }
   }
-  call.id = NewCallId();
+  call.id = NewToolCallId();
   call.name = name->get<std::string>();
   call.arguments = Dump(arguments);
   return true;

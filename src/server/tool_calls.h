@@ -31,6 +31,9 @@ struct ToolCall {
   std::string arguments;  // a JSON object, as text
 };
 
+// A new call id: "call_" and 24 hex digits.
+std::string NewToolCallId();
+
 // What the model replied: its text outside any call, and the calls, in order.
 struct ToolReply {
   std::string content;

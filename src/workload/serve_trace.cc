@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "workload/agent_tool_trace.h"
 #include "workload/chat_workload.h"
 #include "workload/docqa_workload.h"
 #include "workload/json_input.h"
@@ -17,8 +18,8 @@
 namespace reprise::workload {
 namespace {
 
-constexpr std::array<std::string_view, 4> kNames = {"docqa", "chat-session", "agent",
-                                                    "docqa-shuffled"};
+constexpr std::array<std::string_view, 5> kNames = {"docqa", "chat-session", "agent",
+                                                    "docqa-shuffled", "agent-tools"};
 
 // Skills are kept whole (the agent loads a SKILL.md entire), so the chunker must never cut.
 constexpr int kWholeTextTokens = 1 << 30;
@@ -397,8 +398,9 @@ Result<ServeTraceKind> ParseServeTraceKind(std::string_view name) {
   if (name == kNames[1]) return ServeTraceKind::kChatSession;
   if (name == kNames[2]) return ServeTraceKind::kAgent;
   if (name == kNames[3]) return ServeTraceKind::kDocQaShuffled;
+  if (name == kNames[4]) return ServeTraceKind::kAgentTools;
   return InvalidArgumentError("unknown trace '" + std::string(name) +
-                              "' (known: docqa, chat-session, agent, docqa-shuffled)");
+                              "' (known: docqa, chat-session, agent, docqa-shuffled, agent-tools)");
 }
 
 Result<ServeTrace> BuildServeTrace(ServeTraceKind kind, const ServeTraceOptions& options) {
@@ -412,6 +414,8 @@ Result<ServeTrace> BuildServeTrace(ServeTraceKind kind, const ServeTraceOptions&
       return BuildAgentTrace(options);
     case ServeTraceKind::kDocQaShuffled:
       return BuildDocQaShuffledTrace(options);
+    case ServeTraceKind::kAgentTools:
+      return BuildAgentToolTrace(options);
   }
   return InvalidArgumentError("unknown trace kind");
 }
@@ -453,6 +457,7 @@ std::vector<TraceMessage> ChatWindow::Messages(const TraceRequest& request) {
     messages.insert(messages.end(), history_.begin(), history_.end());
   }
   messages.push_back({"user", request.user});
+  messages.insert(messages.end(), request.transcript.begin(), request.transcript.end());
   return messages;
 }
 

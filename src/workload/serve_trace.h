@@ -31,6 +31,10 @@
 //                 paragraphs per question, in a new order each time, and no index phase —
 //                 with `--documents inline` the plain-text trace of issue 17, where documents
 //                 are seen only inside earlier prompts.
+//   agent-tools   SkillsBench as an agent's tool loop (workload/agent_tool_trace.h): the skill
+//                 catalogue as OpenAI tools (the same for every request), then per task one
+//                 request per step, each the task plus a transcript that grows by an assistant
+//                 tool call and its `tool` result (the skill's text) per step.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +50,9 @@
 
 namespace reprise::workload {
 
-enum class ServeTraceKind { kDocQa, kChatSession, kAgent, kDocQaShuffled };
+enum class ServeTraceKind { kDocQa, kChatSession, kAgent, kDocQaShuffled, kAgentTools };
 
-// "docqa", "chat-session", "agent", "docqa-shuffled", in that order.
+// "docqa", "chat-session", "agent", "docqa-shuffled", "agent-tools", in that order.
 std::span<const std::string_view> ServeTraceNames();
 
 // Errors: InvalidArgument for an unknown name (listing the known ones).
@@ -76,6 +80,7 @@ struct ServeTraceOptions {
   int max_skills_per_task = 3;        // agent
   double skill_zipf_exponent = 1.0;   // agent: s in 1/r^s
   int max_catalog_skills = 0;         // agent: skills listed and drawn from (0 = all)
+  int max_tool_result_tokens = 256;   // agent-tools: a tool result (skill text) is cut to this
   uint64_t seed = 0;                  // agent: the ranking and the draws
   CountTokensFn count_tokens;         // required
 };
@@ -84,6 +89,32 @@ struct ServeTraceOptions {
 struct TraceText {
   std::string id;
   std::string text;
+};
+
+// agent-tools: a function offered to the model (OpenAI's `tools`); its parameters are
+// kAgentToolParameters, the same for every tool.
+struct TraceTool {
+  std::string name;  // [A-Za-z0-9_-]{1,64}, as OpenAI requires
+  std::string description;
+};
+
+// One call an assistant message made.
+struct TraceToolCall {
+  std::string id;         // unique within the trace; the `tool` message answering it names it
+  std::string name;       // a TraceTool's
+  std::string arguments;  // a JSON object, as text
+};
+
+// The JSON Schema of every agent-tools function's arguments.
+inline constexpr std::string_view kAgentToolParameters =
+    R"({"type":"object","properties":{"request":{"type":"string","description":"what the )"
+    R"(task needs from this skill"}},"required":["request"]})";
+
+struct TraceMessage {
+  std::string role;  // "system", "user", "assistant", "tool"
+  std::string content;
+  std::vector<TraceToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;               // tool: the call this is the result of
 };
 
 struct TraceRequest {
@@ -101,6 +132,10 @@ struct TraceRequest {
   // the server's reply (so that each server is sent the same prompts); nullopt = the server's
   // reply is recorded.
   std::optional<std::string> reply;
+  // agent-tools: the functions offered (the same list for every request of the trace), and
+  // the messages after `user`: assistant tool calls, each followed by its `tool` result.
+  std::vector<TraceTool> tools;
+  std::vector<TraceMessage> transcript;
 };
 
 struct ServeTrace {
@@ -117,15 +152,10 @@ Result<ServeTrace> BuildServeTrace(ServeTraceKind kind, const ServeTraceOptions&
 // per token). Only budgets depend on it; the report gives the server's own counts.
 int EstimateTokens(std::string_view text);
 
-struct TraceMessage {
-  std::string role;  // "system", "user", "assistant"
-  std::string content;
-};
-
 // The history window of a chat app: the messages sent for each request of a trace.
-// A request without conversation_id gets [system, user]. A chat-session turn gets [system,
-// history..., user], where the history holds the earlier turns of its conversation and the
-// replies recorded for them, oldest exchanges (a user turn and its reply) dropped until the
+// A request without conversation_id gets [system, user, transcript...]. A chat-session turn
+// gets [system, history..., user], where the history holds the earlier turns of its conversation
+// and the replies recorded for them, oldest exchanges (a user turn and its reply) dropped until the
 // estimate fits max_prompt_tokens; a new conversation_id starts an empty history.
 // Thread-compatible.
 class ChatWindow {

@@ -47,7 +47,7 @@ void ExpectSameTrace(const ServeTrace& a, const ServeTrace& b) {
 }
 
 TEST(ServeTraceTest, ParsesTheTraceNames) {
-  ASSERT_EQ(ServeTraceNames().size(), 4u);
+  ASSERT_EQ(ServeTraceNames().size(), 5u);
   for (std::string_view name : ServeTraceNames()) EXPECT_TRUE(ParseServeTraceKind(name).ok());
   EXPECT_EQ(*ParseServeTraceKind("chat-session"), ServeTraceKind::kChatSession);
   Result<ServeTraceKind> bad = ParseServeTraceKind("chat");
