@@ -75,7 +75,9 @@ struct ReuseTuning {
   ScheduleStrategy scheduler = ScheduleStrategy::kDp;
   bool store_cost_aware_eviction = true;  // false: LRU
   bool store_prefetch = true;             // the store's idle-time prefetch
+#if __cplusplus >= 202002L  // the header itself stays C++17
   bool operator==(const ReuseTuning&) const = default;
+#endif
 };
 
 // EngineOptions::quality_guard: the model's calibrated threshold.
@@ -180,7 +182,9 @@ struct EngineOptions {
   // then kept beside the store, or in memory).
   std::string calibration_dir;
   ReuseTuning tuning;
+#if __cplusplus >= 202002L  // the header itself stays C++17
   bool operator==(const EngineOptions&) const = default;
+#endif
 };
 
 struct ChatTurn {
