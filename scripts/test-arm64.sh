@@ -16,7 +16,7 @@ build=${1:-build-arm64}
 
 packages=(g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64 libgmock-dev:arm64
   libsqlite3-dev:arm64 libpcre2-dev:arm64 libxxhash-dev:arm64 libcpp-httplib-dev:arm64
-  libboost-dev:arm64 zlib1g-dev:arm64)
+  libboost-dev:arm64 zlib1g-dev:arm64 libhiredis-dev:arm64)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
