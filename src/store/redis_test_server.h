@@ -5,9 +5,7 @@
 #pragma once
 
 #include <hiredis.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/loopback_client.h"
 
 namespace reprise::store::test_util {
 
@@ -57,7 +57,7 @@ class RedisTestServer {
   bool Start() {
     if (dir_.empty() || RedisServerPath().empty()) return false;
     for (int attempt = 0; attempt < 5; ++attempt) {
-      if (!fixed_port_) port_ = FreePort();
+      if (!fixed_port_) port_ = testing_support::FreeLoopbackPort();
       if (port_ == 0) return false;
       if (Launch() && WaitForPing(std::chrono::seconds(10))) return true;
       Kill();
@@ -127,22 +127,6 @@ class RedisTestServer {
   bool running() const { return pid_ > 0; }
 
  private:
-  static int FreePort() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return 0;
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    int port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      port = ntohs(address.sin_port);
-    }
-    close(fd);
-    return port;
-  }
-
   bool Launch() {
     std::vector<std::string> args = {RedisServerPath(),
                                      "--port", std::to_string(port_),

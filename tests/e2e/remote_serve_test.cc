@@ -40,27 +40,12 @@ const std::string kOtherStory =
     "Tom had a small boat. He took it to the pond every morning and watched it float. One day "
     "the wind pushed the boat far away, and a kind duck brought it back to him.";
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // One `reprise serve` process, terminated at the end.
 class ServeProcess {
  public:
   ServeProcess(const std::string& dir, const std::string& name, const std::string& remote,
                const std::string& api_key) {
-    port_ = FreePort();
+    port_ = testing_support::FreeLoopbackPort();
     log_ = dir + "/" + name + ".log";
     std::vector<std::string> args = {REPRISE_CLI_PATH, "serve", "-m", kModel,
                                      "--port", std::to_string(port_),

@@ -14,6 +14,10 @@
 
 namespace reprise::testing_support {
 
+// A TCP port free on 127.0.0.1 now (the kernel's choice for a bound socket), for a server a
+// test starts; 0 when none could be had. Another process may take it before the server binds.
+int FreeLoopbackPort();
+
 // One HTTP/1.x response as read off the wire.
 struct RawResponse {
   int status = 0;
